@@ -1,0 +1,43 @@
+// Device contexts: what an Operator<Context> needs to run on its device.
+// CPUContext is the host one; CUDAContext (core/cuda) follows the same shape.
+//
+// Each operator owns its context, so the random generator is per op and its
+// sequence depends only on the op's DeviceOption.random_seed: a seeded net
+// gives the same numbers however ops are scheduled.
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+#include "core/allocator.h"
+#include "proto/doppio.pb.h"
+
+namespace doppio {
+
+// DeviceOption -> Device (CPU device ids are logical devices).
+Device DeviceFromOption(const DeviceOption& option);
+
+class CPUContext {
+ public:
+  static constexpr DeviceKind kDeviceKind = DeviceKind::kCPU;
+
+  CPUContext() : CPUContext(DeviceOption()) {}
+  explicit CPUContext(const DeviceOption& option);
+
+  Device device() const { return device_; }
+  // Host work needs no device switch or synchronization.
+  void SwitchToDevice(int /*stream_id*/ = 0) {}
+  void FinishDeviceComputation() {}
+
+  // The op's random generator: seeded from random_seed when the option sets
+  // one, else from a process-wide nondeterministic source.
+  std::mt19937& RandGenerator() { return generator_; }
+
+  void CopyBytes(size_t nbytes, const void* source, void* destination);
+
+ private:
+  Device device_;
+  std::mt19937 generator_;
+};
+
+}  // namespace doppio

@@ -1,0 +1,145 @@
+#include "core/registry.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <tuple>
+
+#include "core/schema.h"
+
+namespace doppio {
+namespace {
+
+using KeyTuple = std::tuple<std::string, int, std::string>;
+
+std::map<KeyTuple, OperatorCreator>& Creators() {
+  static auto* creators = new std::map<KeyTuple, OperatorCreator>();
+  return *creators;
+}
+
+KeyTuple AsTuple(const OperatorKey& key) {
+  return KeyTuple(key.type, static_cast<int>(key.device), key.engine);
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> previous(b.size() + 1), current(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    current[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t substitution = previous[j - 1] + (a[i - 1] != b[j - 1]);
+      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitution});
+    }
+    std::swap(previous, current);
+  }
+  return previous[b.size()];
+}
+
+const char* DeviceName(DeviceKind kind) {
+  return kind == DeviceKind::kCUDA ? "CUDA" : "CPU";
+}
+
+std::vector<std::string> SplitEngines(const std::string& engines) {
+  std::vector<std::string> result;
+  size_t start = 0;
+  while (start <= engines.size()) {
+    size_t comma = engines.find(',', start);
+    if (comma == std::string::npos) comma = engines.size();
+    std::string engine = engines.substr(start, comma - start);
+    if (!engine.empty() && engine != "DEFAULT") result.push_back(engine);
+    start = comma + 1;
+  }
+  return result;
+}
+
+}  // namespace
+
+void OperatorRegistry::Register(const OperatorKey& key, OperatorCreator creator) {
+  auto inserted = Creators().emplace(AsTuple(key), std::move(creator));
+  if (!inserted.second) {
+    // Two kernels for one key is a build defect, found at start-up.
+    std::fprintf(stderr, "doppio: operator %s (%s, engine '%s') registered twice\n",
+                 key.type.c_str(), DeviceName(key.device), key.engine.c_str());
+    std::abort();
+  }
+}
+
+const OperatorCreator* OperatorRegistry::Find(const OperatorKey& key) {
+  const auto& creators = Creators();
+  auto it = creators.find(AsTuple(key));
+  return it == creators.end() ? nullptr : &it->second;
+}
+
+std::vector<OperatorKey> OperatorRegistry::Keys() {
+  std::vector<OperatorKey> keys;
+  for (const auto& entry : Creators()) {
+    keys.push_back({std::get<0>(entry.first),
+                    static_cast<DeviceKind>(std::get<1>(entry.first)),
+                    std::get<2>(entry.first)});
+  }
+  return keys;
+}
+
+std::vector<std::string> OperatorRegistry::SimilarTypes(const std::string& type) {
+  const std::string wanted = Lower(type);
+  const size_t limit = std::max<size_t>(2, type.size() / 3);
+  std::vector<std::pair<size_t, std::string>> scored;
+  std::string last;
+  for (const auto& entry : Creators()) {
+    const std::string& candidate = std::get<0>(entry.first);
+    if (candidate == last) continue;
+    last = candidate;
+    const std::string lowered = Lower(candidate);
+    size_t distance = EditDistance(wanted, lowered);
+    // A differently-cased name or a prefix ("Conv" for "ConvTranspos") is a
+    // likely intent even when many letters differ.
+    if (lowered.rfind(wanted, 0) == 0 || wanted.rfind(lowered, 0) == 0) {
+      distance = std::min<size_t>(distance, 1);
+    }
+    if (distance <= limit) scored.emplace_back(distance, candidate);
+  }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < scored.size() && i < 5; ++i) names.push_back(scored[i].second);
+  return names;
+}
+
+std::unique_ptr<OperatorBase> CreateOperator(const OperatorDef& def,
+                                             Workspace* workspace) {
+  const Device device = DeviceFromOption(def.device_option());
+  const OperatorCreator* creator = nullptr;
+  for (const std::string& engine : SplitEngines(def.engine())) {
+    creator = OperatorRegistry::Find({def.type(), device.kind, engine});
+    if (creator) break;
+  }
+  if (!creator) creator = OperatorRegistry::Find({def.type(), device.kind, ""});
+  if (!creator) {
+    bool on_other_device = false;
+    for (const OperatorKey& key : OperatorRegistry::Keys()) {
+      if (key.type == def.type()) on_other_device = true;
+    }
+    if (on_other_device) {
+      DOPPIO_THROW("operator type '", def.type(), "' has no ", DeviceName(device.kind),
+                   " implementation in this build");
+    }
+    const auto similar = OperatorRegistry::SimilarTypes(def.type());
+    if (similar.empty()) {
+      DOPPIO_THROW("unknown operator type '", def.type(), "'");
+    }
+    DOPPIO_THROW("unknown operator type '", def.type(), "'; did you mean ", similar, "?");
+  }
+  const OpSchema* schema = OpSchemaRegistry::Schema(def.type());
+  DOPPIO_ENFORCE(schema != nullptr, "operator type '", def.type(),
+                 "' is registered without a schema; every op needs an OPERATOR_SCHEMA");
+  schema->Verify(def);
+  return (*creator)(def, workspace);
+}
+
+}  // namespace doppio

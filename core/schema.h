@@ -1,0 +1,133 @@
+// OpSchema: the contract of one operator type, written beside its kernel as a
+// fluent builder that doubles as documentation:
+//
+//   OPERATOR_SCHEMA(Scale)
+//       .NumInputs(1).NumOutputs(1)
+//       .AllowInplace({{0, 0}})
+//       .IdenticalTypeAndShape()
+//       .Arg("scale", "(float, default 1.0) the multiplier")
+//       .Doc("Y = scale * X");
+//
+// Operator creation verifies every OperatorDef against its schema (input and
+// output counts, in-place rules) and refuses op types that have none, so an op
+// registered without a schema cannot run.
+//
+// Thread-safety: schemas are built during static initialization and only read
+// afterwards.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proto/doppio.pb.h"
+
+namespace doppio {
+
+class OpSchema {
+ public:
+  // Inferred output shapes from input shapes (and the op's arguments).
+  using InferenceFunction = std::function<std::vector<TensorShape>(
+      const OperatorDef&, const std::vector<TensorShape>&)>;
+
+  struct Argument {
+    std::string name;
+    std::string description;
+    bool required = false;
+  };
+  struct Slot {
+    std::string name;
+    std::string description;
+  };
+
+  OpSchema() = default;
+  OpSchema(std::string type, std::string file, int line);
+
+  // ---- builders ----
+  OpSchema& NumInputs(int n) { return NumInputs(n, n); }
+  OpSchema& NumInputs(int min, int max);
+  OpSchema& NumInputs(std::set<int> allowed);
+  OpSchema& NumOutputs(int n) { return NumOutputs(n, n); }
+  OpSchema& NumOutputs(int min, int max);
+  OpSchema& NumOutputs(std::set<int> allowed);
+  // Outputs as a function of inputs (e.g. Sum: 1 output for any inputs).
+  OpSchema& NumInputsOutputs(std::function<bool(int, int)> valid);
+  // (input, output) pairs that may share a blob.
+  OpSchema& AllowInplace(std::set<std::pair<int, int>> pairs);
+  OpSchema& AllowInplace(std::function<bool(int, int)> allowed);
+  // (input, output) pairs that must share a blob (e.g. optimizer updates).
+  OpSchema& EnforceInplace(std::set<std::pair<int, int>> pairs);
+  OpSchema& AllowAnyInplace() {
+    return AllowInplace([](int, int) { return true; });
+  }
+  OpSchema& TensorInferenceFunction(InferenceFunction function);
+  // Output 0 has input 0's shape and type.
+  OpSchema& IdenticalTypeAndShape();
+  OpSchema& Doc(std::string doc);
+  OpSchema& Arg(std::string name, std::string description, bool required = false);
+  OpSchema& Input(int index, std::string name, std::string description);
+  OpSchema& Output(int index, std::string name, std::string description);
+
+  // ---- queries ----
+  const std::string& type() const { return type_; }
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+  const std::string& doc() const { return doc_; }
+  const std::vector<Argument>& args() const { return args_; }
+  const std::vector<Slot>& inputs() const { return inputs_; }
+  const std::vector<Slot>& outputs() const { return outputs_; }
+  int min_input() const { return min_input_; }
+  int max_input() const { return max_input_; }
+  int min_output() const { return min_output_; }
+  int max_output() const { return max_output_; }
+  bool inplace_allowed(int input, int output) const;
+  bool inplace_enforced(int input, int output) const;
+  bool has_shape_inference() const { return static_cast<bool>(inference_); }
+  std::vector<TensorShape> InferTensor(const OperatorDef& def,
+                                       const std::vector<TensorShape>& inputs) const;
+
+  // Throws an Error naming what in `def` violates this schema.
+  void Verify(const OperatorDef& def) const;
+  // "NumInputs 1-2, NumOutputs 1, in-place {0->0}" for listings.
+  std::string Summary() const;
+
+ private:
+  std::string type_, file_, doc_;
+  int line_ = 0;
+  int min_input_ = 0, max_input_ = 1 << 30;
+  int min_output_ = 0, max_output_ = 1 << 30;
+  std::set<int> allowed_inputs_, allowed_outputs_;
+  std::function<bool(int, int)> num_inputs_outputs_;
+  std::function<bool(int, int)> inplace_allowed_;
+  std::set<std::pair<int, int>> inplace_enforced_;
+  InferenceFunction inference_;
+  std::vector<Argument> args_;
+  std::vector<Slot> inputs_, outputs_;
+};
+
+class OpSchemaRegistry {
+ public:
+  // Creates the schema for `type`; a second schema for one type is an error
+  // at start-up (two files defining one op).
+  static OpSchema& NewSchema(const std::string& type, const char* file, int line);
+  // nullptr when the type has no schema.
+  static const OpSchema* Schema(const std::string& type);
+  static const std::map<std::string, OpSchema>& All();
+
+ private:
+  static std::map<std::string, OpSchema>& Map();
+};
+
+}  // namespace doppio
+
+#define DOPPIO_CONCAT_IMPL_(a, b) a##b
+#define DOPPIO_CONCAT_(a, b) DOPPIO_CONCAT_IMPL_(a, b)
+
+// Defines the schema of op `name` at namespace scope.
+#define OPERATOR_SCHEMA(name)                                                  \
+  static ::doppio::OpSchema& DOPPIO_CONCAT_(doppio_schema_##name##_, __LINE__) \
+      [[maybe_unused]] =                                                       \
+          ::doppio::OpSchemaRegistry::NewSchema(#name, __FILE__, __LINE__)

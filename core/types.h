@@ -1,0 +1,80 @@
+// Element types of tensors. The enum values are TensorProto::DataType's, so a
+// dtype converts to and from the wire without a table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace doppio {
+
+enum class DataType : int {
+  kUndefined = 0,
+  kFloat = 1,
+  kInt32 = 2,
+  kByte = 3,  // wire-only: loads as kUint8
+  kString = 4,
+  kBool = 5,
+  kUint8 = 6,
+  kInt8 = 7,
+  kUint16 = 8,
+  kInt16 = 9,
+  kInt64 = 10,
+  kFloat16 = 12,
+  kDouble = 13,
+};
+
+// IEEE half precision stored as its bit pattern; arithmetic converts to float.
+struct float16 {
+  uint16_t bits = 0;
+};
+float HalfToFloat(float16 h);
+float16 FloatToHalf(float f);
+
+// Bytes per element; std::string for kString.
+size_t ItemSize(DataType dtype);
+// numpy's names: "float32", "int64", "bool", "str" ...
+const char* DataTypeName(DataType dtype);
+// True for the enum values a tensor can hold (not kUndefined or kByte).
+bool IsStorableType(DataType dtype);
+
+template <typename T>
+struct DataTypeOf;
+#define DOPPIO_DECLARE_DTYPE_(T, value) \
+  template <>                           \
+  struct DataTypeOf<T> {                \
+    static constexpr DataType kValue = value; \
+  }
+DOPPIO_DECLARE_DTYPE_(float, DataType::kFloat);
+DOPPIO_DECLARE_DTYPE_(double, DataType::kDouble);
+DOPPIO_DECLARE_DTYPE_(float16, DataType::kFloat16);
+DOPPIO_DECLARE_DTYPE_(int8_t, DataType::kInt8);
+DOPPIO_DECLARE_DTYPE_(int16_t, DataType::kInt16);
+DOPPIO_DECLARE_DTYPE_(int32_t, DataType::kInt32);
+DOPPIO_DECLARE_DTYPE_(int64_t, DataType::kInt64);
+DOPPIO_DECLARE_DTYPE_(uint8_t, DataType::kUint8);
+DOPPIO_DECLARE_DTYPE_(uint16_t, DataType::kUint16);
+DOPPIO_DECLARE_DTYPE_(bool, DataType::kBool);
+DOPPIO_DECLARE_DTYPE_(std::string, DataType::kString);
+#undef DOPPIO_DECLARE_DTYPE_
+
+template <typename T>
+constexpr DataType DataTypeFor() {
+  return DataTypeOf<T>::kValue;
+}
+
+// A value that carries a type, for C++17 generic lambdas:
+//   DispatchDataType(dtype, [&](auto tag) { using T = typename decltype(tag)::type; ... });
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// Calls fn(TypeTag<T>{}) with the C++ type of `dtype`; used by ops and
+// serializers that handle every dtype with one template.
+template <typename Fn>
+decltype(auto) DispatchDataType(DataType dtype, Fn&& fn);
+
+}  // namespace doppio
+
+#include "core/types_dispatch.h"

@@ -1,0 +1,132 @@
+#include "core/workspace.h"
+
+#include <algorithm>
+
+#include "core/net.h"
+#include "core/registry.h"
+
+namespace doppio {
+
+Workspace::Workspace() = default;
+
+Workspace::Workspace(Workspace* parent) : parent_(parent) {}
+
+Workspace::~Workspace() {
+  // Operators point into blobs: drop the nets first.
+  std::lock_guard<std::mutex> lock(nets_mutex_);
+  nets_.clear();
+}
+
+Blob* Workspace::CreateBlob(const std::string& name) {
+  if (parent_ != nullptr) {
+    if (Blob* inherited = parent_->GetBlob(name)) {
+      std::lock_guard<std::mutex> lock(blobs_mutex_);
+      if (!blobs_.count(name)) return inherited;
+    }
+  }
+  std::lock_guard<std::mutex> lock(blobs_mutex_);
+  auto& slot = blobs_[name];
+  if (!slot) slot = std::make_unique<Blob>();
+  return slot.get();
+}
+
+Blob* Workspace::GetBlob(const std::string& name) {
+  return const_cast<Blob*>(static_cast<const Workspace*>(this)->GetBlob(name));
+}
+
+const Blob* Workspace::GetBlob(const std::string& name) const {
+  {
+    std::lock_guard<std::mutex> lock(blobs_mutex_);
+    auto it = blobs_.find(name);
+    if (it != blobs_.end()) return it->second.get();
+  }
+  return parent_ ? static_cast<const Workspace*>(parent_)->GetBlob(name) : nullptr;
+}
+
+bool Workspace::RemoveBlob(const std::string& name) {
+  std::lock_guard<std::mutex> lock(blobs_mutex_);
+  return blobs_.erase(name) > 0;
+}
+
+std::vector<std::string> Workspace::LocalBlobs() const {
+  std::lock_guard<std::mutex> lock(blobs_mutex_);
+  std::vector<std::string> names;
+  for (const auto& entry : blobs_) names.push_back(entry.first);
+  return names;
+}
+
+std::vector<std::string> Workspace::Blobs() const {
+  std::vector<std::string> names = LocalBlobs();
+  if (parent_) {
+    for (const std::string& name : parent_->Blobs()) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+  }
+  return names;
+}
+
+NetBase* Workspace::CreateNet(const NetDef& def, bool overwrite) {
+  {
+    std::lock_guard<std::mutex> lock(nets_mutex_);
+    DOPPIO_ENFORCE(overwrite || !nets_.count(def.name()), "a net named '",
+                   def.name(), "' already exists in this workspace");
+  }
+  // Built outside the lock: construction creates blobs and may be slow.
+  std::shared_ptr<NetBase> net = doppio::CreateNet(def, this);
+  std::lock_guard<std::mutex> lock(nets_mutex_);
+  nets_[def.name()] = net;
+  return net.get();
+}
+
+NetBase* Workspace::GetNet(const std::string& name) {
+  std::lock_guard<std::mutex> lock(nets_mutex_);
+  auto it = nets_.find(name);
+  return it == nets_.end() ? nullptr : it->second.get();
+}
+
+bool Workspace::DeleteNet(const std::string& name) {
+  std::lock_guard<std::mutex> lock(nets_mutex_);
+  return nets_.erase(name) > 0;
+}
+
+std::vector<std::string> Workspace::Nets() const {
+  std::lock_guard<std::mutex> lock(nets_mutex_);
+  std::vector<std::string> names;
+  for (const auto& entry : nets_) names.push_back(entry.first);
+  return names;
+}
+
+void Workspace::RunNet(const std::string& name) {
+  std::shared_ptr<NetBase> net;
+  {
+    std::lock_guard<std::mutex> lock(nets_mutex_);
+    auto it = nets_.find(name);
+    DOPPIO_ENFORCE(it != nets_.end(), "no net named '", name,
+                   "' in this workspace; create it first");
+    // Held by value: a concurrent DeleteNet must not destroy a running net.
+    net = it->second;
+  }
+  net->Run();
+}
+
+void Workspace::RunNetOnce(const NetDef& def) {
+  std::unique_ptr<NetBase> net = doppio::CreateNet(def, this);
+  net->Run();
+}
+
+void Workspace::RunOperatorOnce(const OperatorDef& def) {
+  std::unique_ptr<OperatorBase> op;
+  try {
+    op = CreateOperator(def, this);
+    op->Run();
+  } catch (Error& error) {
+    error.AppendContext(MakeString("in operator ", def.type(),
+                                   def.name().empty() ? "" : " '" + def.name() + "'",
+                                   " (inputs ", std::vector<std::string>(def.input().begin(), def.input().end()),
+                                   ", outputs ", std::vector<std::string>(def.output().begin(), def.output().end()),
+                                   ")"));
+    throw;
+  }
+}
+
+}  // namespace doppio

@@ -1,0 +1,70 @@
+// Workspace: the named blobs and nets of one model.
+//
+// A workspace may have a parent; its blobs are visible (readable and
+// writable) through the child, and blobs the child creates stay local. The
+// workspace owns its blobs and nets; nets are destroyed before blobs, since
+// operators hold pointers into blobs.
+//
+// Thread-safety: creating, looking up and removing blobs, and creating,
+// running and deleting nets, may happen from several threads. The content
+// of a blob is not protected: the executor orders readers and writers.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/blob.h"
+#include "proto/doppio.pb.h"
+
+namespace doppio {
+
+class NetBase;
+
+class Workspace {
+ public:
+  Workspace();
+  // `parent` must outlive this workspace.
+  explicit Workspace(Workspace* parent);
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  // The named blob, created locally if neither this workspace nor a parent
+  // has it. Never null.
+  Blob* CreateBlob(const std::string& name);
+  // Own or parent's blob; nullptr when absent.
+  Blob* GetBlob(const std::string& name);
+  const Blob* GetBlob(const std::string& name) const;
+  bool HasBlob(const std::string& name) const { return GetBlob(name) != nullptr; }
+  // Removes a local blob; false if there was none.
+  bool RemoveBlob(const std::string& name);
+  // Names of local and parent blobs, sorted.
+  std::vector<std::string> Blobs() const;
+  std::vector<std::string> LocalBlobs() const;
+
+  // Creates (or, with overwrite, replaces) the net named def.name(). A net of
+  // that name that exists already is an error without overwrite.
+  NetBase* CreateNet(const NetDef& def, bool overwrite = false);
+  NetBase* GetNet(const std::string& name);
+  bool DeleteNet(const std::string& name);
+  std::vector<std::string> Nets() const;
+  // Runs a net made earlier with CreateNet.
+  void RunNet(const std::string& name);
+  // Creates, runs and drops a net.
+  void RunNetOnce(const NetDef& def);
+  void RunOperatorOnce(const OperatorDef& def);
+
+  Workspace* parent() const { return parent_; }
+
+ private:
+  Workspace* parent_ = nullptr;
+  mutable std::mutex blobs_mutex_;
+  std::map<std::string, std::unique_ptr<Blob>> blobs_;
+  mutable std::mutex nets_mutex_;
+  std::map<std::string, std::shared_ptr<NetBase>> nets_;
+};
+
+}  // namespace doppio
