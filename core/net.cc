@@ -20,7 +20,7 @@ std::vector<std::string> Names(const google::protobuf::RepeatedPtrField<std::str
 
 }  // namespace
 
-NetBase::NetBase(const NetDef& def, Workspace* workspace) : def_(def) {
+NetBase::NetBase(const NetDef& def, Workspace* /*workspace*/) : def_(def) {
   for (int i = 0; i < def_.op_size(); ++i) {
     *def_.mutable_op(i) = EffectiveOpDef(def, def.op(i));
   }
@@ -31,7 +31,7 @@ NetBase::NetBase(const NetDef& def, Workspace* workspace) : def_(def) {
   for (int i = 0; i < def_.op_size(); ++i) {
     const OperatorDef& op = def_.op(i);
     for (const std::string& input : op.input()) {
-      if (!known.count(input) && !workspace->HasBlob(input)) {
+      if (!known.count(input)) {
         DOPPIO_THROW("input '", input, "' of ", DescribeOp(i),
                      " is neither an external input of the net nor produced by "
                      "an earlier op");

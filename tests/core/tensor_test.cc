@@ -1,0 +1,135 @@
+#include "core/tensor.h"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/blob.h"
+
+namespace doppio {
+namespace {
+
+TEST(TensorTest, ResizeAndTypedAccess) {
+  Tensor t;
+  t.Resize({2, 3, 4});
+  EXPECT_EQ(t.numel(), 24);
+  EXPECT_EQ(t.ndim(), 3);
+  EXPECT_EQ(t.dim(-1), 4);
+  EXPECT_EQ(t.SizeToDim(1), 2);
+  EXPECT_EQ(t.SizeFromDim(1), 12);
+  EXPECT_EQ(t.SizeBetweenDims(1, 2), 3);
+  float* data = t.mutable_data<float>();
+  for (int i = 0; i < 24; ++i) data[i] = static_cast<float>(i);
+  EXPECT_EQ(t.dtype(), DataType::kFloat);
+  EXPECT_EQ(t.nbytes(), 96u);
+  EXPECT_EQ(t.data<float>()[23], 23.0f);
+  EXPECT_THROW(t.data<double>(), Error);
+  EXPECT_THROW(t.dim(3), Error);
+  EXPECT_THROW(t.CanonicalAxis(-4), Error);
+}
+
+TEST(TensorTest, StorageIsAlignedAndKeptWhenItFits) {
+  Tensor t({64}, DataType::kFloat);
+  float* first = t.mutable_data<float>();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+  t.Resize({8, 8});
+  EXPECT_EQ(t.mutable_data<float>(), first);
+  t.Resize({4});
+  EXPECT_EQ(t.mutable_data<float>(), first);
+  t.Resize({1000});
+  EXPECT_NE(t.mutable_data<float>(), nullptr);
+  EXPECT_EQ(t.numel(), 1000);
+}
+
+TEST(TensorTest, RejectsNegativeAndOverflowingShapes) {
+  Tensor t;
+  EXPECT_THROW(t.Resize({2, -1}), Error);
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_THROW(t.Resize({big, big}), Error);
+  // A shape whose element count fits int64 but not memory is refused too.
+  EXPECT_THROW(t.Resize({std::numeric_limits<int64_t>::max()}), Error);
+  EXPECT_EQ(CheckedNumElements({0, big, big}), 0);
+}
+
+TEST(TensorTest, ReadBeforeWriteIsAnError) {
+  Tensor t({3}, DataType::kFloat);
+  EXPECT_THROW(t.data<float>(), Error);
+}
+
+TEST(TensorTest, ReshapeKeepsElements) {
+  Tensor t({2, 3}, DataType::kInt32);
+  int32_t* data = t.mutable_data<int32_t>();
+  for (int i = 0; i < 6; ++i) data[i] = i * 7;
+  t.Reshape({3, 2});
+  EXPECT_EQ(t.dim(0), 3);
+  EXPECT_EQ(t.data<int32_t>()[5], 35);
+  EXPECT_THROW(t.Reshape({4, 2}), Error);
+}
+
+TEST(TensorTest, CopyFromIsDeepAndShareDataAliases) {
+  Tensor source({3}, DataType::kString);
+  std::string* strings = source.mutable_data<std::string>();
+  strings[0] = "a";
+  strings[1] = "long string that does not fit the small buffer";
+  strings[2] = "";
+  Tensor copy;
+  copy.CopyFrom(source);
+  strings[0] = "changed";
+  EXPECT_EQ(copy.data<std::string>()[0], "a");
+  EXPECT_EQ(copy.data<std::string>()[1], source.data<std::string>()[1]);
+  EXPECT_FALSE(copy.SharesStorageWith(source));
+
+  Tensor alias;
+  alias.ShareData(source);
+  EXPECT_TRUE(alias.SharesStorageWith(source));
+  EXPECT_EQ(alias.data<std::string>()[0], "changed");
+}
+
+TEST(TensorTest, EmptyTensor) {
+  Tensor t({0, 4}, DataType::kFloat);
+  t.mutable_data<float>();
+  EXPECT_EQ(t.numel(), 0);
+  Tensor copy;
+  copy.CopyFrom(t);
+  EXPECT_EQ(copy.dims(), (std::vector<int64_t>{0, 4}));
+}
+
+TEST(TensorTest, HalfConversionMatchesIeee) {
+  // Bit patterns from the IEEE 754 binary16 definition.
+  EXPECT_EQ(FloatToHalf(1.0f).bits, 0x3c00);
+  EXPECT_EQ(FloatToHalf(-2.0f).bits, 0xc000);
+  EXPECT_EQ(FloatToHalf(65504.0f).bits, 0x7bff);
+  EXPECT_EQ(FloatToHalf(1e6f).bits, 0x7c00);  // overflow -> inf
+  EXPECT_EQ(FloatToHalf(5.960464477539063e-08f).bits, 0x0001);  // smallest subnormal
+  EXPECT_EQ(HalfToFloat(float16{0x3555}), 0.333251953125f);
+  EXPECT_EQ(HalfToFloat(float16{0x0001}), 5.960464477539063e-08f);
+  for (uint32_t bits = 0; bits < 0x7c00; ++bits) {
+    const float16 h{static_cast<uint16_t>(bits)};
+    ASSERT_EQ(FloatToHalf(HalfToFloat(h)).bits, bits);
+  }
+}
+
+TEST(BlobTest, HoldsAnyTypeAndReportsMismatches) {
+  Blob blob;
+  EXPECT_TRUE(blob.IsEmpty());
+  *blob.GetMutable<int>() = 5;
+  EXPECT_TRUE(blob.IsType<int>());
+  EXPECT_EQ(blob.Get<int>(), 5);
+  try {
+    blob.GetTensor();
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("holds int"), std::string::npos)
+        << error.what();
+  }
+  Tensor* tensor = blob.GetMutableTensor();
+  EXPECT_TRUE(blob.IsTensor());
+  EXPECT_EQ(blob.GetMutableTensor(), tensor);
+  blob.Reset();
+  EXPECT_TRUE(blob.IsEmpty());
+}
+
+}  // namespace
+}  // namespace doppio
