@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Doppio builds and tests with. Idempotent and
+# quiet when everything is present; sourced by tools/test.sh and the
+# quickstart so a fresh machine needs no manual step.
+set -euo pipefail
+
+DOPPIO_DEBIAN_PACKAGES=(
+  g++
+  bazel-bootstrap bazel-platforms bazel-rules-java
+  protobuf-compiler libprotobuf-dev
+  libgoogle-glog-dev libgflags-dev
+  libgtest-dev libgmock-dev
+  liblmdb-dev
+  python3-protobuf python3-numpy python3-pytest python3-hypothesis
+)
+
+doppio_install_deps() {
+  local missing=()
+  local package
+  for package in "${DOPPIO_DEBIAN_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$package")
+    fi
+  done
+  if ((${#missing[@]} == 0)); then
+    return 0
+  fi
+  echo "installing Debian packages: ${missing[*]}" >&2
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  doppio_install_deps
+fi
