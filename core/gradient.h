@@ -73,6 +73,12 @@ class GradientMakerBase {
   // Sparse gradient of input i: "<input>_grad_indices" / "_values".
   std::string GI_I(int i);
   std::string GI_V(int i);
+  // Makes an existing blob (usually an output gradient) input i's dense
+  // gradient without any op: Caffe2's SetDense, how Alias and Sum pass their
+  // output gradient straight through.
+  void SetDense(int i, const std::string& name) {
+    input_gradients_.at(i) = GradientWrapper{name, "", ""};
+  }
   // The dense gradient of output i (error when that gradient is sparse or
   // absent).
   std::string GO(int i) const;

@@ -19,6 +19,8 @@
 #include <memory>
 #include <string>
 #include <typeindex>
+#include <utility>
+#include <vector>
 
 #include "core/blob.h"
 #include "core/tensor.h"
@@ -26,6 +28,8 @@
 
 namespace doppio {
 
+// BlobProto.type of serialized tensors, as Caffe2 writes it.
+constexpr const char* kTensorBlobType = "Tensor";
 // Caffe2's chunk-key separator: "fc_w#%0", "fc_w#%1" ...
 constexpr const char* kChunkIdSeparator = "#%";
 // Elements per chunk by default (Caffe2's default).
@@ -39,7 +43,9 @@ void SerializeTensor(const Tensor& tensor, const std::string& name,
                      TensorProto* proto, int64_t begin = 0, int64_t end = -1);
 // Makes `tensor` the proto's tensor. A proto with `segment` fills only its
 // elements of a tensor resized to `dims` (the tensor keeps its other
-// elements if it already had that shape and dtype).
+// elements if it already had that shape and dtype; otherwise they are
+// unspecified). For untrusted files prefer DeserializeBlobChunks, which
+// checks that the chunks cover the tensor before allocating it.
 void DeserializeTensor(const TensorProto& proto, Tensor* tensor);
 
 // Receives each serialized chunk: the key ("name" or "name#%3") and the
@@ -57,6 +63,18 @@ std::string SerializeBlobToString(const Blob& blob, const std::string& name);
 // Loads one BlobProto (possibly one chunk) into `blob`.
 void DeserializeBlob(const BlobProto& proto, Blob* blob);
 void DeserializeBlob(const std::string& serialized, Blob* blob);
+
+// Loads a blob from all of its chunks (every BlobProto saved under
+// "NAME#%i", in any order). Unlike chunk-by-chunk DeserializeBlob, it checks
+// the chunks against each other before allocating anything: one type, one
+// shape, segments tiling [0, numel) with no gap, overlap or duplicate, and
+// for chunked non-tensor content every chunk id exactly once. `blob` changes
+// only when everything succeeded.
+void DeserializeBlobChunks(const std::vector<BlobProto>& chunks, Blob* blob);
+
+// The blob name in a DB key: "fc_w#%3" -> "fc_w"; keys without a chunk
+// suffix are returned whole.
+std::string BlobNameFromChunkKey(const std::string& key);
 
 // ---- registries for non-tensor blobs ----
 class BlobSerializerBase {
@@ -77,5 +95,19 @@ void RegisterBlobSerializer(std::type_index type,
                             std::function<std::unique_ptr<BlobSerializerBase>()> make);
 void RegisterBlobDeserializer(const std::string& blob_type,
                               std::function<std::unique_ptr<BlobDeserializerBase>()> make);
+
+// Static registration helpers: `static BlobSerializerRegisterer r(...)`.
+struct BlobSerializerRegisterer {
+  BlobSerializerRegisterer(std::type_index type,
+                           std::function<std::unique_ptr<BlobSerializerBase>()> make) {
+    RegisterBlobSerializer(type, std::move(make));
+  }
+};
+struct BlobDeserializerRegisterer {
+  BlobDeserializerRegisterer(const std::string& blob_type,
+                             std::function<std::unique_ptr<BlobDeserializerBase>()> make) {
+    RegisterBlobDeserializer(blob_type, std::move(make));
+  }
+};
 
 }  // namespace doppio

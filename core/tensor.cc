@@ -95,6 +95,9 @@ const void* Tensor::raw_data() const {
 void* Tensor::raw_mutable_data(DataType dtype) {
   DOPPIO_ENFORCE(IsStorableType(dtype), "cannot store elements of type ",
                  DataTypeName(dtype));
+  DOPPIO_ENFORCE(static_cast<uint64_t>(numel_) <=
+                     std::numeric_limits<size_t>::max() / ItemSize(dtype),
+                 "shape ", dims_, " of ", DataTypeName(dtype), " is too large to allocate");
   const size_t needed = static_cast<size_t>(numel_) * ItemSize(dtype);
   if (storage_ == nullptr || storage_->dtype() != dtype ||
       storage_->capacity_bytes() < needed || storage_->device() != device_) {

@@ -1,0 +1,342 @@
+#include "operators/load_save_op.h"
+
+#include <climits>
+#include <memory>
+#include <set>
+#include <utility>
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "core/serialization.h"
+#include "core/workspace.h"
+#include "operators/atomic_path.h"
+
+namespace doppio {
+namespace {
+
+// Caffe2's Save chunk_size argument: -1 (the default) means the default
+// chunk size and 0 means one chunk per blob. (The C++ API spells "no
+// chunking" kNoChunking.)
+int64_t ChunkSizeFromArgument(int64_t argument) {
+  if (argument == -1) return kDefaultChunkSize;
+  if (argument == 0) return kNoChunking;
+  DOPPIO_ENFORCE(argument > 0, "Save: chunk_size must be positive, 0 (no chunking) or -1 "
+                 "(default); got ", argument);
+  return argument;
+}
+
+// Caffe2's prefix rule: drop everything up to and including the first
+// occurrence of `prefix`; names without it are kept whole.
+std::string StripPrefix(const std::string& name, const std::string& prefix) {
+  if (prefix.empty()) return name;
+  const size_t at = name.find(prefix);
+  return at == std::string::npos ? name : name.substr(at + prefix.size());
+}
+
+}  // namespace
+
+// ---- CreateDB ----
+
+CreateDBOp::CreateDBOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      db_type_(GetSingleArgument<std::string>("db_type", "leveldb")),
+      db_name_(GetSingleArgument<std::string>("db", "")),
+      num_shards_(GetSingleArgument<int>("num_shards", 1)),
+      shard_id_(GetSingleArgument<int>("shard_id", 0)) {
+  DOPPIO_ENFORCE(!db_name_.empty(), "CreateDB: argument 'db' (the db's path) is required");
+}
+
+void CreateDBOp::RunOnDevice() {
+  OutputAs<db::DBReader>(0)->Open(db_type_, db_name_, num_shards_, shard_id_);
+}
+
+// ---- DBExists ----
+
+DBExistsOp::DBExistsOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      db_name_(GetSingleArgument<std::string>("db_name", "")),
+      db_type_(GetSingleArgument<std::string>("db_type", "")) {}
+
+void DBExistsOp::RunOnDevice() {
+  Tensor* exists = Output(0);
+  exists->Resize({});
+  *exists->mutable_data<bool>() = db::DBExists(db_type_, db_name_);
+}
+
+// ---- Save ----
+
+SaveOp::SaveOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      db_name_(GetSingleArgument<std::string>("db", "")),
+      db_type_(GetSingleArgument<std::string>("db_type", "")),
+      strip_prefix_(GetSingleArgument<std::string>("strip_prefix", "")),
+      blob_names_(GetRepeatedArgument<std::string>("blob_name_overrides")),
+      chunk_size_(ChunkSizeFromArgument(GetSingleArgument<int64_t>("chunk_size", -1))) {
+  DOPPIO_ENFORCE(!db_type_.empty(), "Save: argument 'db_type' is required (e.g. \"minidb\")");
+  DOPPIO_ENFORCE(!db_name_.empty(), "Save: argument 'db' (the output path) is required");
+  DOPPIO_ENFORCE(blob_names_.empty() || static_cast<int>(blob_names_.size()) == InputSize(),
+                 "Save: blob_name_overrides has ", blob_names_.size(), " names for ",
+                 InputSize(), " inputs");
+  DOPPIO_ENFORCE(blob_names_.empty() || strip_prefix_.empty(),
+                 "Save: strip_prefix and blob_name_overrides are mutually exclusive");
+  if (blob_names_.empty()) {
+    for (int i = 0; i < InputSize(); ++i) {
+      blob_names_.push_back(StripPrefix(input_name(i), strip_prefix_));
+    }
+  }
+  std::set<std::string> seen;
+  for (const std::string& name : blob_names_) {
+    DOPPIO_ENFORCE(!name.empty(), "Save: a blob would be saved under an empty name");
+    DOPPIO_ENFORCE(seen.insert(name).second, "Save: two inputs would be saved as '", name, "'");
+  }
+}
+
+void SaveOp::WriteDB(const std::string& path) {
+  std::unique_ptr<db::DB> out = db::OpenDB(db_type_, path, db::NEW);
+  std::unique_ptr<db::Transaction> transaction = out->NewTransaction();
+  const SerializationAcceptor acceptor = [&](const std::string& key,
+                                             const std::string& value) {
+    transaction->Put(key, value);
+  };
+  for (int i = 0; i < InputSize(); ++i) {
+    try {
+      SerializeBlob(InputBlob(i), blob_names_[i], acceptor, chunk_size_);
+    } catch (Error& error) {
+      error.AppendContext(
+          input_name(i) == blob_names_[i]
+              ? MakeString("while saving blob '", input_name(i), "'")
+              : MakeString("while saving blob '", input_name(i), "' as '", blob_names_[i], "'"));
+      throw;
+    }
+  }
+  transaction->Commit();
+  transaction.reset();
+  out->Close();
+}
+
+void SaveOp::RunOnDevice() {
+  const std::string target = db_name_;
+  const std::string temporary = TemporarySiblingPath(target);
+  try {
+    WriteDB(temporary);
+    SyncPath(temporary);
+    ReplacePath(temporary, target);
+  } catch (Error& error) {
+    RemovePathQuietly(temporary);
+    error.AppendContext(MakeString("while saving ", InputSize(), " blob(s) to ", db_type_,
+                                   " '", target, "' (the previous file there, if any, "
+                                   "is unchanged)"));
+    throw;
+  } catch (...) {
+    RemovePathQuietly(temporary);
+    throw;
+  }
+}
+
+// ---- Load ----
+
+LoadOp::LoadOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      add_prefix_(GetSingleArgument<std::string>("add_prefix", "")),
+      strip_prefix_(GetSingleArgument<std::string>("strip_prefix", "")),
+      db_names_(GetRepeatedArgument<std::string>("dbs")),
+      db_type_(GetSingleArgument<std::string>("db_type", "")),
+      keep_device_(GetSingleArgument<int>("keep_device", 0) != 0),
+      load_all_(GetSingleArgument<int>("load_all", 0) != 0),
+      allow_incomplete_(GetSingleArgument<bool>("allow_incomplete", false)),
+      source_names_(GetRepeatedArgument<std::string>("source_blob_names")) {
+  if (InputSize() == 0) {
+    DOPPIO_ENFORCE(!db_type_.empty(), "Load: argument 'db_type' is required (e.g. \"minidb\")");
+    const std::string db_name = GetSingleArgument<std::string>("db", "");
+    if (db_names_.empty()) {
+      DOPPIO_ENFORCE(!db_name.empty(), "Load: argument 'db' (or 'dbs') is required");
+      db_names_.push_back(db_name);
+    } else {
+      DOPPIO_ENFORCE(db_name.empty(), "Load: give either 'db' or 'dbs', not both");
+      std::set<std::string> seen;
+      for (const std::string& name : db_names_) {
+        DOPPIO_ENFORCE(!name.empty(), "Load: 'dbs' holds an empty path");
+        DOPPIO_ENFORCE(seen.insert(name).second, "Load: db '", name, "' is listed twice");
+      }
+    }
+  }
+  DOPPIO_ENFORCE(source_names_.empty() || static_cast<int>(source_names_.size()) == OutputSize(),
+                 "Load: source_blob_names has ", source_names_.size(), " names for ",
+                 OutputSize(), " outputs");
+  DOPPIO_ENFORCE(source_names_.empty() || strip_prefix_.empty(),
+                 "Load: strip_prefix and source_blob_names are mutually exclusive");
+  DOPPIO_ENFORCE(source_names_.empty() || !load_all_,
+                 "Load: load_all cannot be combined with source_blob_names");
+  if (!load_all_) {
+    if (source_names_.empty()) source_names_.assign(def.output().begin(), def.output().end());
+    for (int i = 0; i < static_cast<int>(source_names_.size()); ++i) {
+      DOPPIO_ENFORCE(output_index_.emplace(source_names_[i], i).second,
+                     "Load: blob '", source_names_[i], "' is requested twice");
+    }
+  }
+  // keep_device: blobs load into host tensors here whatever device they
+  // were saved from; a device Load places them on its own device.
+  (void)keep_device_;
+}
+
+std::string LoadOp::BlobNameFromKey(const std::string& key) const {
+  return add_prefix_ + StripPrefix(BlobNameFromChunkKey(key), strip_prefix_);
+}
+
+void LoadOp::Gather(db::Cursor* cursor, int db_index, const std::string& source,
+                    GatheredBlobs* gathered) const {
+  DOPPIO_ENFORCE(cursor != nullptr, "Load: the reader for '", source, "' is not open");
+  for (; cursor->Valid(); cursor->Next()) {
+    const std::string key = cursor->key();
+    const std::string name = BlobNameFromKey(key);
+    if (!load_all_ && !output_index_.count(name)) continue;
+    DOPPIO_ENFORCE(!name.empty(), "Load: record '", key, "' of '", source,
+                   "' names no blob");
+    Gathered& blob = (*gathered)[name];
+    DOPPIO_ENFORCE(blob.db_index < 0 || blob.db_index == db_index, "Load: blob '", name,
+                   "' is in both '", blob.source, "' and '", source, "'");
+    blob.db_index = db_index;
+    blob.source = source;
+    BlobProto proto;
+    DOPPIO_ENFORCE(proto.ParseFromString(cursor->value()), "Load: record '", key, "' of '",
+                   source, "' is not a valid BlobProto (corrupt file?)");
+    blob.chunks.push_back(std::move(proto));
+    blob.keys.push_back(key);
+  }
+}
+
+void LoadOp::CheckComplete(const GatheredBlobs& gathered, const std::string& sources) const {
+  std::vector<std::string> missing;
+  if (load_all_) {
+    for (int i = 0; i < OutputSize(); ++i) {
+      if (!gathered.count(output_name(i))) missing.push_back(output_name(i));
+    }
+  } else if (!allow_incomplete_) {
+    for (const std::string& name : source_names_) {
+      if (!gathered.count(name)) missing.push_back(name);
+    }
+  }
+  DOPPIO_ENFORCE(missing.empty(), "Load: blob(s) ", missing, " not found in ", sources,
+                 " (set allow_incomplete to load what is there)");
+}
+
+void LoadOp::RunOnDevice() {
+  GatheredBlobs gathered;
+  std::vector<std::string> sources;
+  if (InputSize() > 0) {
+    for (int i = 0; i < InputSize(); ++i) {
+      const db::DBReader& reader = InputAs<db::DBReader>(i);
+      sources.push_back(reader.source());
+      Gather(reader.cursor(), i, reader.source(), &gathered);
+    }
+  } else {
+    for (int i = 0; i < static_cast<int>(db_names_.size()); ++i) {
+      sources.push_back(db_names_[i]);
+      std::unique_ptr<db::DB> in = db::OpenDB(db_type_, db_names_[i], db::READ);
+      std::unique_ptr<db::Cursor> cursor = in->NewCursor();
+      Gather(cursor.get(), i, db_names_[i], &gathered);
+    }
+  }
+  CheckComplete(gathered, MakeString(sources));
+
+  // Deserialize everything before touching the workspace.
+  std::vector<std::pair<std::string, std::unique_ptr<Blob>>> staged;
+  for (auto& entry : gathered) {
+    Gathered& found = entry.second;
+    auto blob = std::make_unique<Blob>();
+    try {
+      DeserializeBlobChunks(found.chunks, blob.get());
+    } catch (Error& error) {
+      error.AppendContext(MakeString("while loading blob '", entry.first, "' (keys ",
+                                     found.keys, ") from ", db_type_.empty() ? "db" : db_type_,
+                                     " '", found.source, "'; no blob was changed"));
+      throw;
+    }
+    found.chunks.clear();
+    found.chunks.shrink_to_fit();
+    staged.emplace_back(entry.first, std::move(blob));
+  }
+
+  for (auto& entry : staged) {
+    Blob* target = load_all_ ? workspace()->CreateBlob(entry.first)
+                             : OutputBlob(output_index_.at(entry.first));
+    target->Swap(*entry.second);
+  }
+}
+
+REGISTER_CPU_OPERATOR(CreateDB, CreateDBOp);
+REGISTER_CPU_OPERATOR(DBExists, DBExistsOp);
+REGISTER_CPU_OPERATOR(Save, SaveOp);
+REGISTER_CPU_OPERATOR(Load, LoadOp);
+
+OPERATOR_SCHEMA(CreateDB)
+    .NumInputs(0)
+    .NumOutputs(1)
+    .Arg("db", "(string, required) path of the db to read", true)
+    .Arg("db_type", "(string, default \"leveldb\") the db's type: minidb or lmdb here")
+    .Arg("num_shards", "(int, default 1) readers sharing the db")
+    .Arg("shard_id", "(int, default 0) which of them this reader is")
+    .Output(0, "reader", "a DBReader over the db, at its first record (of the shard)")
+    .Doc("Opens an existing db for reading and keeps a DBReader in the output blob, "
+         "for input ops and for Load.");
+
+OPERATOR_SCHEMA(DBExists)
+    .NumInputs(0)
+    .NumOutputs(1)
+    .Arg("absolute_path", "(int, default 0) accepted for Caffe2; relative paths are "
+         "relative to the current directory either way")
+    .Arg("db_name", "(string) path of the db in question")
+    .Arg("db_type", "(string) its type: minidb or lmdb")
+    .Output(0, "exists", "bool scalar: whether the db opens for reading")
+    .Doc("Checks whether a db exists.");
+
+OPERATOR_SCHEMA(Save)
+    .NumInputs(1, INT_MAX)
+    .NumOutputs(0)
+    .Arg("absolute_path", "(int, default 0) accepted for Caffe2; relative paths are "
+         "relative to the current directory either way")
+    .Arg("strip_prefix", "(string, default \"\") in each input name, drop everything up to "
+         "and including the first occurrence of this (e.g. \"gpu_0/\")")
+    .Arg("blob_name_overrides", "(list of strings) names to save the inputs under, one per "
+         "input; excludes strip_prefix")
+    .Arg("db", "(string, required) the output path", true)
+    .Arg("db_type", "(string, required) minidb or lmdb", true)
+    .Arg("chunk_size", "(int, default -1) elements per chunk of a tensor: -1 means the "
+         "default (1000000), 0 means one chunk per blob")
+    .Input(0, "X", "blobs to save (one or more: tensors, or types with a serializer)")
+    .Doc("Saves blobs to a db, each under \"NAME#%CHUNK\" keys as Caffe2 does. The db is "
+         "written beside the target and renamed into place when complete, so a failed or "
+         "interrupted Save leaves the previous file intact.");
+
+OPERATOR_SCHEMA(Load)
+    .NumInputs(0, INT_MAX)
+    .NumOutputs(0, INT_MAX)
+    .Arg("absolute_path", "(int, default 0) accepted for Caffe2; relative paths are "
+         "relative to the current directory either way")
+    .Arg("add_prefix", "(string, default \"\") prefix added to every name read from the db")
+    .Arg("strip_prefix", "(string, default \"\") in every name read from the db, drop "
+         "everything up to and including the first occurrence of this")
+    .Arg("db", "(string) the db to load from, when there are no inputs")
+    .Arg("dbs", "(list of strings) several dbs to load from; a blob may be in only one")
+    .Arg("db_type", "(string) minidb or lmdb; required without inputs")
+    .Arg("keep_device", "(int, default 0) accepted for Caffe2; the CPU Load always loads "
+         "into host tensors")
+    .Arg("load_all", "(int, default 0) load every blob in the db(s), creating blobs as "
+         "needed")
+    .Arg("allow_incomplete", "(bool, default false) tolerate outputs missing from the db")
+    .Arg("source_blob_names", "(list of strings) the db names to load into the outputs, "
+         "one per output")
+    .Input(0, "X, Y, ...", "optional DBReaders (from CreateDB) to load from instead of db")
+    .Output(0, "blobs", "the blobs to load (with load_all: blobs that must be in the db)")
+    .Doc("Loads blobs from one or more dbs. All or nothing: every record is read and "
+         "checked (all chunks present, shapes and types consistent) before any blob is "
+         "changed, so a corrupt or incomplete file leaves the workspace as it was.");
+
+NO_GRADIENT(CreateDB, "it opens a db reader; there is no tensor to differentiate");
+SHOULD_NOT_DO_GRADIENT(DBExists, "it inspects the file system; it has no numeric inputs");
+SHOULD_NOT_DO_GRADIENT(Save, "it writes blobs to a file and produces nothing to "
+                       "differentiate");
+NO_GRADIENT(Load, "its outputs come from a file, not from its inputs");
+
+}  // namespace doppio

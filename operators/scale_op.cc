@@ -1,0 +1,58 @@
+#include "operators/scale_op.h"
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+
+namespace doppio {
+
+ScaleOp::ScaleOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), scale_(GetSingleArgument<float>("scale", 1.0f)) {}
+
+void ScaleOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  auto run = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = X.data<T>();
+    Tensor* Y = Output(0);
+    Y->Resize(X.dims());
+    T* y = Y->mutable_data<T>();
+    const T scale = static_cast<T>(scale_);
+    for (int64_t i = 0; i < X.numel(); ++i) y[i] = scale * x[i];
+  };
+  switch (X.dtype()) {
+    case DataType::kFloat: return run(TypeTag<float>{});
+    case DataType::kDouble: return run(TypeTag<double>{});
+    default: break;
+  }
+  DOPPIO_THROW("op ", type(), ": input '", input_name(0), "' holds ",
+               DataTypeName(X.dtype()), "; Scale supports float32 and float64");
+}
+
+REGISTER_CPU_OPERATOR(Scale, ScaleOp);
+
+OPERATOR_SCHEMA(Scale)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .AllowInplace({{0, 0}})
+    .IdenticalTypeAndShape()
+    .Arg("scale", "(float, default 1.0) the multiplier")
+    .Input(0, "input", "float32 or float64 tensor")
+    .Output(0, "output", "scale * input, of the input's shape and type")
+    .Doc("Multiplies every element of the input by `scale`.");
+
+namespace {
+
+class GetScaleGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    // Linear: the gradient is scaled by the same factor.
+    return SingleGradientDef("Scale", "", {GO(0)}, {GI(0)}, Def().arg());
+  }
+};
+
+}  // namespace
+
+REGISTER_GRADIENT(Scale, GetScaleGradient);
+
+}  // namespace doppio

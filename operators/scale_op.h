@@ -1,0 +1,18 @@
+// Scale: Y = scale * X.
+#pragma once
+
+#include "core/operator.h"
+
+namespace doppio {
+
+// Input X (float32 or float64); output Y, which may be X.
+class ScaleOp final : public Operator<CPUContext> {
+ public:
+  ScaleOp(const OperatorDef& def, Workspace* workspace);
+  void RunOnDevice() override;
+
+ private:
+  float scale_;
+};
+
+}  // namespace doppio

@@ -1,0 +1,185 @@
+#include "operators/utility_op.h"
+
+#include <iostream>
+#include <sstream>
+#include <type_traits>
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+
+namespace doppio {
+
+namespace {
+
+const Tensor& HostInput(const OperatorBase& op, const Tensor& input) {
+  DOPPIO_ENFORCE(input.device().kind == DeviceKind::kCPU, "op ", op.type(),
+                 ": input '", op.input_name(0),
+                 "' is not on the CPU; this build copies host tensors only");
+  return input;
+}
+
+}  // namespace
+
+void CopyOp::RunOnDevice() {
+  const Tensor& input = HostInput(*this, Input(0));
+  Output(0)->CopyFrom(input);
+}
+
+void AliasOp::RunOnDevice() { Output(0)->ShareData(Input(0)); }
+
+// ---- Print ----
+
+namespace {
+// Caffe2 prints at most this many elements when `limit` is 0.
+constexpr int64_t kDefaultPrintLimit = 1000;
+
+template <typename T>
+void PrintElement(std::ostream& out, const T& value) {
+  if constexpr (std::is_same<T, float16>::value) {
+    out << HalfToFloat(value);
+  } else if constexpr (std::is_same<T, int8_t>::value || std::is_same<T, uint8_t>::value) {
+    out << static_cast<int>(value);  // numbers, not characters
+  } else {
+    out << value;
+  }
+}
+}  // namespace
+
+PrintOp::PrintOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      limit_(GetSingleArgument<int64_t>("limit", 0)),
+      every_n_(GetSingleArgument<int>("every_n", 1)) {
+  DOPPIO_ENFORCE(every_n_ >= 1, "op ", type(), ": argument 'every_n' must be at least 1, got ",
+                 every_n_);
+  DOPPIO_ENFORCE(limit_ >= 0, "op ", type(), ": argument 'limit' must not be negative, got ",
+                 limit_);
+  if (limit_ == 0) limit_ = kDefaultPrintLimit;
+  if (GetSingleArgument<bool>("to_file", false)) {
+    const std::string path = LogFileName(input_name(0));
+    file_ = std::make_unique<std::ofstream>(path, std::ios::app);
+    DOPPIO_ENFORCE(file_->good(), "op ", type(), ": cannot open '", path,
+                   "' to print blob '", input_name(0), "'");
+  }
+}
+
+std::string PrintOp::LogFileName(const std::string& blob_name) {
+  std::string name = blob_name;
+  for (char& c : name) {
+    if (c == '/') c = '_';
+  }
+  return name + ".log";
+}
+
+std::ostream& PrintOp::Stream() {
+  if (file_) return *file_;
+  return std::cout;
+}
+
+void PrintOp::RunOnDevice() {
+  // Prints runs 1, 1 + every_n, 1 + 2 * every_n ...
+  const bool print_now = runs_ % every_n_ == 0;
+  ++runs_;
+  if (!print_now) return;
+  std::ostringstream line;
+  const Blob& blob = InputBlob(0);
+  if (!blob.IsTensor()) {
+    line << "Blob " << input_name(0) << " of type: " << blob.TypeName();
+  } else {
+    const Tensor& tensor = HostInput(*this, blob.GetTensor());
+    line << "Tensor " << input_name(0) << " of type " << DataTypeName(tensor.dtype())
+         << ". Dims: (";
+    for (int64_t d : tensor.dims()) line << d << ",";
+    line << "): ";
+    if (tensor.numel() > 0) {
+      DispatchDataType(tensor.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* data = tensor.data<T>();
+        const int64_t count = std::min(tensor.numel(), limit_);
+        for (int64_t i = 0; i < count; ++i) {
+          if (i) line << ",";
+          PrintElement(line, data[i]);
+        }
+      });
+    }
+  }
+  std::ostream& out = Stream();
+  out << line.str() << std::endl;
+  DOPPIO_ENFORCE(out.good(), "op ", type(), ": writing blob '", input_name(0), "' failed");
+}
+
+// ---- registration ----
+
+REGISTER_CPU_OPERATOR(Copy, CopyOp);
+// On the CPU, copying "to the device of input 1" is a plain copy.
+REGISTER_CPU_OPERATOR(CopyOnDeviceLike, CopyOp);
+REGISTER_CPU_OPERATOR(Alias, AliasOp);
+REGISTER_CPU_OPERATOR(Print, PrintOp);
+
+OPERATOR_SCHEMA(Copy)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .IdenticalTypeAndShape()
+    .Input(0, "input", "tensor to copy (any dtype)")
+    .Output(0, "output", "a deep copy of the input")
+    .Doc("Copies the input tensor into the output (shape, dtype and elements), "
+         "possibly across devices.");
+
+OPERATOR_SCHEMA(CopyOnDeviceLike)
+    .NumInputs(2)
+    .NumOutputs(1)
+    .IdenticalTypeAndShape()
+    .Input(0, "input", "tensor to copy")
+    .Input(1, "dst", "tensor on whose device the copy is made")
+    .Output(0, "output", "a deep copy of the input on dst's device")
+    .Doc("Copies input 0 onto the device that holds input 1 (Copy's gradient).");
+
+OPERATOR_SCHEMA(Alias)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .IdenticalTypeAndShape()
+    .Input(0, "input", "tensor whose storage is shared")
+    .Output(0, "output", "tensor of the input's shape sharing its storage")
+    .Doc("Makes the output share the input's storage. Writes through either "
+         "are visible in both, which breaks the one-writer assumption of "
+         "memory optimization and the dag executor: use it only where that "
+         "is intended (e.g. Hogwild).");
+
+OPERATOR_SCHEMA(Print)
+    .NumInputs(1)
+    .NumOutputs(0)
+    .Arg("to_file",
+         "(bool, default 0) append to the file <blob name>.log in the current "
+         "directory ('/' in the name becomes '_') instead of stdout")
+    .Arg("limit", "(int, default 0) print at most this many elements; 0 means 1000")
+    .Arg("every_n", "(int, default 1) print on every n-th run only")
+    .Input(0, "tensor", "the blob to print")
+    .Doc("Prints the input's name, dtype, dims and first elements.");
+
+namespace {
+
+class GetCopyGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    // Copied back onto the device of the forward input.
+    return SingleGradientDef("CopyOnDeviceLike", "", {GO(0), I(0)}, {GI(0)});
+  }
+};
+
+class GetAliasGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    // Output and input are one tensor, so are their gradients.
+    SetDense(0, GO(0));
+    return {};
+  }
+};
+
+}  // namespace
+
+REGISTER_GRADIENT(Copy, GetCopyGradient);
+REGISTER_GRADIENT(CopyOnDeviceLike, GetCopyGradient);
+REGISTER_GRADIENT(Alias, GetAliasGradient);
+SHOULD_NOT_DO_GRADIENT(Print, "it has no outputs; a net's backward pass should not reach it");
+
+}  // namespace doppio

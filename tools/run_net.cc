@@ -1,0 +1,244 @@
+// run_net: runs a serialized Doppio/Caffe2 net on the CPU, feeding inputs
+// from .npy or TensorProto files and writing outputs as .npy, optionally
+// timing it per operator type.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gflags/gflags.h>
+
+#include "core/enforce.h"
+#include "core/net.h"
+#include "core/npy.h"
+#include "core/workspace.h"
+#include "proto/doppio.pb.h"
+#include "tools/cli_util.h"
+
+DEFINE_string(init_net, "",
+              "NetDef file (binary or text protobuf) run once before anything "
+              "else, e.g. to fill parameters");
+DEFINE_string(net, "", "NetDef file (binary or text protobuf) to run; required");
+DEFINE_string(input, "",
+              "NAME=FILE: feeds blob NAME from FILE (.npy, or a TensorProto in "
+              "binary or text protobuf). Repeatable, or comma-separated");
+DEFINE_string(output, "",
+              "NAME=FILE: writes blob NAME (a tensor) to FILE as .npy after the "
+              "last run. Repeatable, or comma-separated");
+DEFINE_int32(iters, 1, "timed runs of --net");
+DEFINE_int32(warmup, 0, "untimed runs of --net before the timed ones");
+DEFINE_bool(report_per_op, false,
+            "after the timed runs, print the time spent per operator type");
+
+namespace doppio {
+namespace {
+
+constexpr const char* kTool = "run_net";
+
+constexpr const char* kUsage =
+    "runs a serialized net.\n"
+    "\n"
+    "  run_net --net=predict.pb [--init_net=init.pb] \\\n"
+    "          [--input data=x.npy --input label=y.pb] [--output softmax=out.npy] \\\n"
+    "          [--iters=N] [--warmup=N] [--report_per_op]\n"
+    "\n"
+    "Order: init_net runs once, inputs are fed, the net is created, then runs\n"
+    "--warmup times untimed and --iters times timed; outputs are written last.\n"
+    "Net files may be binary or text protobuf (detected from their content).\n"
+    "Exit status: 0 success, 1 failure (one line on stderr names the file, op\n"
+    "or blob), 2 command-line error.";
+
+struct Options {
+  std::vector<std::pair<std::string, std::string>> inputs;
+  std::vector<std::pair<std::string, std::string>> outputs;
+};
+
+Options ParseOptions(int argc, char** argv) {
+  cli::ParsedCommandLine parsed = cli::ParseCommandLine(argc, argv, {"input", "output"});
+  if (parsed.help_requested) {
+    gflags::ShowUsageWithFlagsRestrict(argv[0], "tools/run_net");
+    std::exit(0);
+  }
+  if (!parsed.positional.empty()) {
+    throw cli::UsageError("unexpected argument '" + parsed.positional.front() + "'");
+  }
+  if (FLAGS_net.empty()) throw cli::UsageError("--net is required");
+  if (FLAGS_iters < 0) throw cli::UsageError("--iters must be >= 0");
+  if (FLAGS_warmup < 0) throw cli::UsageError("--warmup must be >= 0");
+  Options options;
+  options.inputs = cli::ParseNameFileList("input", parsed.repeated["input"]);
+  options.outputs = cli::ParseNameFileList("output", parsed.repeated["output"]);
+  return options;
+}
+
+NetDef LoadNet(const std::string& path) {
+  NetDef net;
+  cli::ReadProtoFile(path, &net);
+  return net;
+}
+
+// Context for errors raised while working on the net read from `path`.
+template <typename Fn>
+void WithNetContext(const std::string& what, const std::string& path, Fn&& fn) {
+  try {
+    fn();
+  } catch (Error& error) {
+    error.AppendContext(what + " from '" + path + "'");
+    throw;
+  }
+}
+
+void FeedInputs(const std::vector<std::pair<std::string, std::string>>& inputs,
+                Workspace* workspace) {
+  for (const auto& input : inputs) {
+    try {
+      Tensor tensor = cli::ReadTensorFile(input.second);
+      workspace->CreateBlob(input.first)->Reset(std::make_unique<Tensor>(std::move(tensor)));
+    } catch (Error& error) {
+      error.AppendContext("while reading --input " + input.first + "=" + input.second);
+      throw;
+    }
+  }
+}
+
+// A declared input that nobody provides is a command-line mistake; say so
+// before the op that reads it fails more obscurely.
+void CheckExternalInputs(const NetDef& net, const std::string& path,
+                         const Workspace& workspace) {
+  for (const std::string& name : net.external_input()) {
+    DOPPIO_ENFORCE(workspace.HasBlob(name), "net '", net.name(), "' from '", path,
+                   "' declares external input '", name,
+                   "', but neither --input nor the init net provides it");
+  }
+}
+
+// Wall time per op index, summed over the timed runs.
+class OpTimer {
+ public:
+  explicit OpTimer(const NetBase& net) : seconds_(net.operators().size(), 0.0) {}
+  void Record(int index, double seconds) { seconds_.at(index) += seconds; }
+
+  void Print(const NetBase& net, int iters) const {
+    struct Row {
+      std::string type;
+      int count = 0;
+      double seconds = 0;
+    };
+    std::map<std::string, Row> rows;
+    double total = 0;
+    for (size_t i = 0; i < seconds_.size(); ++i) {
+      const std::string& type = net.operators()[i]->type();
+      Row& row = rows[type];
+      row.type = type;
+      row.count += 1;
+      row.seconds += seconds_[i];
+      total += seconds_[i];
+    }
+    std::vector<Row> sorted;
+    for (const auto& entry : rows) sorted.push_back(entry.second);
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const Row& a, const Row& b) { return a.seconds > b.seconds; });
+    std::printf("Per-op time over %d iteration(s) of net '%s':\n", iters,
+                net.name().c_str());
+    std::printf("%-32s %6s %12s %12s %8s\n", "op type", "count", "total ms", "ms/iter",
+                "percent");
+    const double divisor = iters > 0 ? iters : 1;
+    for (const Row& row : sorted) {
+      const double percent = total > 0 ? 100.0 * row.seconds / total : 0.0;
+      std::printf("%-32s %6d %12.3f %12.4f %7.2f%%\n", row.type.c_str(), row.count,
+                  row.seconds * 1e3, row.seconds * 1e3 / divisor, percent);
+    }
+    std::printf("%-32s %6zu %12.3f %12.4f %7.2f%%\n", "(all ops)", seconds_.size(),
+                total * 1e3, total * 1e3 / divisor, total > 0 ? 100.0 : 0.0);
+  }
+
+ private:
+  std::vector<double> seconds_;
+};
+
+void WriteOutputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                  const std::string& net_name, const Workspace& workspace) {
+  for (const auto& output : outputs) {
+    const std::string& name = output.first;
+    const Blob* blob = workspace.GetBlob(name);
+    DOPPIO_ENFORCE(blob != nullptr, "--output blob '", name,
+                   "' does not exist after running net '", net_name, "'");
+    DOPPIO_ENFORCE(blob->IsTensor(), "--output blob '", name, "' holds ",
+                   blob->TypeName(), ", not a tensor; only tensors can be written as .npy");
+    try {
+      WriteNpyFile(blob->GetTensor(), output.second);
+    } catch (Error& error) {
+      error.AppendContext("while writing --output " + name + "=" + output.second);
+      throw;
+    }
+  }
+}
+
+void Run(const Options& options) {
+  Workspace workspace;
+  if (!FLAGS_init_net.empty()) {
+    const NetDef init_net = LoadNet(FLAGS_init_net);
+    WithNetContext("while running the init net", FLAGS_init_net,
+                   [&] { workspace.RunNetOnce(init_net); });
+  }
+  FeedInputs(options.inputs, &workspace);
+
+  const NetDef net_def = LoadNet(FLAGS_net);
+  CheckExternalInputs(net_def, FLAGS_net, workspace);
+  NetBase* net = nullptr;
+  WithNetContext("while creating the net", FLAGS_net,
+                 [&] { net = workspace.CreateNet(net_def); });
+  WithNetContext("during warmup of the net", FLAGS_net, [&] {
+    for (int i = 0; i < FLAGS_warmup; ++i) net->Run();
+  });
+
+  OpTimer timer(*net);
+  if (FLAGS_report_per_op) {
+    net->SetOpObserver([&timer](int index, const OperatorBase&, double seconds) {
+      timer.Record(index, seconds);
+    });
+  }
+  const auto start = std::chrono::steady_clock::now();
+  WithNetContext("while running the net", FLAGS_net, [&] {
+    for (int i = 0; i < FLAGS_iters; ++i) net->Run();
+  });
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  net->SetOpObserver(nullptr);
+
+  WriteOutputs(options.outputs, net_def.name(), workspace);
+
+  const double per_iter_ms = FLAGS_iters > 0 ? elapsed.count() * 1e3 / FLAGS_iters : 0.0;
+  std::printf("net '%s': %d op(s), %d warmup + %d timed iteration(s), %.4f ms/iter\n",
+              net_def.name().c_str(), net_def.op_size(), FLAGS_warmup, FLAGS_iters,
+              per_iter_ms);
+  if (FLAGS_report_per_op) timer.Print(*net, FLAGS_iters);
+  std::fflush(stdout);
+}
+
+}  // namespace
+}  // namespace doppio
+
+int main(int argc, char** argv) {
+  using namespace doppio;
+  gflags::SetUsageMessage(kUsage);
+  cli::InitLogging(argv[0]);
+  try {
+    const Options options = ParseOptions(argc, argv);
+    Run(options);
+    return 0;
+  } catch (const cli::UsageError& error) {
+    cli::ReportError(kTool, std::string(error.what()) + " (see --help)");
+    return cli::kExitUsage;
+  } catch (const Error& error) {
+    cli::ReportError(kTool, error.message());
+    return cli::kExitFailure;
+  } catch (const std::exception& error) {
+    cli::ReportError(kTool, error.what());
+    return cli::kExitFailure;
+  }
+}
