@@ -99,6 +99,12 @@ struct DBRegisterer {
   }
 };
 
+// The DBCreator of a backend class constructed from (path, mode).
+template <class Backend>
+std::unique_ptr<DB> MakeDB(const std::string& path, Mode mode) {
+  return std::make_unique<Backend>(path, mode);
+}
+
 // A DB plus a cursor, readable by several threads, optionally sharded (each
 // reader of num_shards sees every num_shards-th record from shard_id).
 class DBReader {

@@ -196,12 +196,8 @@ class LMDB final : public DB {
   std::atomic<bool> writer_busy_{false};
 };
 
-std::unique_ptr<DB> MakeLMDB(const std::string& path, Mode mode) {
-  return std::make_unique<LMDB>(path, mode);
-}
-
-DBRegisterer g_lmdb("lmdb", MakeLMDB);
-DBRegisterer g_lmdb_caffe2_name("LMDB", MakeLMDB);
+DBRegisterer g_lmdb("lmdb", MakeDB<LMDB>);
+DBRegisterer g_lmdb_caffe2_name("LMDB", MakeDB<LMDB>);
 
 }  // namespace
 }  // namespace db

@@ -216,12 +216,8 @@ class MiniDB final : public DB {
   std::mutex file_mutex_;
 };
 
-std::unique_ptr<DB> MakeMiniDB(const std::string& path, Mode mode) {
-  return std::make_unique<MiniDB>(path, mode);
-}
-
-DBRegisterer g_minidb("minidb", MakeMiniDB);
-DBRegisterer g_minidb_caffe2_name("MiniDB", MakeMiniDB);
+DBRegisterer g_minidb("minidb", MakeDB<MiniDB>);
+DBRegisterer g_minidb_caffe2_name("MiniDB", MakeDB<MiniDB>);
 
 }  // namespace
 }  // namespace db

@@ -70,6 +70,12 @@ class OpSchema {
   OpSchema& Arg(std::string name, std::string description, bool required = false);
   OpSchema& Input(int index, std::string name, std::string description);
   OpSchema& Output(int index, std::string name, std::string description);
+  // Applies a part that several schemas share (e.g. the arguments every
+  // filler op takes), so it is written once.
+  OpSchema& Apply(const std::function<void(OpSchema&)>& shared_part) {
+    shared_part(*this);
+    return *this;
+  }
 
   // ---- queries ----
   const std::string& type() const { return type_; }

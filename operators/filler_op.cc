@@ -23,6 +23,14 @@ std::vector<int64_t> ReadShapeArgument(const OperatorBase& op, const std::string
   return dims;
 }
 
+DataType DtypeArgumentType(const OperatorBase& op, int dtype) {
+  DataType type = static_cast<DataType>(dtype);
+  if (type == DataType::kByte) type = DataType::kUint8;
+  DOPPIO_ENFORCE(IsStorableType(type), "op ", op.type(), ": argument 'dtype' has the value ",
+                 dtype, ", which is not a TensorProto.DataType a tensor can hold");
+  return type;
+}
+
 namespace {
 
 template <typename T>
@@ -108,6 +116,22 @@ OpSchema::InferenceFunction FillerShapeInference(DataType default_dtype) {
   };
 }
 
+std::function<void(OpSchema&)> FillerSchema(DataType default_dtype, const char* shape_input) {
+  return [default_dtype, shape_input](OpSchema& schema) {
+    schema.NumOutputs(1)
+        .AllowInplace({{0, 0}})
+        .TensorInferenceFunction(FillerShapeInference(default_dtype))
+        .Arg("shape", "(list of ints) the output shape; not with an input")
+        .Arg("extra_shape",
+             "(list of ints) dimensions appended to the shape taken from the input")
+        .Arg("input_as_shape",
+             "(bool, default 0) take the shape from the values of the 1-D int64 input")
+        .Input(0, shape_input,
+               "(optional) tensor whose shape (or, with input_as_shape, whose values) "
+               "gives the output shape");
+  };
+}
+
 // ---- ConstantFill ----
 
 namespace {
@@ -119,11 +143,7 @@ DataType ConstantFillType(const OperatorBase& op) {
     const int dtype = op.GetSingleArgument<int>("dtype", static_cast<int>(DataType::kFloat));
     DOPPIO_ENFORCE(dtype != static_cast<int>(DataType::kUndefined), "op ", op.type(),
                    ": argument 'dtype' cannot be UNDEFINED (0)");
-    DataType type = static_cast<DataType>(dtype);
-    if (type == DataType::kByte) type = DataType::kUint8;
-    DOPPIO_ENFORCE(IsStorableType(type), "op ", op.type(), ": argument 'dtype' has the value ",
-                   dtype, ", which is not a TensorProto.DataType a tensor can hold");
-    return type;
+    return DtypeArgumentType(op, dtype);
   }
   const ArgumentHelper args(op.def());
   if (args.HasSingleOfType<int64_t>("value")) return DataType::kInt64;
@@ -273,46 +293,22 @@ REGISTER_CPU_OPERATOR(GaussianFill, GaussianFillOp);
 REGISTER_CPU_OPERATOR(XavierFill, XavierFillOp);
 REGISTER_CPU_OPERATOR(MSRAFill, MSRAFillOp);
 
-namespace {
-constexpr const char kShapeDoc[] =
-    "(list of ints) the output shape; not with an input";
-constexpr const char kExtraShapeDoc[] =
-    "(list of ints) dimensions appended to the shape taken from the input";
-constexpr const char kInputAsShapeDoc[] =
-    "(bool, default 0) take the shape from the values of the 1-D int64 input";
-constexpr const char kShapeInputDoc[] =
-    "(optional) tensor whose shape (or, with input_as_shape, whose values) "
-    "gives the output shape";
-}  // namespace
-
 OPERATOR_SCHEMA(ConstantFill)
     .NumInputs(0, 2)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kFloat))
     .Arg("value", "(type of dtype, default 0) the value of every element")
     .Arg("dtype",
          "(int, TensorProto.DataType) element type; default FLOAT, or INT64 / "
          "FLOAT when only an int / float value is given")
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "input", kShapeInputDoc)
+    .Apply(FillerSchema(DataType::kFloat))
     .Input(1, "V", "(optional) fill with the first element of V, in V's type")
     .Output(0, "output", "tensor with every element equal to value")
     .Doc("Fills the output with a constant `value` of type `dtype`.");
 
 OPERATOR_SCHEMA(UniformFill)
     .NumInputs({0, 1, 3})
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kFloat))
     .Arg("min", "(float, default 0) lower bound")
     .Arg("max", "(float, default 1) upper bound; must exceed min")
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "shape", kShapeInputDoc)
+    .Apply(FillerSchema(DataType::kFloat, "shape"))
     .Input(1, "min", "(optional) scalar float tensor, the lower bound")
     .Input(2, "max", "(optional) scalar float tensor, the upper bound")
     .Output(0, "output", "float samples from the uniform distribution [min, max)")
@@ -321,15 +317,9 @@ OPERATOR_SCHEMA(UniformFill)
 
 OPERATOR_SCHEMA(UniformIntFill)
     .NumInputs({0, 1, 3})
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kInt32))
     .Arg("min", "(int, default 0) lower bound, inclusive")
     .Arg("max", "(int, default 1) upper bound, inclusive; must exceed min")
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "shape", kShapeInputDoc)
+    .Apply(FillerSchema(DataType::kInt32, "shape"))
     .Input(1, "min", "(optional) scalar int32 tensor, the lower bound")
     .Input(2, "max", "(optional) scalar int32 tensor, the upper bound")
     .Output(0, "output", "int32 samples from the uniform distribution [min, max]")
@@ -337,40 +327,22 @@ OPERATOR_SCHEMA(UniformIntFill)
 
 OPERATOR_SCHEMA(GaussianFill)
     .NumInputs(0, 1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kFloat))
     .Arg("mean", "(float, default 0) mean of the distribution")
     .Arg("std", "(float, default 1) standard deviation of the distribution")
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "input", kShapeInputDoc)
+    .Apply(FillerSchema(DataType::kFloat))
     .Output(0, "output", "float samples from N(mean, std^2)")
     .Doc("Fills the output with samples from a normal distribution.");
 
 OPERATOR_SCHEMA(XavierFill)
     .NumInputs(0, 1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kFloat))
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "input", kShapeInputDoc)
+    .Apply(FillerSchema(DataType::kFloat))
     .Output(0, "output", "float samples from U(-sqrt(3/fan_in), sqrt(3/fan_in))")
     .Doc("Xavier (Glorot) initialization: uniform samples in [-s, s] with "
          "s = sqrt(3 / fan_in), fan_in = numel / shape[0].");
 
 OPERATOR_SCHEMA(MSRAFill)
     .NumInputs(0, 1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kFloat))
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "input", kShapeInputDoc)
+    .Apply(FillerSchema(DataType::kFloat))
     .Output(0, "output", "float samples from N(0, 2 / fan_out)")
     .Doc("MSRA (He) initialization: normal samples with mean 0 and standard "
          "deviation sqrt(2 / fan_out), fan_out = numel / shape[1].");

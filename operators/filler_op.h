@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ class FillerOp : public Operator<Context> {
 // Reads a shape-like list argument, rejecting negative entries by name.
 std::vector<int64_t> ReadShapeArgument(const OperatorBase& op, const std::string& name);
 
+// The element type that `dtype`, the value of op's 'dtype' argument (a
+// TensorProto.DataType), names: BYTE means uint8, and a type no tensor can
+// hold is refused.
+DataType DtypeArgumentType(const OperatorBase& op, int dtype);
+
 // Argument `name` read as element type T. Fills choose their dtype at run
 // time, so this covers every storable type: the narrow integers are read as
 // int64 and range-checked, float16 is read as float.
@@ -59,6 +65,12 @@ std::vector<T> ListArgumentAs(const OperatorBase& op, const std::string& name);
 // Shape inference shared by the fillers: `dtype` (or `default_dtype`) and the
 // shape from the argument or the input, unknown when input_as_shape is set.
 OpSchema::InferenceFunction FillerShapeInference(DataType default_dtype);
+
+// The schema part every FillerOp shares, for OpSchema::Apply: one output
+// (in place on input 0 allowed), FillerShapeInference(default_dtype), the
+// shape arguments and input 0, named `shape_input`, that can give the shape.
+std::function<void(OpSchema&)> FillerSchema(DataType default_dtype,
+                                            const char* shape_input = "input");
 
 class ConstantFillOp final : public FillerOp<CPUContext> {
  public:

@@ -1,6 +1,7 @@
 #include "operators/given_tensor_fill_op.h"
 
 #include <algorithm>
+#include <functional>
 #include <type_traits>
 
 #include "core/gradient.h"
@@ -13,13 +14,8 @@ namespace {
 
 DataType GivenTensorFillType(const OperatorBase& op, DataType variant_type) {
   if (variant_type != DataType::kFloat || !op.HasArgument("dtype")) return variant_type;
-  const int dtype = op.GetSingleArgument<int>("dtype", static_cast<int>(DataType::kFloat));
-  DataType type = static_cast<DataType>(dtype);
-  if (type == DataType::kByte) type = DataType::kUint8;
-  DOPPIO_ENFORCE(dtype != static_cast<int>(DataType::kUndefined) && IsStorableType(type),
-                 "op ", op.type(), ": argument 'dtype' has the value ", dtype,
-                 ", which is not a TensorProto.DataType a tensor can hold");
-  return type;
+  return DtypeArgumentType(
+      op, op.GetSingleArgument<int>("dtype", static_cast<int>(DataType::kFloat)));
 }
 
 }  // namespace
@@ -70,102 +66,60 @@ REGISTER_CPU_OPERATOR(GivenTensorInt64Fill, GivenTensorFillOp<int64_t>);
 REGISTER_CPU_OPERATOR(GivenTensorStringFill, GivenTensorFillOp<std::string>);
 
 namespace {
-constexpr const char kValuesDoc[] =
-    "(list) the elements in row-major order; their count must equal the "
-    "number of elements of the shape";
-constexpr const char kShapeDoc[] = "(list of ints) the output shape; not with an input";
-constexpr const char kExtraShapeDoc[] =
-    "(list of ints) dimensions appended to the input's shape";
-constexpr const char kInputAsShapeDoc[] =
-    "(bool, default 0) take the shape from the values of the 1-D int64 input";
-constexpr const char kInputDoc[] =
-    "(optional) tensor whose shape (or values) gives the output shape";
+
+// What the GivenTensor*Fill variants share: the filler part for the
+// variant's element type and the `values` argument.
+std::function<void(OpSchema&)> GivenTensorFillSchema(DataType variant_type) {
+  return [variant_type](OpSchema& schema) {
+    schema.NumInputs(0, 1)
+        .Arg("values",
+             "(list) the elements in row-major order; their count must equal the "
+             "number of elements of the shape",
+             true)
+        .Apply(FillerSchema(variant_type));
+  };
+}
+
+constexpr const char kNoGradientReason[] = "its values are constants from the op's arguments";
+
 }  // namespace
 
 OPERATOR_SCHEMA(GivenTensorFill)
-    .NumInputs(0, 1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kFloat))
-    .Arg("values", kValuesDoc, true)
+    .Apply(GivenTensorFillSchema(DataType::kFloat))
     .Arg("dtype", "(int, TensorProto.DataType, default FLOAT) the element type")
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "input", kInputDoc)
     .Output(0, "output", "tensor holding `values`")
     .Doc("Fills the output with the floats (or `dtype` elements) in `values`.");
 
 OPERATOR_SCHEMA(GivenTensorDoubleFill)
-    .NumInputs(0, 1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kDouble))
-    .Arg("values", kValuesDoc, true)
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "input", kInputDoc)
+    .Apply(GivenTensorFillSchema(DataType::kDouble))
     .Output(0, "output", "float64 tensor holding `values`")
     .Doc("Fills the output with the float64 elements in `values`.");
 
 OPERATOR_SCHEMA(GivenTensorBoolFill)
-    .NumInputs(0, 1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kBool))
-    .Arg("values", kValuesDoc, true)
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "input", kInputDoc)
+    .Apply(GivenTensorFillSchema(DataType::kBool))
     .Output(0, "output", "bool tensor holding `values`")
     .Doc("Fills the output with the bool elements (ints, 0 or not) in `values`.");
 
 OPERATOR_SCHEMA(GivenTensorIntFill)
-    .NumInputs(0, 1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kInt32))
-    .Arg("values", kValuesDoc, true)
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "input", kInputDoc)
+    .Apply(GivenTensorFillSchema(DataType::kInt32))
     .Output(0, "output", "int32 tensor holding `values`")
     .Doc("Fills the output with the int32 elements in `values`.");
 
 OPERATOR_SCHEMA(GivenTensorInt64Fill)
-    .NumInputs(0, 1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kInt64))
-    .Arg("values", kValuesDoc, true)
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "input", kInputDoc)
+    .Apply(GivenTensorFillSchema(DataType::kInt64))
     .Output(0, "output", "int64 tensor holding `values`")
     .Doc("Fills the output with the int64 elements in `values`.");
 
 OPERATOR_SCHEMA(GivenTensorStringFill)
-    .NumInputs(0, 1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .TensorInferenceFunction(FillerShapeInference(DataType::kString))
-    .Arg("values", kValuesDoc, true)
-    .Arg("shape", kShapeDoc)
-    .Arg("extra_shape", kExtraShapeDoc)
-    .Arg("input_as_shape", kInputAsShapeDoc)
-    .Input(0, "input", kInputDoc)
+    .Apply(GivenTensorFillSchema(DataType::kString))
     .Output(0, "output", "string tensor holding `values`")
     .Doc("Fills the output with the strings in `values`.");
 
-NO_GRADIENT(GivenTensorFill, "its values are constants from the op's arguments");
-NO_GRADIENT(GivenTensorDoubleFill, "its values are constants from the op's arguments");
-NO_GRADIENT(GivenTensorBoolFill, "its values are constants from the op's arguments");
-NO_GRADIENT(GivenTensorIntFill, "its values are constants from the op's arguments");
-NO_GRADIENT(GivenTensorInt64Fill, "its values are constants from the op's arguments");
-NO_GRADIENT(GivenTensorStringFill, "its values are constants from the op's arguments");
+NO_GRADIENT(GivenTensorFill, kNoGradientReason);
+NO_GRADIENT(GivenTensorDoubleFill, kNoGradientReason);
+NO_GRADIENT(GivenTensorBoolFill, kNoGradientReason);
+NO_GRADIENT(GivenTensorIntFill, kNoGradientReason);
+NO_GRADIENT(GivenTensorInt64Fill, kNoGradientReason);
+NO_GRADIENT(GivenTensorStringFill, kNoGradientReason);
 
 }  // namespace doppio

@@ -253,5 +253,20 @@ void ReportError(const char* tool, const std::string& message) {
   std::fflush(stderr);
 }
 
+int RunTool(const char* tool, const char* usage, const char* argv0,
+            const std::function<int()>& body) {
+  gflags::SetUsageMessage(usage);
+  InitLogging(argv0);
+  try {
+    return body();
+  } catch (const UsageError& error) {
+    ReportError(tool, std::string(error.what()) + " (see --help)");
+    return kExitUsage;
+  } catch (const std::exception& error) {
+    ReportError(tool, error.what());
+    return kExitFailure;
+  }
+}
+
 }  // namespace cli
 }  // namespace doppio

@@ -6,6 +6,7 @@
 // (bad file, bad net, failing op), 2 a usage error (unknown flag, bad value).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -70,6 +71,12 @@ std::string OneLine(const std::string& message);
 
 // Prints "<tool>: error: <message>" as one line to stderr.
 void ReportError(const char* tool, const std::string& message);
+
+// What every tool's main() does around its work: sets the --help text and
+// logging, then runs `body` and returns its exit status; anything it throws
+// becomes one reported line and kExitUsage (a UsageError) or kExitFailure.
+int RunTool(const char* tool, const char* usage, const char* argv0,
+            const std::function<int()>& body);
 
 }  // namespace cli
 }  // namespace doppio

@@ -111,9 +111,7 @@ int PrintRegisteredOps() {
 
 int main(int argc, char** argv) {
   using namespace doppio;
-  gflags::SetUsageMessage(kUsage);
-  cli::InitLogging(argv[0]);
-  try {
+  return cli::RunTool(kTool, kUsage, argv[0], [&] {
     const cli::ParsedCommandLine parsed = cli::ParseCommandLine(argc, argv, {});
     if (parsed.help_requested) {
       gflags::ShowUsageWithFlagsRestrict(argv[0], "tools/print_registered_ops");
@@ -123,11 +121,5 @@ int main(int argc, char** argv) {
       throw cli::UsageError("unexpected argument '" + parsed.positional.front() + "'");
     }
     return PrintRegisteredOps();
-  } catch (const cli::UsageError& error) {
-    cli::ReportError(kTool, std::string(error.what()) + " (see --help)");
-    return cli::kExitUsage;
-  } catch (const std::exception& error) {
-    cli::ReportError(kTool, error.what());
-    return cli::kExitFailure;
-  }
+  });
 }

@@ -225,20 +225,8 @@ void Run(const Options& options) {
 
 int main(int argc, char** argv) {
   using namespace doppio;
-  gflags::SetUsageMessage(kUsage);
-  cli::InitLogging(argv[0]);
-  try {
-    const Options options = ParseOptions(argc, argv);
-    Run(options);
+  return cli::RunTool(kTool, kUsage, argv[0], [&] {
+    Run(ParseOptions(argc, argv));
     return 0;
-  } catch (const cli::UsageError& error) {
-    cli::ReportError(kTool, std::string(error.what()) + " (see --help)");
-    return cli::kExitUsage;
-  } catch (const Error& error) {
-    cli::ReportError(kTool, error.message());
-    return cli::kExitFailure;
-  } catch (const std::exception& error) {
-    cli::ReportError(kTool, error.what());
-    return cli::kExitFailure;
-  }
+  });
 }

@@ -8,58 +8,28 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/db.h"
 #include "core/serialization.h"
+#include "tests/test_util.h"
 
 namespace doppio {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::ErrorIfAny;
+using testing::ErrorOf;
+using testing::Int32LE;
+using testing::MiniDBRecord;
+using testing::ReadBytes;
+using testing::TempDir;
+using testing::VectorPath;
+using testing::WriteBytes;
 using Records = std::vector<std::pair<std::string, std::string>>;
-
-std::string VectorPath(const std::string& name) {
-  const char* runfiles = std::getenv("TEST_SRCDIR");
-  return std::string(runfiles ? runfiles : ".") + "/shared_testdata/caffe2_wire/" + name;
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream content;
-  content << file.rdbuf();
-  return content.str();
-}
-
-void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << bytes;
-}
-
-// A fresh directory per test.
-std::string TempDir(const std::string& name) {
-  const char* root = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(root ? root : "/tmp") / ("db_test_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
 
 void Write(const std::string& type, const std::string& path, const Records& records) {
   auto db = db::OpenDB(type, path, db::NEW);
@@ -78,24 +48,11 @@ Records ReadAll(const std::string& type, const std::string& path) {
   return records;
 }
 
-// Little-endian int32, written out independently of the code under test.
-std::string Int32LE(int32_t value) {
-  const auto bits = static_cast<uint32_t>(value);
-  std::string out(4, '\0');
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((bits >> (8 * i)) & 0xff);
-  return out;
-}
-
-std::string Record(const std::string& key, const std::string& value) {
-  return Int32LE(static_cast<int32_t>(key.size())) + Int32LE(static_cast<int32_t>(value.size())) +
-         key + value;
-}
-
 TEST(MiniDBTest, WritesCaffe2RecordLayoutExactly) {
   const std::string path = TempDir("layout") + "/a.minidb";
   const std::string big_value(300, 'v');
   Write("minidb", path, {{"a", "xyz"}, {"key#%1", big_value}});
-  EXPECT_EQ(ReadBytes(path), Record("a", "xyz") + Record("key#%1", big_value));
+  EXPECT_EQ(ReadBytes(path), MiniDBRecord("a", "xyz") + MiniDBRecord("key#%1", big_value));
   EXPECT_EQ(ReadBytes(path).substr(0, 8), std::string("\x01\0\0\0\x03\0\0\0", 8));
   // Records come back in file order, not key order.
   Write("MiniDB", path, {{"z", "1"}, {"a", "2"}});
@@ -104,7 +61,7 @@ TEST(MiniDBTest, WritesCaffe2RecordLayoutExactly) {
 
 TEST(MiniDBTest, AppendsInWriteModeAndReadsHandMadeFiles) {
   const std::string path = TempDir("append") + "/a.minidb";
-  WriteBytes(path, Record("k1", "v1") + Record("k2", ""));
+  WriteBytes(path, MiniDBRecord("k1", "v1") + MiniDBRecord("k2", ""));
   {
     auto db = db::OpenDB("minidb", path, db::WRITE);
     auto transaction = db->NewTransaction();
@@ -147,7 +104,7 @@ TEST(MiniDBTest, CursorSeeksToFirstAgain) {
 
 // Reads every record of a hostile file; returns the error (or "").
 std::string ReadError(const std::string& path) {
-  return ErrorOf([&] { ReadAll("minidb", path); });
+  return ErrorIfAny([&] { ReadAll("minidb", path); });
 }
 
 TEST(MiniDBTest, EveryTruncationOfTheCheckpointFailsCleanlyOrEndsOnARecord) {
@@ -181,13 +138,13 @@ TEST(MiniDBTest, RejectsBadLengthsWithoutAllocatingThem) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {"huge_value", Record("k", "v").substr(0, 4) + Int32LE(0x7fffffff) + "kv",
+      {"huge_value", MiniDBRecord("k", "v").substr(0, 4) + Int32LE(0x7fffffff) + "kv",
        "declares a 1-byte key and a 2147483647-byte value but only 2 bytes follow"},
       {"huge_key", Int32LE(0x7ffffff0) + Int32LE(1) + "abc", "2147483632-byte key"},
       {"negative_value", Int32LE(1) + Int32LE(-5) + "k", "value length -5 is negative"},
       {"negative_key", Int32LE(-1) + Int32LE(1) + "kv", "key length -1 is not positive"},
       {"zero_key", Int32LE(0) + Int32LE(1) + "v", "key length 0 is not positive"},
-      {"short_header", Record("k", "v") + "\x01\x02\x03", "only 3 bytes where an 8-byte"},
+      {"short_header", MiniDBRecord("k", "v") + "\x01\x02\x03", "only 3 bytes where an 8-byte"},
       {"garbage", "this is not a minidb file at all, just text", "corrupt"},
   };
   for (const Case& c : cases) {

@@ -6,18 +6,22 @@
 #include "core/npy.h"
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "core/enforce.h"
+#include "tests/test_util.h"
 
 namespace doppio {
 namespace {
+
+using testing::ErrorOf;
+using testing::ReadBytes;
+using testing::TempDir;
+using testing::WriteBytes;
 
 // A .npy file from its parts: magic, version, little-endian header length,
 // the dict text padded (as numpy does) with spaces and a final newline to a
@@ -51,34 +55,11 @@ std::string Bytes(const std::vector<T>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
 }
 
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
-}
-
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-}
-
-// Asserts that parsing `bytes` fails with a message naming the source and
+// Expects parsing `bytes` to fail with a message naming the source and
 // containing `expected`.
 void ExpectParseError(const std::string& bytes, const std::string& expected) {
   const std::string source = "hostile.npy";
-  try {
-    ParseNpy(bytes, source);
-    ADD_FAILURE() << "no error; expected one mentioning: " << expected;
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_NE(message.find(source), std::string::npos) << message;
-    EXPECT_NE(message.find(expected), std::string::npos)
-        << "message: " << message << "\nexpected to contain: " << expected;
-  }
+  EXPECT_MESSAGE_HAS(ErrorOf([&] { ParseNpy(bytes, source); }), source, expected);
 }
 
 TEST(NpyWriteTest, HeaderIsNumpysByteForByte) {
@@ -112,12 +93,8 @@ TEST(NpyWriteTest, StringTensorsAreRefused) {
   Tensor strings({1}, DataType::kString);
   strings.mutable_data<std::string>()[0] = "x";
   EXPECT_THROW(EncodeNpy(strings), Error);
-  try {
-    WriteNpyFile(strings, TempPath("strings.npy"));
-    ADD_FAILURE() << "writing a string tensor should fail";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("strings.npy"), std::string::npos);
-  }
+  const std::string path = TempDir("strings") + "/strings.npy";
+  EXPECT_MESSAGE_HAS(ErrorOf([&] { WriteNpyFile(strings, path); }), path);
 }
 
 // `raw` holds the elements' bytes (4 elements, read as a 2x2 tensor).
@@ -132,7 +109,7 @@ void ExpectRoundTrip(const std::string& raw, const std::string& descr) {
   ASSERT_EQ(EncodeNpy(tensor), MakeNpy(Dict(descr, "(2, 2)"), raw)) << descr;
 
   // ... and reads back, from memory and from a file, unchanged.
-  const std::string path = TempPath("roundtrip_" + descr.substr(1) + ".npy");
+  const std::string path = TempDir("roundtrip") + "/" + descr.substr(1) + ".npy";
   WriteNpyFile(tensor, path);
   for (const Tensor& back : {ParseNpy(EncodeNpy(tensor), "memory"), ReadNpyFile(path)}) {
     ASSERT_EQ(back.dtype(), DataTypeFor<T>()) << descr;
@@ -295,26 +272,14 @@ TEST(NpyHostileTest, MalformedHeaderDicts) {
 }
 
 TEST(NpyFileTest, ErrorsNameTheFile) {
-  const std::string missing = TempPath("does_not_exist.npy");
-  try {
-    ReadNpyFile(missing);
-    ADD_FAILURE() << "reading a missing file should fail";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find(missing), std::string::npos) << error.what();
-  }
+  const std::string directory = TempDir("errors");
+  const std::string missing = directory + "/does_not_exist.npy";
+  EXPECT_MESSAGE_HAS(ErrorOf([&] { ReadNpyFile(missing); }), missing);
 
-  const std::string truncated = TempPath("truncated.npy");
-  WriteFile(truncated, MakeNpy(Dict("<f8", "(4,)"), Bytes<double>({1, 2})));
-  try {
-    ReadNpyFile(truncated);
-    ADD_FAILURE() << "reading a truncated file should fail";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_NE(message.find(truncated), std::string::npos) << message;
-    EXPECT_NE(message.find("truncated"), std::string::npos) << message;
-  }
+  const std::string truncated = directory + "/truncated.npy";
+  WriteBytes(truncated, MakeNpy(Dict("<f8", "(4,)"), Bytes<double>({1, 2})));
+  EXPECT_MESSAGE_HAS(ErrorOf([&] { ReadNpyFile(truncated); }), truncated, "truncated");
 
-  const std::string directory = TempPath("");
   EXPECT_THROW(ReadNpyFile(directory), Error);
 }
 
@@ -322,9 +287,9 @@ TEST(NpyFileTest, WrittenFileHasExactlyTheEncodedBytes) {
   Tensor tensor({2}, DataType::kInt32);
   tensor.mutable_data<int32_t>()[0] = 5;
   tensor.mutable_data<int32_t>()[1] = -5;
-  const std::string path = TempPath("written.npy");
+  const std::string path = TempDir("written") + "/written.npy";
   WriteNpyFile(tensor, path);
-  EXPECT_EQ(ReadFile(path), MakeNpy(Dict("<i4", "(2,)"), Bytes<int32_t>({5, -5})));
+  EXPECT_EQ(ReadBytes(path), MakeNpy(Dict("<i4", "(2,)"), Bytes<int32_t>({5, -5})));
 }
 
 }  // namespace

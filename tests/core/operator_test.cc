@@ -8,9 +8,17 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "core/workspace.h"
+#include "tests/test_util.h"
 
 namespace doppio {
 namespace {
+
+using testing::ErrorOf;
+using testing::FloatArg;
+using testing::IntArg;
+using testing::IntsArg;
+using testing::MakeOp;
+using testing::StringArg;
 
 // Writes `value` (an int argument) plus an engine tag into a 1-element tensor.
 template <int kEngineTag>
@@ -36,35 +44,9 @@ REGISTER_CPU_OPERATOR_WITH_ENGINE(DoppioTestWrite, FAST, TestWriteOp<1>);
 // Registered without a schema on purpose: creation must refuse it.
 REGISTER_CPU_OPERATOR(DoppioTestNoSchema, TestWriteOp<0>);
 
-OperatorDef MakeDef(const std::string& type, std::vector<std::string> inputs,
-                    std::vector<std::string> outputs) {
-  OperatorDef def;
-  def.set_type(type);
-  for (auto& input : inputs) def.add_input(input);
-  for (auto& output : outputs) def.add_output(output);
-  return def;
-}
-
-void AddIntArg(OperatorDef* def, const std::string& name, int64_t value) {
-  Argument* arg = def->add_arg();
-  arg->set_name(name);
-  arg->set_i(value);
-}
-
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
-
 TEST(OperatorTest, RunsAndReadsArguments) {
   Workspace ws;
-  OperatorDef def = MakeDef("DoppioTestWrite", {}, {"y"});
-  AddIntArg(&def, "value", 42);
-  ws.RunOperatorOnce(def);
+  ws.RunOperatorOnce(MakeOp("DoppioTestWrite", {}, {"y"}, {IntArg("value", 42)}));
   const Tensor& y = ws.GetBlob("y")->GetTensor();
   EXPECT_EQ(y.data<int32_t>()[0], 42);
   EXPECT_EQ(y.data<int32_t>()[1], 0);
@@ -72,7 +54,7 @@ TEST(OperatorTest, RunsAndReadsArguments) {
 
 TEST(OperatorTest, EngineIsPreferredAndFallsBackToDefault) {
   Workspace ws;
-  OperatorDef def = MakeDef("DoppioTestWrite", {}, {"y"});
+  OperatorDef def = MakeOp("DoppioTestWrite", {}, {"y"});
   def.set_engine("FAST");
   ws.RunOperatorOnce(def);
   EXPECT_EQ(ws.GetBlob("y")->GetTensor().data<int32_t>()[1], 1);
@@ -87,7 +69,7 @@ TEST(OperatorTest, EngineIsPreferredAndFallsBackToDefault) {
 TEST(OperatorTest, UnknownTypeSuggestsCloseNames) {
   Workspace ws;
   const std::string message =
-      ErrorOf([&] { ws.RunOperatorOnce(MakeDef("DoppioTestWrit", {}, {"y"})); });
+      ErrorOf([&] { ws.RunOperatorOnce(MakeOp("DoppioTestWrit", {}, {"y"})); });
   EXPECT_NE(message.find("unknown operator type 'DoppioTestWrit'"), std::string::npos)
       << message;
   EXPECT_NE(message.find("did you mean [DoppioTestWrite"), std::string::npos) << message;
@@ -96,7 +78,7 @@ TEST(OperatorTest, UnknownTypeSuggestsCloseNames) {
 TEST(OperatorTest, MissingSchemaIsRefused) {
   Workspace ws;
   const std::string message =
-      ErrorOf([&] { ws.RunOperatorOnce(MakeDef("DoppioTestNoSchema", {}, {"y"})); });
+      ErrorOf([&] { ws.RunOperatorOnce(MakeOp("DoppioTestNoSchema", {}, {"y"})); });
   EXPECT_NE(message.find("without a schema"), std::string::npos) << message;
 }
 
@@ -105,10 +87,10 @@ TEST(OperatorTest, SchemaChecksCountsAndInplace) {
   ws.CreateBlob("a")->GetMutableTensor()->Resize({1});
   ws.CreateBlob("b");
   std::string message = ErrorOf(
-      [&] { ws.RunOperatorOnce(MakeDef("DoppioTestWrite", {"a", "b"}, {"y"})); });
+      [&] { ws.RunOperatorOnce(MakeOp("DoppioTestWrite", {"a", "b"}, {"y"})); });
   EXPECT_NE(message.find("takes 0 to 1 inputs, got 2"), std::string::npos) << message;
   // Allowed in place {0, 0}.
-  ws.RunOperatorOnce(MakeDef("DoppioTestWrite", {"a"}, {"a"}));
+  ws.RunOperatorOnce(MakeOp("DoppioTestWrite", {"a"}, {"a"}));
   const OpSchema* schema = OpSchemaRegistry::Schema("DoppioTestWrite");
   ASSERT_NE(schema, nullptr);
   EXPECT_TRUE(schema->inplace_allowed(0, 0));
@@ -118,7 +100,7 @@ TEST(OperatorTest, SchemaChecksCountsAndInplace) {
 TEST(OperatorTest, MissingInputBlobIsNamed) {
   Workspace ws;
   const std::string message =
-      ErrorOf([&] { ws.RunOperatorOnce(MakeDef("DoppioTestWrite", {"nope"}, {"y"})); });
+      ErrorOf([&] { ws.RunOperatorOnce(MakeOp("DoppioTestWrite", {"nope"}, {"y"})); });
   EXPECT_NE(message.find("input blob 'nope' does not exist"), std::string::npos)
       << message;
   EXPECT_NE(message.find("DoppioTestWrite"), std::string::npos) << message;
@@ -126,10 +108,8 @@ TEST(OperatorTest, MissingInputBlobIsNamed) {
 
 TEST(OperatorTest, WrongArgumentTypeIsNamed) {
   Workspace ws;
-  OperatorDef def = MakeDef("DoppioTestWrite", {}, {"y"});
-  Argument* arg = def.add_arg();
-  arg->set_name("value");
-  arg->set_s("forty-two");
+  const OperatorDef def =
+      MakeOp("DoppioTestWrite", {}, {"y"}, {StringArg("value", "forty-two")});
   const std::string message = ErrorOf([&] { ws.RunOperatorOnce(def); });
   EXPECT_NE(message.find("argument 'value' should be an int but holds a string"),
             std::string::npos)
@@ -137,20 +117,10 @@ TEST(OperatorTest, WrongArgumentTypeIsNamed) {
 }
 
 TEST(ArgumentTest, ConversionsAndRanges) {
-  OperatorDef def;
-  Argument* f = def.add_arg();
-  f->set_name("f");
-  f->set_f(2.0f);
-  Argument* half = def.add_arg();
-  half->set_name("half");
-  half->set_f(0.5f);
-  Argument* big = def.add_arg();
-  big->set_name("big");
-  big->set_i(int64_t{1} << 40);
-  Argument* ints = def.add_arg();
-  ints->set_name("ints");
-  ints->add_ints(1);
-  ints->add_ints(-2);
+  const OperatorDef def =
+      MakeOp("", {}, {},
+             {FloatArg("f", 2.0f), FloatArg("half", 0.5f), IntArg("big", int64_t{1} << 40),
+              IntsArg("ints", {1, -2})});
   ArgumentHelper args(def);
   EXPECT_EQ(args.GetSingle<int>("f", 0), 2);  // an integral float is accepted
   EXPECT_THROW(args.GetSingle<int>("half", 0), Error);
@@ -172,7 +142,7 @@ class GetTestWriteGradient final : public GradientMakerBase {
 REGISTER_GRADIENT(DoppioTestWrite, GetTestWriteGradient);
 
 TEST(GradientTest, MakerNamesGradientsAndCopiesDevice) {
-  OperatorDef def = MakeDef("DoppioTestWrite", {"x"}, {"y"});
+  OperatorDef def = MakeOp("DoppioTestWrite", {"x"}, {"y"});
   def.mutable_device_option()->set_random_seed(7);
   GradientOpsMeta meta = GetGradientForOp(def, {{"y_grad", "", ""}});
   ASSERT_EQ(meta.ops.size(), 1u);
@@ -185,7 +155,7 @@ TEST(GradientTest, MakerNamesGradientsAndCopiesDevice) {
   // Asking for a sparse output gradient where a dense one is needed fails.
   EXPECT_THROW(GetGradientForOp(def, {{"", "y_i", "y_v"}}), Error);
   // An op with nothing registered fails clearly.
-  EXPECT_THROW(GetGradientForOp(MakeDef("DoppioTestNoSchema", {}, {"y"}), {{}}), Error);
+  EXPECT_THROW(GetGradientForOp(MakeOp("DoppioTestNoSchema", {}, {"y"}), {{}}), Error);
 }
 
 }  // namespace

@@ -7,41 +7,23 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/serialization.h"
+#include "tests/test_util.h"
 
 namespace doppio {
 namespace {
 
-std::string VectorPath(const std::string& name) {
-  const char* runfiles = std::getenv("TEST_SRCDIR");
-  return std::string(runfiles ? runfiles : ".") + "/shared_testdata/caffe2_wire/" + name;
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream content;
-  content << file.rdbuf();
-  return content.str();
-}
-
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
+using testing::ParseMiniDBRecords;
+using testing::ReadBytes;
+using testing::VectorPath;
 
 #define EXPECT_ERROR_CONTAINS(statement, fragment)                      \
   do {                                                                  \
@@ -269,27 +251,8 @@ TEST(BlobSerializationTest, ChunkLayoutIsCaffe2s) {
                         "chunk_size for blob 'e' must be positive");
 }
 
-// The records of a minidb file, read here without the code under test.
-std::vector<std::pair<std::string, std::string>> ParseMiniDB(const std::string& bytes) {
-  std::vector<std::pair<std::string, std::string>> records;
-  size_t at = 0;
-  auto int32_at = [&](size_t offset) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[offset + i])) << (8 * i);
-    return static_cast<size_t>(v);
-  };
-  while (at + 8 <= bytes.size()) {
-    const size_t key_length = int32_at(at), value_length = int32_at(at + 4);
-    records.emplace_back(bytes.substr(at + 8, key_length),
-                         bytes.substr(at + 8 + key_length, value_length));
-    at += 8 + key_length + value_length;
-  }
-  EXPECT_EQ(at, bytes.size());
-  return records;
-}
-
 TEST(BlobSerializationTest, ReserializesCaffe2CheckpointByteForByte) {
-  const auto records = ParseMiniDB(ReadBytes(VectorPath("checkpoint.minidb")));
+  const auto records = ParseMiniDBRecords(ReadBytes(VectorPath("checkpoint.minidb")));
   ASSERT_EQ(records.size(), 5u);
   std::map<std::string, std::vector<BlobProto>> chunks;
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> expected;

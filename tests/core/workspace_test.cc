@@ -11,9 +11,12 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "core/workspace.h"
+#include "tests/test_util.h"
 
 namespace doppio {
 namespace {
+
+using testing::ErrorOf;
 
 // Y = X + 1 (int64), failing when the `fail_on` argument equals X[0].
 class TestIncrementOp final : public Operator<CPUContext> {
@@ -73,15 +76,6 @@ NetDef ChainNet(const std::string& name, int length) {
     op->add_output(previous);
   }
   return net;
-}
-
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
 }
 
 TEST(WorkspaceTest, ParentBlobsAreVisibleAndChildBlobsStayLocal) {

@@ -5,97 +5,42 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/workspace.h"
+#include "tests/test_util.h"
 
 namespace doppio {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string VectorPath(const std::string& name) {
-  const char* runfiles = std::getenv("TEST_SRCDIR");
-  return std::string(runfiles ? runfiles : ".") + "/shared_testdata/caffe2_wire/" + name;
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream content;
-  content << file.rdbuf();
-  return content.str();
-}
-
-void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << bytes;
-}
-
-std::string TempDir(const std::string& name) {
-  const char* root = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(root ? root : "/tmp") / ("load_save_atomic_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
-std::vector<std::string> Listing(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    names.push_back(entry.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::DirectoryListing;
+using testing::ErrorOf;
+using testing::Int32LE;
+using testing::IntArg;
+using testing::MakeOp;
+using testing::MiniDBRecord;
+using testing::ParseMiniDBRecords;
+using testing::ReadBytes;
+using testing::StringArg;
+using testing::TempDir;
+using testing::VectorPath;
+using testing::WriteBytes;
 
 OperatorDef Op(const std::string& type, const std::vector<std::string>& inputs,
                const std::vector<std::string>& outputs, const std::string& path,
                const std::string& db_type = "minidb", bool load_all = false) {
-  OperatorDef def;
-  def.set_type(type);
-  for (const auto& input : inputs) def.add_input(input);
-  for (const auto& output : outputs) def.add_output(output);
-  auto add = [&](const std::string& name) {
-    Argument* arg = def.add_arg();
-    arg->set_name(name);
-    return arg;
-  };
-  add("db")->set_s(path);
-  add("db_type")->set_s(db_type);
-  add("absolute_path")->set_i(1);
-  if (load_all) add("load_all")->set_i(1);
-  return def;
+  std::vector<Argument> args = {StringArg("db", path), StringArg("db_type", db_type),
+                                IntArg("absolute_path", 1)};
+  if (load_all) args.push_back(IntArg("load_all", 1));
+  return MakeOp(type, inputs, outputs, args);
 }
 
 // ---- minidb files made by hand ----
-
-std::string Int32LE(int32_t value) {
-  const auto bits = static_cast<uint32_t>(value);
-  std::string out(4, '\0');
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((bits >> (8 * i)) & 0xff);
-  return out;
-}
-
-std::string Record(const std::string& key, const std::string& value) {
-  return Int32LE(static_cast<int32_t>(key.size())) + Int32LE(static_cast<int32_t>(value.size())) +
-         key + value;
-}
 
 // A float tensor BlobProto; `edit` damages it.
 std::string FloatBlob(const std::string& name, std::vector<int64_t> dims, int elements,
@@ -112,27 +57,6 @@ std::string FloatBlob(const std::string& name, std::vector<int64_t> dims, int el
   return blob.SerializeAsString();
 }
 
-// Checkpoint records (key, value), read here with the format's definition.
-std::vector<std::pair<std::string, std::string>> CheckpointRecords() {
-  const std::string bytes = ReadBytes(VectorPath("checkpoint.minidb"));
-  std::vector<std::pair<std::string, std::string>> records;
-  size_t at = 0;
-  auto int32_at = [&](size_t offset) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) {
-      v |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[offset + i])) << (8 * i);
-    }
-    return static_cast<size_t>(v);
-  };
-  while (at < bytes.size()) {
-    const size_t key_length = int32_at(at), value_length = int32_at(at + 4);
-    records.emplace_back(bytes.substr(at + 8, key_length),
-                         bytes.substr(at + 8 + key_length, value_length));
-    at += 8 + key_length + value_length;
-  }
-  return records;
-}
-
 struct HostileFile {
   const char* what;
   std::string bytes;
@@ -144,15 +68,17 @@ std::vector<HostileFile> HostileFiles() {
   const std::string checkpoint = ReadBytes(VectorPath("checkpoint.minidb"));
   const std::vector<std::string> checkpoint_blobs = {"gpu_0/fc_w", "gpu_0/fc_b",
                                                      "optimizer_iteration", "gpu_0/big"};
-  const std::string good = Record("gpu_0/fc_w#%0", FloatBlob("gpu_0/fc_w", {2}, 2));
+  const std::string good = MiniDBRecord("gpu_0/fc_w#%0", FloatBlob("gpu_0/fc_w", {2}, 2));
   std::string without_last_chunk;
   std::string with_chunk_twice;
-  for (const auto& record : CheckpointRecords()) {
+  for (const auto& record : ParseMiniDBRecords(checkpoint)) {
     if (record.first != "gpu_0/big#%1") {
-      without_last_chunk += Record(record.first, record.second);
+      without_last_chunk += MiniDBRecord(record.first, record.second);
     }
-    with_chunk_twice += Record(record.first, record.second);
-    if (record.first == "gpu_0/big#%0") with_chunk_twice += Record(record.first, record.second);
+    with_chunk_twice += MiniDBRecord(record.first, record.second);
+    if (record.first == "gpu_0/big#%0") {
+      with_chunk_twice += MiniDBRecord(record.first, record.second);
+    }
   }
   return {
       {"truncated checkpoint", checkpoint.substr(0, 400), checkpoint_blobs,
@@ -162,28 +88,29 @@ std::vector<HostileFile> HostileFiles() {
       {"record longer than the file", good + Int32LE(5) + Int32LE(1 << 30) + "zbad#%",
        {"gpu_0/fc_w", "zbad"}, {"is corrupt", "1073741824-byte value"}},
       {"dims overflow",
-       good + Record("zbad#%0", FloatBlob("zbad", {int64_t{1} << 40, int64_t{1} << 40}, 0)),
+       good + MiniDBRecord("zbad#%0",
+                           FloatBlob("zbad", {int64_t{1} << 40, int64_t{1} << 40}, 0)),
        {"gpu_0/fc_w", "zbad"},
        {"more elements than int64 can count", "while loading blob 'zbad'"}},
-      {"too few elements", good + Record("zbad#%0", FloatBlob("zbad", {3}, 2)),
+      {"too few elements", good + MiniDBRecord("zbad#%0", FloatBlob("zbad", {3}, 2)),
        {"gpu_0/fc_w", "zbad"},
        {"tensor 'zbad' of float32 dims [3] should carry 3 elements but carries 2",
         "while loading blob 'zbad'"}},
       {"segment out of range",
-       good + Record("zbad#%0", FloatBlob("zbad", {4}, 7,
-                                         [](TensorProto* t) {
-                                           t->mutable_segment()->set_begin(2);
-                                           t->mutable_segment()->set_end(9);
-                                         })),
+       good + MiniDBRecord("zbad#%0", FloatBlob("zbad", {4}, 7,
+                                               [](TensorProto* t) {
+                                                 t->mutable_segment()->set_begin(2);
+                                                 t->mutable_segment()->set_end(9);
+                                               })),
        {"gpu_0/fc_w", "zbad"},
        {"segment [2, 9) outside its 4 elements", "while loading blob 'zbad'"}},
       {"missing chunk", without_last_chunk, checkpoint_blobs,
        {"blob 'gpu_0/big' is missing elements [6, 10)", "while loading blob 'gpu_0/big'"}},
       {"chunk stored twice", with_chunk_twice, checkpoint_blobs,
        {"overlapping chunks", "while loading blob 'gpu_0/big'"}},
-      {"not a BlobProto", good + Record("zbad#%0", "\xff\xff\xff\xff"), {"gpu_0/fc_w", "zbad"},
-       {"record 'zbad#%0'", "is not a valid BlobProto"}},
-      {"unknown blob type", good + Record("zbad", [] {
+      {"not a BlobProto", good + MiniDBRecord("zbad#%0", "\xff\xff\xff\xff"),
+       {"gpu_0/fc_w", "zbad"}, {"record 'zbad#%0'", "is not a valid BlobProto"}},
+      {"unknown blob type", good + MiniDBRecord("zbad", [] {
                               BlobProto blob;
                               blob.set_name("zbad");
                               blob.set_type("MysteryType");
@@ -269,7 +196,7 @@ class AtomicSaveTest : public ::testing::TestWithParam<std::string> {
   std::string Snapshot() {
     if (!fs::is_directory(path_)) return ReadBytes(path_);
     std::string all;
-    for (const std::string& name : Listing(path_)) {
+    for (const std::string& name : DirectoryListing(path_)) {
       if (name != "lock.mdb") all += name + ":" + ReadBytes(path_ + "/" + name);
     }
     return all;
@@ -297,14 +224,14 @@ TEST_P(AtomicSaveTest, FailedSaveLeavesThePreviousCheckpoint) {
         ErrorOf([&] { ws_.RunOperatorOnce(Op("Save", failure.inputs, {}, path_, GetParam())); });
     EXPECT_NE(error.find(failure.expected), std::string::npos) << error;
     EXPECT_EQ(Snapshot(), before);
-    EXPECT_EQ(Listing(dir_), std::vector<std::string>{"checkpoint"}) << "temporaries left";
+    EXPECT_EQ(DirectoryListing(dir_), std::vector<std::string>{"checkpoint"}) << "temporaries left";
   }
   EXPECT_EQ(Saved(), 1.5f);
 
   // A good Save replaces it, file or directory, leaving nothing else.
   ws_.RunOperatorOnce(Op("Save", {"a"}, {}, path_, GetParam()));
   EXPECT_EQ(Saved(), 2.5f);
-  EXPECT_EQ(Listing(dir_), std::vector<std::string>{"checkpoint"});
+  EXPECT_EQ(DirectoryListing(dir_), std::vector<std::string>{"checkpoint"});
 }
 
 TEST_P(AtomicSaveTest, ErrorsNameTheTarget) {
@@ -312,7 +239,7 @@ TEST_P(AtomicSaveTest, ErrorsNameTheTarget) {
   const std::string error =
       ErrorOf([&] { ws_.RunOperatorOnce(Op("Save", {"a"}, {}, target, GetParam())); });
   EXPECT_NE(error.find(target), std::string::npos) << error;
-  EXPECT_EQ(Listing(dir_), std::vector<std::string>{});
+  EXPECT_EQ(DirectoryListing(dir_), std::vector<std::string>{});
 }
 
 INSTANTIATE_TEST_SUITE_P(MiniDBAndLMDB, AtomicSaveTest, ::testing::Values("minidb", "lmdb"));

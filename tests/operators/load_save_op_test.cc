@@ -11,11 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,54 +21,20 @@
 #include "core/gradient.h"
 #include "core/schema.h"
 #include "core/workspace.h"
+#include "tests/test_util.h"
 
 namespace doppio {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string VectorPath(const std::string& name) {
-  const char* runfiles = std::getenv("TEST_SRCDIR");
-  return std::string(runfiles ? runfiles : ".") + "/shared_testdata/caffe2_wire/" + name;
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream content;
-  content << file.rdbuf();
-  return content.str();
-}
-
-void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << bytes;
-}
-
-std::string TempDir(const std::string& name) {
-  const char* root = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(root ? root : "/tmp") / ("load_save_test_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
-std::vector<std::string> DirectoryListing(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    names.push_back(entry.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::ErrorOf;
+using testing::IntArg;
+using testing::MakeOp;
+using testing::ReadBytes;
+using testing::StringArg;
+using testing::StringsArg;
+using testing::TempDir;
+using testing::VectorPath;
 
 // ---- a minimal JSON reader for checkpoint.expected.json ----
 
@@ -154,50 +117,24 @@ class JsonReader {
 
 // ---- op helpers ----
 
-struct Arg {
-  std::string name;
-  std::function<void(Argument*)> set;
-};
-Arg S(const std::string& name, const std::string& value) {
-  return {name, [value](Argument* a) { a->set_s(value); }};
-}
-Arg I(const std::string& name, int64_t value) {
-  return {name, [value](Argument* a) { a->set_i(value); }};
-}
-Arg Strings(const std::string& name, const std::vector<std::string>& values) {
-  return {name, [values](Argument* a) {
-            for (const auto& v : values) a->add_strings(v);
-          }};
-}
-
-OperatorDef Op(const std::string& type, const std::vector<std::string>& inputs,
-               const std::vector<std::string>& outputs, const std::vector<Arg>& args) {
-  OperatorDef def;
-  def.set_type(type);
-  for (const auto& input : inputs) def.add_input(input);
-  for (const auto& output : outputs) def.add_output(output);
-  for (const Arg& arg : args) {
-    Argument* a = def.add_arg();
-    a->set_name(arg.name);
-    arg.set(a);
-  }
-  return def;
+// The arguments every Load and Save here takes: the DB of `type` at the
+// absolute `path`, after `args`.
+std::vector<Argument> WithDB(std::vector<Argument> args, const std::string& path,
+                             const std::string& type) {
+  args.push_back(StringArg("db", path));
+  args.push_back(StringArg("db_type", type));
+  args.push_back(IntArg("absolute_path", 1));
+  return args;
 }
 
 OperatorDef LoadOp(const std::string& path, const std::vector<std::string>& outputs,
-                   std::vector<Arg> extra = {}, const std::string& type = "minidb") {
-  extra.push_back(S("db", path));
-  extra.push_back(S("db_type", type));
-  extra.push_back(I("absolute_path", 1));
-  return Op("Load", {}, outputs, extra);
+                   std::vector<Argument> extra = {}, const std::string& type = "minidb") {
+  return MakeOp("Load", {}, outputs, WithDB(std::move(extra), path, type));
 }
 
 OperatorDef SaveOp(const std::string& path, const std::vector<std::string>& inputs,
-                   std::vector<Arg> extra = {}, const std::string& type = "minidb") {
-  extra.push_back(S("db", path));
-  extra.push_back(S("db_type", type));
-  extra.push_back(I("absolute_path", 1));
-  return Op("Save", inputs, {}, extra);
+                   std::vector<Argument> extra = {}, const std::string& type = "minidb") {
+  return MakeOp("Save", inputs, {}, WithDB(std::move(extra), path, type));
 }
 
 Tensor* Feed(Workspace* ws, const std::string& name, std::vector<int64_t> dims, DataType dtype) {
@@ -257,7 +194,7 @@ TEST(LoadOpTest, LoadsCaffe2CheckpointAsTheReferenceSays) {
   ExpectMatchesReference(&ws);
 
   Workspace all;
-  all.RunOperatorOnce(LoadOp(VectorPath("checkpoint.minidb"), {}, {I("load_all", 1)}));
+  all.RunOperatorOnce(LoadOp(VectorPath("checkpoint.minidb"), {}, {IntArg("load_all", 1)}));
   ExpectMatchesReference(&all);
   EXPECT_EQ(all.Blobs().size(), 4u);
 }
@@ -265,16 +202,16 @@ TEST(LoadOpTest, LoadsCaffe2CheckpointAsTheReferenceSays) {
 TEST(LoadOpTest, PrefixRulesAndSourceNames) {
   Workspace ws;
   ws.RunOperatorOnce(LoadOp(VectorPath("checkpoint.minidb"), {},
-                            {I("load_all", 1), S("strip_prefix", "gpu_0/"),
-                             S("add_prefix", "cpu_1/")}));
+                            {IntArg("load_all", 1), StringArg("strip_prefix", "gpu_0/"),
+                             StringArg("add_prefix", "cpu_1/")}));
   EXPECT_EQ(ws.Blobs(), (std::vector<std::string>{"cpu_1/big", "cpu_1/fc_b", "cpu_1/fc_w",
                                                   "cpu_1/optimizer_iteration"}));
   ExpectMatchesReference(&ws, "cpu_1/");
 
   Workspace renamed;
   renamed.RunOperatorOnce(LoadOp(VectorPath("checkpoint.minidb"), {"w", "it"},
-                                 {Strings("source_blob_names",
-                                          {"gpu_0/fc_w", "optimizer_iteration"})}));
+                                 {StringsArg("source_blob_names",
+                                             {"gpu_0/fc_w", "optimizer_iteration"})}));
   EXPECT_EQ(renamed.GetBlob("w")->GetTensor().dims(), (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(renamed.GetBlob("it")->GetTensor().data<int64_t>()[0], 1234);
 }
@@ -286,11 +223,11 @@ TEST(LoadOpTest, MissingBlobsFailUnlessAllowed) {
   EXPECT_NE(error.find("blob(s) [nope] not found in [" + path + "]"), std::string::npos) << error;
   EXPECT_TRUE(ws.GetBlob("gpu_0/fc_w")->IsEmpty());
 
-  ws.RunOperatorOnce(LoadOp(path, {"gpu_0/fc_w", "nope"}, {I("allow_incomplete", 1)}));
+  ws.RunOperatorOnce(LoadOp(path, {"gpu_0/fc_w", "nope"}, {IntArg("allow_incomplete", 1)}));
   EXPECT_TRUE(ws.GetBlob("gpu_0/fc_w")->IsTensor());
   EXPECT_TRUE(ws.GetBlob("nope")->IsEmpty());
 
-  error = ErrorOf([&] { ws.RunOperatorOnce(LoadOp(path, {"nope"}, {I("load_all", 1)})); });
+  error = ErrorOf([&] { ws.RunOperatorOnce(LoadOp(path, {"nope"}, {IntArg("load_all", 1)})); });
   EXPECT_NE(error.find("[nope] not found"), std::string::npos) << error;
 
   error = ErrorOf([&] { ws.RunOperatorOnce(LoadOp("/no/such/file.minidb", {"x"})); });
@@ -373,7 +310,7 @@ TEST(SaveLoadTest, EveryTypeRoundTripsThroughMiniDBAndLMDB) {
     for (int64_t chunk_size : {-1, 0, 7}) {
       SCOPED_TRACE(type + " chunk_size " + std::to_string(chunk_size));
       const std::string path = dir + "/ckpt_" + type + std::to_string(chunk_size);
-      source.RunOperatorOnce(SaveOp(path, names, {I("chunk_size", chunk_size)}, type));
+      source.RunOperatorOnce(SaveOp(path, names, {IntArg("chunk_size", chunk_size)}, type));
       // The big tensor is split into ceil(3000 / 7) chunks, or one.
       auto db = db::OpenDB(type, path, db::READ);
       auto cursor = db->NewCursor();
@@ -389,7 +326,7 @@ TEST(SaveLoadTest, EveryTypeRoundTripsThroughMiniDBAndLMDB) {
       loaded.RunOperatorOnce(LoadOp(path, names, {}, type));
       ExpectSameBlobs(&loaded, &source, names);
       Workspace all;
-      all.RunOperatorOnce(LoadOp(path, {}, {I("load_all", 1)}, type));
+      all.RunOperatorOnce(LoadOp(path, {}, {IntArg("load_all", 1)}, type));
       EXPECT_EQ(all.Blobs(), names);
       ExpectSameBlobs(&all, &source, names);
     }
@@ -400,30 +337,33 @@ TEST(SaveLoadTest, SaveNamesFollowStripPrefixAndOverrides) {
   Workspace ws;
   FeedEveryType(&ws);
   const std::string dir = TempDir("names");
-  ws.RunOperatorOnce(SaveOp(dir + "/a", {"gpu_0/big", "f32"}, {S("strip_prefix", "gpu_0/")}));
+  ws.RunOperatorOnce(
+      SaveOp(dir + "/a", {"gpu_0/big", "f32"}, {StringArg("strip_prefix", "gpu_0/")}));
   Workspace a;
-  a.RunOperatorOnce(LoadOp(dir + "/a", {}, {I("load_all", 1)}));
+  a.RunOperatorOnce(LoadOp(dir + "/a", {}, {IntArg("load_all", 1)}));
   EXPECT_EQ(a.Blobs(), (std::vector<std::string>{"big", "f32"}));
 
   ws.RunOperatorOnce(SaveOp(dir + "/b", {"gpu_0/big", "f32"},
-                            {Strings("blob_name_overrides", {"x", "y"})}));
+                            {StringsArg("blob_name_overrides", {"x", "y"})}));
   Workspace b;
-  b.RunOperatorOnce(LoadOp(dir + "/b", {}, {I("load_all", 1)}));
+  b.RunOperatorOnce(LoadOp(dir + "/b", {}, {IntArg("load_all", 1)}));
   EXPECT_EQ(b.Blobs(), (std::vector<std::string>{"x", "y"}));
   EXPECT_EQ(b.GetBlob("x")->GetTensor().numel(), 3000);
 
   std::string error = ErrorOf([&] {
-    ws.RunOperatorOnce(SaveOp(dir + "/c", {"f32"}, {Strings("blob_name_overrides", {"x", "y"})}));
+    ws.RunOperatorOnce(
+        SaveOp(dir + "/c", {"f32"}, {StringsArg("blob_name_overrides", {"x", "y"})}));
   });
   EXPECT_NE(error.find("blob_name_overrides has 2 names for 1 inputs"), std::string::npos)
       << error;
   error = ErrorOf([&] {
-    ws.RunOperatorOnce(Op("Save", {"f32"}, {}, {S("db", dir + "/d")}));
+    ws.RunOperatorOnce(MakeOp("Save", {"f32"}, {}, {StringArg("db", dir + "/d")}));
   });
   EXPECT_NE(error.find("'db_type' is required"), std::string::npos) << error;
   Feed(&ws, "big", {1}, DataType::kFloat);
   error = ErrorOf([&] {
-    ws.RunOperatorOnce(SaveOp(dir + "/e", {"gpu_0/big", "big"}, {S("strip_prefix", "gpu_0/")}));
+    ws.RunOperatorOnce(
+        SaveOp(dir + "/e", {"gpu_0/big", "big"}, {StringArg("strip_prefix", "gpu_0/")}));
   });
   EXPECT_NE(error.find("two inputs would be saved as 'big'"), std::string::npos) << error;
   EXPECT_FALSE(fs::exists(dir + "/c") || fs::exists(dir + "/d") || fs::exists(dir + "/e"));
@@ -431,25 +371,27 @@ TEST(SaveLoadTest, SaveNamesFollowStripPrefixAndOverrides) {
 
 TEST(SaveLoadTest, CreateDBReaderFeedsLoad) {
   Workspace ws;
-  ws.RunOperatorOnce(Op("CreateDB", {}, {"reader"},
-                        {S("db", VectorPath("checkpoint.minidb")), S("db_type", "minidb")}));
+  ws.RunOperatorOnce(
+      MakeOp("CreateDB", {}, {"reader"},
+             {StringArg("db", VectorPath("checkpoint.minidb")), StringArg("db_type", "minidb")}));
   EXPECT_TRUE(ws.GetBlob("reader")->IsType<db::DBReader>());
-  ws.RunOperatorOnce(Op("Load", {"reader"}, kCheckpointBlobs, {}));
+  ws.RunOperatorOnce(MakeOp("Load", {"reader"}, kCheckpointBlobs, {}));
   ExpectMatchesReference(&ws);
 
-  std::string error = ErrorOf([&] { ws.RunOperatorOnce(Op("CreateDB", {}, {"r"}, {})); });
+  std::string error = ErrorOf([&] { ws.RunOperatorOnce(MakeOp("CreateDB", {}, {"r"}, {})); });
   EXPECT_NE(error.find("argument 'db'"), std::string::npos) << error;
   error = ErrorOf([&] {
-    ws.RunOperatorOnce(Op("CreateDB", {}, {"r"}, {S("db", "/no/such.minidb"),
-                                                  S("db_type", "minidb")}));
+    ws.RunOperatorOnce(MakeOp("CreateDB", {}, {"r"}, {StringArg("db", "/no/such.minidb"),
+                                                  StringArg("db_type", "minidb")}));
   });
   EXPECT_NE(error.find("/no/such.minidb"), std::string::npos) << error;
 
-  ws.RunOperatorOnce(Op("DBExists", {}, {"yes"},
-                        {S("db_name", VectorPath("checkpoint.minidb")), S("db_type", "minidb")}));
+  ws.RunOperatorOnce(MakeOp(
+      "DBExists", {}, {"yes"},
+      {StringArg("db_name", VectorPath("checkpoint.minidb")), StringArg("db_type", "minidb")}));
   EXPECT_TRUE(ws.GetBlob("yes")->GetTensor().data<bool>()[0]);
-  ws.RunOperatorOnce(Op("DBExists", {}, {"no"},
-                        {S("db_name", "/no/such.minidb"), S("db_type", "minidb")}));
+  ws.RunOperatorOnce(MakeOp("DBExists", {}, {"no"},
+                        {StringArg("db_name", "/no/such.minidb"), StringArg("db_type", "minidb")}));
   EXPECT_FALSE(ws.GetBlob("no")->GetTensor().data<bool>()[0]);
 }
 

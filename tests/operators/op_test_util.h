@@ -1,6 +1,6 @@
-// Helpers for operator tests: building OperatorDefs, feeding and fetching
-// tensors, catching errors, and checking a gradient maker's ops against
-// central finite differences of the forward op.
+// Helpers for operator tests, on top of tests/test_util.h: seeding
+// OperatorDefs, feeding and fetching tensors, and checking a gradient
+// maker's ops against central finite differences of the forward op.
 //
 // The gradient check works on float64 inputs. Its scalar loss is a random
 // projection of the forward outputs, L = sum_j <R_j, Y_j>, so the output
@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -24,59 +23,12 @@
 #include "core/tensor.h"
 #include "core/workspace.h"
 #include "proto/doppio.pb.h"
+#include "tests/test_util.h"
 
 namespace doppio {
 namespace testing {
 
-// ---- building defs ----
-
-inline Argument IntArg(const std::string& name, int64_t value) {
-  Argument arg;
-  arg.set_name(name);
-  arg.set_i(value);
-  return arg;
-}
-inline Argument FloatArg(const std::string& name, float value) {
-  Argument arg;
-  arg.set_name(name);
-  arg.set_f(value);
-  return arg;
-}
-inline Argument StringArg(const std::string& name, const std::string& value) {
-  Argument arg;
-  arg.set_name(name);
-  arg.set_s(value);
-  return arg;
-}
-inline Argument IntsArg(const std::string& name, const std::vector<int64_t>& values) {
-  Argument arg;
-  arg.set_name(name);
-  for (int64_t v : values) arg.add_ints(v);
-  return arg;
-}
-inline Argument FloatsArg(const std::string& name, const std::vector<float>& values) {
-  Argument arg;
-  arg.set_name(name);
-  for (float v : values) arg.add_floats(v);
-  return arg;
-}
-inline Argument StringsArg(const std::string& name, const std::vector<std::string>& values) {
-  Argument arg;
-  arg.set_name(name);
-  for (const auto& v : values) arg.add_strings(v);
-  return arg;
-}
-
-inline OperatorDef MakeOp(const std::string& type, const std::vector<std::string>& inputs,
-                          const std::vector<std::string>& outputs,
-                          const std::vector<Argument>& args = {}) {
-  OperatorDef def;
-  def.set_type(type);
-  for (const auto& input : inputs) def.add_input(input);
-  for (const auto& output : outputs) def.add_output(output);
-  for (const auto& arg : args) *def.add_arg() = arg;
-  return def;
-}
+// ---- defs (MakeOp and the *Arg builders are in tests/test_util.h) ----
 
 inline void SetSeed(OperatorDef* def, uint32_t seed) {
   def->mutable_device_option()->set_random_seed(seed);
@@ -123,28 +75,6 @@ inline int64_t NumElements(const std::vector<int64_t>& dims) {
   for (int64_t d : dims) count *= d;
   return count;
 }
-
-// The message of the doppio::Error `fn` throws; "" (and a test failure) if
-// it throws none.
-inline std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a doppio::Error";
-  return "";
-}
-
-// Expects `message` to contain every one of `parts`.
-#define EXPECT_MESSAGE_HAS(message, ...)                                  \
-  do {                                                                    \
-    const std::string doppio_msg_ = (message);                            \
-    for (const std::string& doppio_part_ : {__VA_ARGS__}) {               \
-      EXPECT_NE(doppio_msg_.find(doppio_part_), std::string::npos)        \
-          << "missing '" << doppio_part_ << "' in: " << doppio_msg_;      \
-    }                                                                     \
-  } while (false)
 
 // ---- gradient check ----
 

@@ -2,36 +2,26 @@
 // (made by Caffe2's schema, an independent reference) parses with the
 // generated C++ classes without unknown fields, serializes back to the same
 // bytes, and its text form parses to the same message.
-#include <fstream>
-#include <memory>
-#include <sstream>
 #include <string>
 
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include "proto/doppio.pb.h"
+#include "tests/test_util.h"
 
 namespace doppio {
 namespace {
 
-std::string VectorPath(const std::string& name) {
-  const char* runfiles = std::getenv("TEST_SRCDIR");
-  return std::string(runfiles ? runfiles : ".") + "/shared_testdata/caffe2_wire/" + name;
-}
-
-std::string ReadFile(const std::string& name) {
-  std::ifstream file(VectorPath(name), std::ios::binary);
-  EXPECT_TRUE(file.good()) << "cannot open " << VectorPath(name);
-  std::ostringstream content;
-  content << file.rdbuf();
-  return content.str();
+// The bytes of the shared vector `name`.
+std::string ReadVector(const std::string& name) {
+  return testing::ReadBytes(testing::VectorPath(name));
 }
 
 template <typename Message>
 void ExpectRoundTrip(const std::string& name) {
   SCOPED_TRACE(name);
-  const std::string binary = ReadFile(name + ".pb");
+  const std::string binary = ReadVector(name + ".pb");
   ASSERT_FALSE(binary.empty());
   Message message;
   ASSERT_TRUE(message.ParseFromString(binary));
@@ -42,7 +32,7 @@ void ExpectRoundTrip(const std::string& name) {
 
   Message from_text;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
-      ReadFile(name + ".pbtxt"), &from_text));
+      ReadVector(name + ".pbtxt"), &from_text));
   std::string text_bytes;
   ASSERT_TRUE(from_text.SerializeToString(&text_bytes));
   EXPECT_EQ(text_bytes, binary);
@@ -58,7 +48,7 @@ TEST(WireTest, BlobProtoDBReader) { ExpectRoundTrip<BlobProto>("blobproto_dbread
 
 TEST(WireTest, CaffeFieldNamesSurviveText) {
   NetDef net;
-  ASSERT_TRUE(net.ParseFromString(ReadFile("netdef.pb")));
+  ASSERT_TRUE(net.ParseFromString(ReadVector("netdef.pb")));
   // Spot checks of fields whose names Caffe2 later changed or deprecated.
   EXPECT_EQ(net.device_option().cuda_gpu_id(), 0);
   EXPECT_EQ(net.device_option().numa_node_id(), 1);
