@@ -178,6 +178,11 @@ OPERATOR_SCHEMA(AddGradient)
     .NumInputs(3)
     .NumOutputs(2)
     .AllowInplace({{0, 0}, {0, 1}})
+    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
+      std::vector<TensorShape> out = {in.at(1), in.at(2)};
+      for (TensorShape& shape : out) shape.set_data_type(in.at(0).data_type());
+      return out;
+    })
     .Arg("broadcast", kBroadcastDoc)
     .Arg("axis", kAxisDoc)
     .Input(0, "dC", "gradient of Add's output")

@@ -23,10 +23,10 @@ std::vector<int64_t> ReadShapeArgument(const OperatorBase& op, const std::string
   return dims;
 }
 
-DataType DtypeArgumentType(const OperatorBase& op, int dtype) {
+DataType DtypeArgumentType(const std::string& op_type, int dtype) {
   DataType type = static_cast<DataType>(dtype);
   if (type == DataType::kByte) type = DataType::kUint8;
-  DOPPIO_ENFORCE(IsStorableType(type), "op ", op.type(), ": argument 'dtype' has the value ",
+  DOPPIO_ENFORCE(IsStorableType(type), "op ", op_type, ": argument 'dtype' has the value ",
                  dtype, ", which is not a TensorProto.DataType a tensor can hold");
   return type;
 }
@@ -136,26 +136,27 @@ std::function<void(OpSchema&)> FillerSchema(DataType default_dtype, const char* 
 
 namespace {
 
-// The dtype ConstantFill produces: `dtype` if given, else the kind of `value`
-// (an int value means int64, a float value float), as in Caffe2.
-DataType ConstantFillType(const OperatorBase& op) {
-  if (op.HasArgument("dtype") || !op.HasArgument("value")) {
-    const int dtype = op.GetSingleArgument<int>("dtype", static_cast<int>(DataType::kFloat));
-    DOPPIO_ENFORCE(dtype != static_cast<int>(DataType::kUndefined), "op ", op.type(),
+// The dtype ConstantFill produces without a value input: `dtype` if given,
+// else the kind of `value` (an int value means int64, a float value float),
+// as in Caffe2. Shared by the kernel and the shape inference.
+DataType ConstantFillType(const OperatorDef& def) {
+  const ArgumentHelper args(def);
+  if (args.Has("dtype") || !args.Has("value")) {
+    const int dtype = args.GetSingle<int>("dtype", static_cast<int>(DataType::kFloat));
+    DOPPIO_ENFORCE(dtype != static_cast<int>(DataType::kUndefined), "op ", def.type(),
                    ": argument 'dtype' cannot be UNDEFINED (0)");
-    return DtypeArgumentType(op, dtype);
+    return DtypeArgumentType(def.type(), dtype);
   }
-  const ArgumentHelper args(op.def());
   if (args.HasSingleOfType<int64_t>("value")) return DataType::kInt64;
   if (args.HasSingleOfType<float>("value")) return DataType::kFloat;
-  DOPPIO_THROW("op ", op.type(), ": argument 'value' is neither an int nor a float; set "
+  DOPPIO_THROW("op ", def.type(), ": argument 'value' is neither an int nor a float; set "
                "'dtype' to fill with another type");
 }
 
 }  // namespace
 
 ConstantFillOp::ConstantFillOp(const OperatorDef& def, Workspace* workspace)
-    : FillerOp<CPUContext>(def, workspace), dtype_(ConstantFillType(*this)) {
+    : FillerOp<CPUContext>(def, workspace), dtype_(ConstantFillType(def)) {
   // Parse `value` now, so a value of the wrong kind fails at creation.
   if (InputSize() < 2) {
     value_.Resize({});
@@ -300,6 +301,12 @@ OPERATOR_SCHEMA(ConstantFill)
          "(int, TensorProto.DataType) element type; default FLOAT, or INT64 / "
          "FLOAT when only an int / float value is given")
     .Apply(FillerSchema(DataType::kFloat))
+    .TensorInferenceFunction([](const OperatorDef& def, const std::vector<TensorShape>& in) {
+      std::vector<TensorShape> out = FillerShapeInference(DataType::kFloat)(def, in);
+      out[0].set_data_type(static_cast<TensorProto::DataType>(
+          in.size() >= 2 ? static_cast<DataType>(in[1].data_type()) : ConstantFillType(def)));
+      return out;
+    })
     .Input(1, "V", "(optional) fill with the first element of V, in V's type")
     .Output(0, "output", "tensor with every element equal to value")
     .Doc("Fills the output with a constant `value` of type `dtype`.");

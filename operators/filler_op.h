@@ -48,10 +48,10 @@ class FillerOp : public Operator<Context> {
 // Reads a shape-like list argument, rejecting negative entries by name.
 std::vector<int64_t> ReadShapeArgument(const OperatorBase& op, const std::string& name);
 
-// The element type that `dtype`, the value of op's 'dtype' argument (a
-// TensorProto.DataType), names: BYTE means uint8, and a type no tensor can
-// hold is refused.
-DataType DtypeArgumentType(const OperatorBase& op, int dtype);
+// The element type that `dtype`, the value of the 'dtype' argument of an op
+// of type `op_type` (a TensorProto.DataType), names: BYTE means uint8, and a
+// type no tensor can hold is refused.
+DataType DtypeArgumentType(const std::string& op_type, int dtype);
 
 // Argument `name` read as element type T. Fills choose their dtype at run
 // time, so this covers every storable type: the narrow integers are read as

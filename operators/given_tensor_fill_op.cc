@@ -15,7 +15,7 @@ namespace {
 DataType GivenTensorFillType(const OperatorBase& op, DataType variant_type) {
   if (variant_type != DataType::kFloat || !op.HasArgument("dtype")) return variant_type;
   return DtypeArgumentType(
-      op, op.GetSingleArgument<int>("dtype", static_cast<int>(DataType::kFloat)));
+      op.type(), op.GetSingleArgument<int>("dtype", static_cast<int>(DataType::kFloat)));
 }
 
 }  // namespace
