@@ -15,3 +15,20 @@ def cc_tests_per_file(deps = [], data = [], size = "small"):
             data = data + ["@shared_testdata//:caffe2_wire"],
             size = size,
         )
+
+def py_tests_per_file(deps = [], data = [], size = "small"):
+    """One py_test per *_test.py file, run by Debian's python3 with the
+    doppio package importable. A Python test whose stem is also a C++ test's
+    gets the suffix _py."""
+    cc_stems = [src[:-len(".cc")] for src in native.glob(["*_test.cc"])]
+    for src in native.glob(["*_test.py"]):
+        stem = src[:-len(".py")]
+        native.py_test(
+            name = stem + "_py" if stem in cc_stems else stem,
+            srcs = [src],
+            main = src,
+            python_version = "PY3",
+            deps = deps + ["//python_api:doppio"],
+            data = data,
+            size = size,
+        )

@@ -11,6 +11,8 @@ DOPPIO_DEBIAN_PACKAGES=(
   libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev
   liblmdb-dev
+  libopenblas-dev libdnnl-dev
+  pybind11-dev python3-dev
   python3-protobuf python3-numpy python3-pytest python3-hypothesis
 )
 

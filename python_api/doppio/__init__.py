@@ -1,0 +1,1 @@
+"""Doppio: a Caffe2-compatible dataflow framework for training and serving."""

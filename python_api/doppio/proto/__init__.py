@@ -1,0 +1,1 @@
+"""Doppio's protobuf messages (wire-compatible with Caffe2's caffe2.proto)."""

@@ -1,0 +1,220 @@
+// doppio._C: the Python extension. It keeps Caffe2's model of a process-wide
+// set of named workspaces with one current workspace, and exchanges protos
+// as serialized bytes (Python holds them as protobuf messages).
+//
+// Every doppio::Error surfaces as RuntimeError with the whole message. Calls
+// that run nets or operators release the GIL.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "core/gradient.h"
+#include "core/net.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "core/workspace.h"
+#include "python_api/numpy_tensor.h"
+
+namespace py = pybind11;
+
+namespace doppio {
+namespace python {
+namespace {
+
+// The process's workspaces, by name, and which one is current. Guarded by
+// the GIL: every function touching it runs with the GIL held.
+struct WorkspaceRegistry {
+  std::map<std::string, std::unique_ptr<Workspace>> workspaces;
+  std::string current = "default";
+  Workspace* Current() {
+    auto& slot = workspaces[current];
+    if (!slot) slot = std::make_unique<Workspace>();
+    return slot.get();
+  }
+};
+
+WorkspaceRegistry& Registry() {
+  static auto* registry = new WorkspaceRegistry();
+  return *registry;
+}
+
+template <typename Message>
+Message ParseProto(const py::bytes& bytes, const char* what) {
+  Message message;
+  const std::string data = bytes;
+  DOPPIO_ENFORCE(message.ParseFromString(data), "cannot parse the ", what,
+                 " passed from Python (", data.size(), " bytes)");
+  return message;
+}
+
+py::bytes SerializeProto(const google::protobuf::Message& message) {
+  std::string data;
+  message.SerializeToString(&data);
+  return py::bytes(data);
+}
+
+void SwitchWorkspace(const std::string& name, bool create_if_missing) {
+  auto& registry = Registry();
+  if (!registry.workspaces.count(name)) {
+    DOPPIO_ENFORCE(create_if_missing, "workspace '", name,
+                   "' does not exist (pass create_if_missing=True to make it)");
+    registry.workspaces[name] = std::make_unique<Workspace>();
+  }
+  registry.current = name;
+}
+
+void ResetWorkspace() {
+  auto& registry = Registry();
+  registry.workspaces[registry.current] = std::make_unique<Workspace>();
+}
+
+void FeedBlob(const std::string& name, const py::array& array) {
+  Tensor tensor;
+  ArrayToTensor(array, name, &tensor);
+  Registry().Current()->CreateBlob(name)->Reset(std::make_unique<Tensor>(std::move(tensor)));
+}
+
+py::array FetchBlob(const std::string& name) {
+  const Blob* blob = Registry().Current()->GetBlob(name);
+  DOPPIO_ENFORCE(blob != nullptr, "cannot fetch blob '", name,
+                 "': it does not exist in the current workspace");
+  DOPPIO_ENFORCE(blob->IsTensor(), "cannot fetch blob '", name, "': it holds ",
+                 blob->TypeName(), ", not a tensor");
+  return TensorToArray(blob->GetTensor(), name);
+}
+
+void RunOperatorOnce(const py::bytes& op_bytes) {
+  const OperatorDef def = ParseProto<OperatorDef>(op_bytes, "OperatorDef");
+  Workspace* workspace = Registry().Current();
+  py::gil_scoped_release release;
+  workspace->RunOperatorOnce(def);
+}
+
+void RunNetOnce(const py::bytes& net_bytes) {
+  const NetDef def = ParseProto<NetDef>(net_bytes, "NetDef");
+  Workspace* workspace = Registry().Current();
+  py::gil_scoped_release release;
+  workspace->RunNetOnce(def);
+}
+
+void CreateNet(const py::bytes& net_bytes, bool overwrite) {
+  const NetDef def = ParseProto<NetDef>(net_bytes, "NetDef");
+  Workspace* workspace = Registry().Current();
+  py::gil_scoped_release release;
+  workspace->CreateNet(def, overwrite);
+}
+
+void RunNet(const std::string& name, int num_iter) {
+  DOPPIO_ENFORCE(num_iter >= 0, "num_iter must be >= 0, got ", num_iter);
+  Workspace* workspace = Registry().Current();
+  py::gil_scoped_release release;
+  for (int i = 0; i < num_iter; ++i) workspace->RunNet(name);
+}
+
+// (gradient op bytes, gradient blob per input: a name, (indices, values) or None)
+py::tuple GetGradientDefs(const py::bytes& op_bytes, const std::vector<py::object>& output_grads) {
+  const OperatorDef def = ParseProto<OperatorDef>(op_bytes, "OperatorDef");
+  std::vector<GradientWrapper> wrappers;
+  for (const py::object& grad : output_grads) {
+    GradientWrapper wrapper;
+    if (py::isinstance<py::str>(grad)) {
+      wrapper.dense = grad.cast<std::string>();
+    } else if (py::isinstance<py::tuple>(grad)) {
+      auto pair = grad.cast<std::pair<std::string, std::string>>();
+      wrapper.indices = pair.first;
+      wrapper.values = pair.second;
+    } else {
+      DOPPIO_ENFORCE(grad.is_none(), "output gradients must be str, (indices, values) or None");
+    }
+    wrappers.push_back(wrapper);
+  }
+  const GradientOpsMeta meta = GetGradientForOp(def, wrappers);
+  py::list ops;
+  for (const OperatorDef& op : meta.ops) ops.append(SerializeProto(op));
+  py::list input_grads;
+  for (const GradientWrapper& grad : meta.input_gradients) {
+    if (grad.IsDense()) {
+      input_grads.append(py::str(grad.dense));
+    } else if (grad.IsSparse()) {
+      input_grads.append(py::make_tuple(grad.indices, grad.values));
+    } else {
+      input_grads.append(py::none());
+    }
+  }
+  return py::make_tuple(ops, input_grads);
+}
+
+py::dict SchemaInfo(const std::string& type) {
+  const OpSchema* schema = OpSchemaRegistry::Schema(type);
+  DOPPIO_ENFORCE(schema != nullptr, "op type '", type, "' has no schema");
+  py::dict info;
+  info["min_input"] = schema->min_input();
+  info["max_input"] = schema->max_input();
+  info["min_output"] = schema->min_output();
+  info["max_output"] = schema->max_output();
+  info["doc"] = schema->doc();
+  info["summary"] = schema->Summary();
+  return info;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "Doppio's C++ runtime";
+  py::register_exception_translator([](std::exception_ptr pointer) {
+    try {
+      if (pointer) std::rethrow_exception(pointer);
+    } catch (const Error& error) {
+      PyErr_SetString(PyExc_RuntimeError, error.what());
+    }
+  });
+
+  m.def("switch_workspace", &SwitchWorkspace, py::arg("name"),
+        py::arg("create_if_missing") = false);
+  m.def("current_workspace", [] { return Registry().current; });
+  m.def("workspaces", [] {
+    std::vector<std::string> names;
+    for (const auto& entry : Registry().workspaces) names.push_back(entry.first);
+    return names;
+  });
+  m.def("reset_workspace", &ResetWorkspace);
+  m.def("feed_blob", &FeedBlob, py::arg("name"), py::arg("array"));
+  m.def("fetch_blob", &FetchBlob, py::arg("name"));
+  m.def("has_blob", [](const std::string& name) { return Registry().Current()->HasBlob(name); });
+  m.def("blobs", [] { return Registry().Current()->Blobs(); });
+  m.def("remove_blob", [](const std::string& name) { return Registry().Current()->RemoveBlob(name); });
+  m.def("run_operator_once", &RunOperatorOnce, py::arg("op_def"));
+  m.def("run_net_once", &RunNetOnce, py::arg("net_def"));
+  m.def("create_net", &CreateNet, py::arg("net_def"), py::arg("overwrite") = false);
+  m.def("run_net", &RunNet, py::arg("name"), py::arg("num_iter") = 1);
+  m.def("nets", [] { return Registry().Current()->Nets(); });
+  m.def("delete_net", [](const std::string& name) { return Registry().Current()->DeleteNet(name); });
+  m.def("get_gradient_defs", &GetGradientDefs, py::arg("op_def"), py::arg("output_grads"));
+  m.def("registered_operators", [] {
+    std::vector<std::string> types;
+    for (const OperatorKey& key : OperatorRegistry::Keys()) {
+      if (types.empty() || types.back() != key.type) types.push_back(key.type);
+    }
+    return types;
+  });
+  m.def("schema", &SchemaInfo, py::arg("op_type"));
+  m.def("inplace_allowed", [](const std::string& type, int input, int output) {
+    const OpSchema* schema = OpSchemaRegistry::Schema(type);
+    DOPPIO_ENFORCE(schema != nullptr, "op type '", type, "' has no schema");
+    return schema->inplace_allowed(input, output);
+  });
+  m.def("inplace_enforced", [](const std::string& type, int input, int output) {
+    const OpSchema* schema = OpSchemaRegistry::Schema(type);
+    DOPPIO_ENFORCE(schema != nullptr, "op type '", type, "' has no schema");
+    return schema->inplace_enforced(input, output);
+  });
+  m.def("num_cuda_devices", [] { return 0; });
+}
+
+}  // namespace python
+}  // namespace doppio

@@ -1,0 +1,107 @@
+#include "python_api/numpy_tensor.h"
+
+#include <cstring>
+#include <vector>
+
+#include "core/enforce.h"
+
+namespace py = pybind11;
+
+namespace doppio {
+namespace python {
+namespace {
+
+DataType DataTypeOfArray(const py::array& array, const std::string& blob_name) {
+  const py::dtype dtype = array.dtype();
+  const char kind = dtype.kind();
+  const size_t size = dtype.itemsize();
+  if (kind == 'O' || kind == 'U' || kind == 'S') return DataType::kString;
+  if (kind == 'b' && size == 1) return DataType::kBool;
+  if (kind == 'f') {
+    if (size == 4) return DataType::kFloat;
+    if (size == 8) return DataType::kDouble;
+    if (size == 2) return DataType::kFloat16;
+  }
+  if (kind == 'i') {
+    if (size == 1) return DataType::kInt8;
+    if (size == 2) return DataType::kInt16;
+    if (size == 4) return DataType::kInt32;
+    if (size == 8) return DataType::kInt64;
+  }
+  if (kind == 'u') {
+    if (size == 1) return DataType::kUint8;
+    if (size == 2) return DataType::kUint16;
+  }
+  DOPPIO_THROW("cannot feed blob '", blob_name, "': numpy dtype ",
+               py::repr(dtype).cast<std::string>(), " is not supported (use float16/32/64, "
+               "int8/16/32/64, uint8/16, bool or str)");
+}
+
+const char* NumpyName(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat: return "float32";
+    case DataType::kDouble: return "float64";
+    case DataType::kFloat16: return "float16";
+    case DataType::kInt8: return "int8";
+    case DataType::kInt16: return "int16";
+    case DataType::kInt32: return "int32";
+    case DataType::kInt64: return "int64";
+    case DataType::kUint8: return "uint8";
+    case DataType::kUint16: return "uint16";
+    case DataType::kBool: return "bool";
+    default: return "object";
+  }
+}
+
+}  // namespace
+
+void ArrayToTensor(const py::array& array, const std::string& blob_name, Tensor* tensor) {
+  const DataType dtype = DataTypeOfArray(array, blob_name);
+  DOPPIO_ENFORCE(array.flags() & py::array::c_style,
+                 "cannot feed blob '", blob_name,
+                 "': the array is not C-contiguous (use numpy.ascontiguousarray)");
+  std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
+  tensor->Resize(dims);
+  if (dtype == DataType::kString) {
+    std::string* out = tensor->mutable_data<std::string>();
+    // Flattened iteration over any str/bytes/object array.
+    py::array flat = py::array(array.attr("reshape")(-1));
+    for (py::ssize_t i = 0; i < flat.size(); ++i) {
+      py::object item = flat.attr("__getitem__")(i);
+      if (py::isinstance<py::bytes>(item)) {
+        out[i] = item.cast<std::string>();
+      } else if (py::isinstance<py::str>(item)) {
+        out[i] = item.cast<std::string>();
+      } else {
+        DOPPIO_THROW("cannot feed blob '", blob_name, "': element ", i,
+                     " of the object array is neither str nor bytes");
+      }
+    }
+    return;
+  }
+  void* out = tensor->raw_mutable_data(dtype);
+  if (tensor->nbytes() > 0) std::memcpy(out, array.data(), tensor->nbytes());
+}
+
+py::array TensorToArray(const Tensor& tensor, const std::string& blob_name) {
+  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCPU, "blob '", blob_name,
+                 "' is on a GPU; copy it to the host to fetch it");
+  DOPPIO_ENFORCE(tensor.dtype() != DataType::kUndefined, "blob '", blob_name,
+                 "' holds a tensor that was never written");
+  std::vector<py::ssize_t> shape(tensor.dims().begin(), tensor.dims().end());
+  if (tensor.dtype() == DataType::kString) {
+    py::array result(py::dtype("object"), shape);
+    py::array flat = py::array(result.attr("reshape")(-1));
+    const std::string* data = tensor.data<std::string>();
+    for (int64_t i = 0; i < tensor.numel(); ++i) {
+      flat.attr("__setitem__")(i, py::bytes(data[i]));
+    }
+    return result;
+  }
+  py::array result(py::dtype(NumpyName(tensor.dtype())), shape);
+  if (tensor.nbytes() > 0) std::memcpy(result.mutable_data(), tensor.raw_data(), tensor.nbytes());
+  return result;
+}
+
+}  // namespace python
+}  // namespace doppio

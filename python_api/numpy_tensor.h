@@ -1,0 +1,24 @@
+// Conversions between numpy arrays and doppio Tensors for the Python
+// extension. Arrays must be C-contiguous and of a supported dtype; anything
+// else raises a Python exception naming the blob, never a crash.
+#pragma once
+
+#include <string>
+
+#include <pybind11/numpy.h>
+
+#include "core/tensor.h"
+
+namespace doppio {
+namespace python {
+
+// Copies `array` into `tensor` (which becomes a host tensor of the array's
+// dtype and shape). Object arrays of str/bytes become string tensors.
+void ArrayToTensor(const pybind11::array& array, const std::string& blob_name,
+                   Tensor* tensor);
+
+// A new numpy array holding a copy of the host tensor's elements.
+pybind11::array TensorToArray(const Tensor& tensor, const std::string& blob_name);
+
+}  // namespace python
+}  // namespace doppio
