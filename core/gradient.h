@@ -79,6 +79,11 @@ class GradientMakerBase {
   void SetDense(int i, const std::string& name) {
     input_gradients_.at(i) = GradientWrapper{name, "", ""};
   }
+  // Makes existing blobs input i's sparse gradient (a GradientSlice): how
+  // Gather hands its indices and output gradient back without any op.
+  void SetSparse(int i, const std::string& indices, const std::string& values) {
+    input_gradients_.at(i) = GradientWrapper{"", indices, values};
+  }
   // The dense gradient of output i (error when that gradient is sparse or
   // absent).
   std::string GO(int i) const;

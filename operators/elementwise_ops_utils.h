@@ -115,10 +115,11 @@ void ForEachBroadcast(const std::vector<int64_t>& a, const std::vector<int64_t>&
 
 }  // namespace broadcast_detail
 
-// c[i] = fn(a[ia], b[ib]) over the plan. c may alias a or b when it has that
-// input's shape: every element is read before it is overwritten.
-template <typename T, typename Fn>
-void BroadcastBinary(const BroadcastPlan& plan, const T* a, const T* b, T* c, Fn fn) {
+// c[i] = fn(a[ia], b[ib]) over the plan; c's type R may differ from T
+// (comparisons write bool). c may alias a or b when it has that input's
+// shape and type: every element is read before it is overwritten.
+template <typename T, typename R, typename Fn>
+void BroadcastBinary(const BroadcastPlan& plan, const T* a, const T* b, R* c, Fn fn) {
   const int64_t a_count = CheckedNumElements(plan.a);
   const int64_t b_count = CheckedNumElements(plan.b);
   const int64_t c_count = CheckedNumElements(plan.out);

@@ -28,6 +28,19 @@ TEST(RegistryCoverageTest, TheOperatorsOfThisLibraryAreRegistered) {
   }
 }
 
+TEST(RegistryCoverageTest, TheElementwiseAndShapeOperatorsAreRegistered) {
+  const std::set<std::string> types = RegisteredTypes();
+  for (const char* type :
+       {"Sub", "Mul", "Div", "SubGradient", "MulGradient", "DivGradient", "SumReduceLike",
+        "Neg", "Exp", "Log", "Sqrt", "Pow", "Abs", "AbsGradient", "Clip", "ClipGradient", "Max",
+        "Min", "MaxGradient", "MinGradient", "WeightedSum", "WeightedSumGradient", "EQ", "NE",
+        "LT", "LE", "GT", "GE", "And", "Or", "Xor", "Not", "Reshape", "Flatten", "FlattenToVec",
+        "ResizeLike", "Transpose", "Concat", "Split", "Slice", "SliceGradient", "Squeeze",
+        "ExpandDims", "NCHW2NHWC", "NHWC2NCHW", "Cast", "Shape", "StopGradient"}) {
+    EXPECT_TRUE(types.count(type)) << type;
+  }
+}
+
 TEST(RegistryCoverageTest, EveryOperatorHasASchema) {
   std::vector<std::string> missing;
   for (const std::string& type : RegisteredTypes()) {

@@ -1,0 +1,218 @@
+#include "operators/activation_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+
+namespace doppio {
+
+// ---- Relu ----
+
+template <typename T>
+void ReluFunctor::Forward(int64_t n, const T* x, T* y) const {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+}
+
+template <typename T>
+void ReluFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+}
+
+// ---- LeakyRelu ----
+
+LeakyReluFunctor::LeakyReluFunctor(const OperatorBase& op)
+    : alpha(op.GetSingleArgument<float>("alpha", 0.01f)) {}
+
+template <typename T>
+void LeakyReluFunctor::Forward(int64_t n, const T* x, T* y) const {
+  const T a = static_cast<T>(alpha);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : a * x[i];
+}
+
+template <typename T>
+void LeakyReluFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+  // Caffe2 lets y == 0 through unscaled; a positive alpha keeps the sign of
+  // x in y, so y tells the two branches apart.
+  const T a = static_cast<T>(alpha);
+  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] >= T(0) ? dy[i] : a * dy[i];
+}
+
+// ---- Sigmoid ----
+
+template <typename T>
+void SigmoidFunctor::Forward(int64_t n, const T* x, T* y) const {
+  for (int64_t i = 0; i < n; ++i) {
+    // exp of a non-positive number only, so large |x| cannot overflow.
+    if (x[i] >= T(0)) {
+      y[i] = T(1) / (T(1) + std::exp(-x[i]));
+    } else {
+      const T e = std::exp(x[i]);
+      y[i] = e / (T(1) + e);
+    }
+  }
+}
+
+template <typename T>
+void SigmoidFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (T(1) - y[i]);
+}
+
+// ---- Tanh ----
+
+template <typename T>
+void TanhFunctor::Forward(int64_t n, const T* x, T* y) const {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+}
+
+template <typename T>
+void TanhFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(1) - y[i] * y[i]);
+}
+
+// ---- Elu ----
+
+EluFunctor::EluFunctor(const OperatorBase& op)
+    : alpha(op.GetSingleArgument<float>("alpha", 1.0f)) {}
+
+template <typename T>
+void EluFunctor::Forward(int64_t n, const T* x, T* y) const {
+  const T a = static_cast<T>(alpha);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] < T(0) ? a * std::expm1(x[i]) : x[i];
+}
+
+template <typename T>
+void EluFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+  // For x < 0, dy/dx = alpha * exp(x) = y + alpha.
+  const T a = static_cast<T>(alpha);
+  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] < T(0) ? dy[i] * (y[i] + a) : dy[i];
+}
+
+// ---- Softplus ----
+
+template <typename T>
+void SoftplusFunctor::Forward(int64_t n, const T* x, T* y) const {
+  // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large x, no
+  // precision loss for very negative x.
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = std::max(x[i], T(0)) + std::log1p(std::exp(-std::abs(x[i])));
+  }
+}
+
+template <typename T>
+void SoftplusFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+  // sigmoid(x) = 1 - e^-y; -expm1 keeps it accurate where y is tiny.
+  for (int64_t i = 0; i < n; ++i) dx[i] = -std::expm1(-y[i]) * dy[i];
+}
+
+// ---- registration ----
+
+REGISTER_CPU_OPERATOR(Relu, UnaryActivationOp<ReluFunctor>);
+REGISTER_CPU_OPERATOR(ReluGradient, ActivationGradientOp<ReluFunctor>);
+REGISTER_CPU_OPERATOR(LeakyRelu, UnaryActivationOp<LeakyReluFunctor>);
+REGISTER_CPU_OPERATOR(LeakyReluGradient, ActivationGradientOp<LeakyReluFunctor>);
+REGISTER_CPU_OPERATOR(Sigmoid, UnaryActivationOp<SigmoidFunctor>);
+REGISTER_CPU_OPERATOR(SigmoidGradient, ActivationGradientOp<SigmoidFunctor>);
+REGISTER_CPU_OPERATOR(Tanh, UnaryActivationOp<TanhFunctor>);
+REGISTER_CPU_OPERATOR(TanhGradient, ActivationGradientOp<TanhFunctor>);
+REGISTER_CPU_OPERATOR(Elu, UnaryActivationOp<EluFunctor>);
+REGISTER_CPU_OPERATOR(EluGradient, ActivationGradientOp<EluFunctor>);
+REGISTER_CPU_OPERATOR(Softplus, UnaryActivationOp<SoftplusFunctor>);
+REGISTER_CPU_OPERATOR(SoftplusGradient, ActivationGradientOp<SoftplusFunctor>);
+
+namespace {
+
+// The parts every forward activation schema shares.
+void ForwardSchema(OpSchema& schema) {
+  schema.NumInputs(1)
+      .NumOutputs(1)
+      .AllowInplace({{0, 0}})
+      .IdenticalTypeAndShape()
+      .Input(0, "X", "input tensor, float32 or float64")
+      .Output(0, "Y", "the activation of X, of X's shape and type; may be X");
+}
+
+// The parts every (Y, dY) -> dX gradient schema shares.
+void GradientSchema(OpSchema& schema) {
+  schema.NumInputs(2)
+      .NumOutputs(1)
+      .AllowInplace({{1, 0}})
+      .IdenticalTypeAndShape()
+      .Input(0, "Y", "the forward op's output")
+      .Input(1, "dY", "gradient of Y")
+      .Output(0, "dX", "gradient of the forward input, of Y's shape; may be dY");
+}
+
+constexpr const char kLeakyAlphaDoc[] = "(float, default 0.01) slope for negative inputs";
+constexpr const char kEluAlphaDoc[] = "(float, default 1.0) scale of the negative branch";
+
+}  // namespace
+
+OPERATOR_SCHEMA(Relu).Apply(ForwardSchema).Doc("Y = max(X, 0), elementwise.");
+OPERATOR_SCHEMA(ReluGradient)
+    .Apply(GradientSchema)
+    .Doc("Gradient of Relu: dX = dY where Y > 0, else 0.");
+
+OPERATOR_SCHEMA(LeakyRelu)
+    .Apply(ForwardSchema)
+    .Arg("alpha", kLeakyAlphaDoc)
+    .Doc("Y = X where X > 0, alpha * X otherwise.");
+OPERATOR_SCHEMA(LeakyReluGradient)
+    .Apply(GradientSchema)
+    .Arg("alpha", kLeakyAlphaDoc)
+    .Doc("Gradient of LeakyRelu: dX = dY where Y >= 0, alpha * dY otherwise.");
+
+OPERATOR_SCHEMA(Sigmoid).Apply(ForwardSchema).Doc("Y = 1 / (1 + exp(-X)), elementwise.");
+OPERATOR_SCHEMA(SigmoidGradient)
+    .Apply(GradientSchema)
+    .Doc("Gradient of Sigmoid: dX = dY * Y * (1 - Y).");
+
+OPERATOR_SCHEMA(Tanh).Apply(ForwardSchema).Doc("Y = tanh(X), elementwise.");
+OPERATOR_SCHEMA(TanhGradient).Apply(GradientSchema).Doc("Gradient of Tanh: dX = dY * (1 - Y^2).");
+
+OPERATOR_SCHEMA(Elu)
+    .Apply(ForwardSchema)
+    .Arg("alpha", kEluAlphaDoc)
+    .Doc("Exponential linear unit: Y = X for X >= 0, alpha * (exp(X) - 1) otherwise.");
+OPERATOR_SCHEMA(EluGradient)
+    .Apply(GradientSchema)
+    .Arg("alpha", kEluAlphaDoc)
+    .Doc("Gradient of Elu: dX = dY for Y >= 0, dY * (Y + alpha) otherwise.");
+
+OPERATOR_SCHEMA(Softplus).Apply(ForwardSchema).Doc("Y = log(1 + exp(X)), elementwise.");
+OPERATOR_SCHEMA(SoftplusGradient)
+    .Apply(GradientSchema)
+    .Doc("Gradient of Softplus: dX = dY * (1 - exp(-Y)).");
+
+namespace {
+
+// <Op>Gradient(Y, dY) -> dX, with the forward op's arguments (alpha).
+class GetActivationGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef(Def().type() + "Gradient", "", {O(0), GO(0)}, {GI(0)},
+                             Def().arg());
+  }
+};
+
+constexpr const char kSecondOrder[] =
+    "it is a gradient op; second derivatives are not supported";
+
+}  // namespace
+
+REGISTER_GRADIENT(Relu, GetActivationGradient);
+REGISTER_GRADIENT(LeakyRelu, GetActivationGradient);
+REGISTER_GRADIENT(Sigmoid, GetActivationGradient);
+REGISTER_GRADIENT(Tanh, GetActivationGradient);
+REGISTER_GRADIENT(Elu, GetActivationGradient);
+REGISTER_GRADIENT(Softplus, GetActivationGradient);
+SHOULD_NOT_DO_GRADIENT(ReluGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(LeakyReluGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(SigmoidGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(TanhGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(EluGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(SoftplusGradient, kSecondOrder);
+
+}  // namespace doppio

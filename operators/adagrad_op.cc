@@ -1,0 +1,164 @@
+#include "operators/adagrad_op.h"
+
+#include <cmath>
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "operators/op_type_dispatch.h"
+#include "operators/optimizer_utils.h"
+#include "operators/sparse_index_utils.h"
+
+namespace doppio {
+
+namespace {
+
+// One element of the update.
+struct AdagradStep {
+  double moment;
+  double effective_lr;
+  double update;
+};
+
+inline AdagradStep Adagrad(double grad, double moment, double lr, double epsilon,
+                           double decay) {
+  AdagradStep step;
+  step.moment = decay * moment + grad * grad;
+  step.effective_lr = lr / (std::sqrt(step.moment) + epsilon);
+  step.update = step.effective_lr * grad;
+  return step;
+}
+
+}  // namespace
+
+// ---- Adagrad ----
+
+AdagradOp::AdagradOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      epsilon_(GetSingleArgument<float>("epsilon", 1e-5f)),
+      decay_(GetSingleArgument<float>("decay", 1.0f)) {}
+
+void AdagradOp::RunOnDevice() {
+  const Tensor& param = Input(0);
+  const Tensor& moment = Input(1);
+  const Tensor& grad = Input(2);
+  EnforceSameSizeAndType(*this, 0, param, 1, moment);
+  EnforceSameSizeAndType(*this, 0, param, 2, grad);
+  const double lr = ReadLearningRate(*this, 3, Input(3));
+
+  DispatchTypes(FloatTypes{}, *this, input_name(0), param.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* w = param.data<T>();
+    const T* h = moment.data<T>();
+    const T* g = grad.data<T>();
+    Tensor* new_param = Output(0);
+    Tensor* new_moment = Output(1);
+    new_param->Resize(param.dims());
+    new_moment->Resize(moment.dims());
+    T* nw = new_param->mutable_data<T>();
+    T* nh = new_moment->mutable_data<T>();
+    T* effective_lr = nullptr;
+    T* update = nullptr;
+    if (OutputSize() > 2) {
+      Output(2)->Resize(grad.dims());
+      effective_lr = Output(2)->mutable_data<T>();
+    }
+    if (OutputSize() > 3) {
+      Output(3)->Resize(grad.dims());
+      update = Output(3)->mutable_data<T>();
+    }
+    for (int64_t i = 0; i < param.numel(); ++i) {
+      const AdagradStep step = Adagrad(g[i], h[i], lr, epsilon_, decay_);
+      nw[i] = static_cast<T>(w[i] + step.update);
+      nh[i] = static_cast<T>(step.moment);
+      if (effective_lr != nullptr) effective_lr[i] = static_cast<T>(step.effective_lr);
+      if (update != nullptr) update[i] = static_cast<T>(step.update);
+    }
+  });
+}
+
+// ---- SparseAdagrad ----
+
+SparseAdagradOp::SparseAdagradOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      epsilon_(GetSingleArgument<float>("epsilon", 1e-5f)) {}
+
+void SparseAdagradOp::RunOnDevice() {
+  const Tensor& param = Input(0);
+  const Tensor& moment = Input(1);
+  const Tensor& indices = Input(2);
+  const Tensor& grad = Input(3);
+  EnforceSameSizeAndType(*this, 0, param, 1, moment);
+  EnforceSameType(*this, 0, param, 3, grad);
+  EnforceHasRows(*this, 0, param);
+  const double lr = ReadLearningRate(*this, 4, Input(4));
+  const int64_t rows = param.dim(0);
+  const int64_t row_size = param.SizeFromDim(1);
+  const int64_t count = indices.numel();
+  DOPPIO_ENFORCE(grad.numel() == count * row_size, "op ", type(), ": '", input_name(3),
+                 "' has ", grad.numel(), " elements (shape ", grad.dims(), ") but ", count,
+                 " indices in '", input_name(2), "' times rows of ", row_size, " elements of '",
+                 input_name(0), "' need ", count * row_size);
+
+  DispatchIndexType(*this, 2, indices.dtype(), [&](auto index_tag) {
+    using Index = typename decltype(index_tag)::type;
+    const Index* index = indices.data<Index>();
+    CheckIndicesInRange(*this, 2, index, count, rows, 0);
+    DispatchTypes(FloatTypes{}, *this, input_name(0), param.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* g = grad.data<T>();
+      // Outputs 0 and 1 are param and moment themselves (EnforceInplace).
+      T* w = Output(0)->mutable_data<T>();
+      T* h = Output(1)->mutable_data<T>();
+      // In order: a repeated index sees the earlier update.
+      for (int64_t k = 0; k < count; ++k) {
+        const int64_t offset = static_cast<int64_t>(index[k]) * row_size;
+        for (int64_t j = 0; j < row_size; ++j) {
+          const AdagradStep step =
+              Adagrad(g[k * row_size + j], h[offset + j], lr, epsilon_, 1.0);
+          h[offset + j] = static_cast<T>(step.moment);
+          w[offset + j] = static_cast<T>(w[offset + j] + step.update);
+        }
+      }
+    });
+  });
+}
+
+REGISTER_CPU_OPERATOR(Adagrad, AdagradOp);
+REGISTER_CPU_OPERATOR(SparseAdagrad, SparseAdagradOp);
+
+OPERATOR_SCHEMA(Adagrad)
+    .NumInputs(4)
+    .NumOutputs(2, 4)
+    .AllowInplace({{0, 0}, {1, 1}})
+    .Arg("epsilon", "(float, default 1e-5) added to sqrt of the moment")
+    .Arg("decay", "(float, default 1) decay of the squared-gradient sum")
+    .Input(0, "param", "parameters, float32 or float64")
+    .Input(1, "moment", "sum of squared gradients, param's size and type")
+    .Input(2, "grad", "gradient, param's size and type")
+    .Input(3, "lr", "learning rate, one element (negative for descent)")
+    .Output(0, "output_param", "param + update")
+    .Output(1, "output_moment", "decay * moment + grad^2")
+    .Output(2, "output_effective_lr", "(optional) lr / (sqrt(moment') + epsilon)")
+    .Output(3, "output_update", "(optional) effective_lr * grad, the applied update")
+    .Doc("AdaGrad: moment' = decay*moment + g^2, param += lr*g/(sqrt(moment')+epsilon).");
+
+OPERATOR_SCHEMA(SparseAdagrad)
+    .NumInputs(5)
+    .NumOutputs(2)
+    .EnforceInplace({{0, 0}, {1, 1}})
+    .Arg("epsilon", "(float, default 1e-5) added to sqrt of the moment")
+    .Input(0, "param", "full parameter, rank >= 1 (updated in place)")
+    .Input(1, "moment", "param's size and type (updated in place)")
+    .Input(2, "indices", "int32 or int64 rows of param to update")
+    .Input(3, "grad", "one row of param per index")
+    .Input(4, "lr", "learning rate, one element")
+    .Output(0, "output_param", "param, updated at the indexed rows")
+    .Output(1, "output_moment_1", "moment, updated at the indexed rows")
+    .Doc("Adagrad (decay 1) on the rows `indices` of param and moment; repeated indices "
+         "are applied one after the other.");
+
+SHOULD_NOT_DO_GRADIENT(Adagrad, "it is a parameter update, not part of the model");
+SHOULD_NOT_DO_GRADIENT(SparseAdagrad, "it is a parameter update, not part of the model");
+
+}  // namespace doppio

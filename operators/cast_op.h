@@ -1,0 +1,31 @@
+// Cast: converts a tensor's elements to the dtype of argument `to` (a
+// TensorProto.DataType number or name such as "FLOAT" or "int64"). Floats
+// go to integers by truncation, saturating at the integer's range (nan
+// becomes 0) instead of C++'s undefined behaviour; numbers to bool by
+// != 0; any number to STRING with std::to_string, as Caffe2. Strings cannot
+// be cast from.
+#pragma once
+
+#include <string>
+
+#include "core/argument.h"
+#include "core/operator.h"
+
+namespace doppio {
+
+// The dtype named by argument `name` (int or string); errors name the op.
+DataType CastTypeArgument(const std::string& op_type, const ArgumentHelper& args,
+                          const std::string& name);
+
+class CastOp final : public Operator<CPUContext> {
+ public:
+  CastOp(const OperatorDef& def, Workspace* workspace)
+      : Operator<CPUContext>(def, workspace),
+        to_(CastTypeArgument(type(), ArgumentHelper(def), "to")) {}
+  void RunOnDevice() override;
+
+ private:
+  DataType to_;
+};
+
+}  // namespace doppio

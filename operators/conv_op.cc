@@ -1,0 +1,289 @@
+#include "operators/conv_op.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/argument.h"
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "operators/blas.h"
+#include "operators/conv_op_dnnl.h"
+#include "operators/op_type_dispatch.h"
+
+namespace doppio {
+
+namespace {
+
+// True when the comma-separated engine preference list names `engine`.
+bool EngineListHas(const std::string& engines, const std::string& engine) {
+  size_t start = 0;
+  while (start <= engines.size()) {
+    const size_t comma = std::min(engines.find(',', start), engines.size());
+    if (engines.compare(start, comma - start, engine) == 0 && comma - start == engine.size()) {
+      return true;
+    }
+    start = comma + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+ConvOpBase::ConvOpBase(const OperatorDef& def, Workspace* workspace)
+    : ConvPoolOpBase(def, workspace), force_im2col_(EngineListHas(def.engine(), "IM2COL")) {
+  DOPPIO_ENFORCE(!conv_args().global_pooling(), "op ", type(),
+                 ": global_pooling applies to pooling ops, not convolution");
+  DOPPIO_ENFORCE(conv_args().legacy_pad() != LegacyPadding::kCaffeLegacyPooling, "op ", type(),
+                 ": legacy_pad CAFFE_LEGACY_POOLING applies to pooling ops, not convolution");
+}
+
+ConvProblem ConvOpBase::ResolveConv(const Tensor& X, const Tensor& filter,
+                                    const Tensor* bias) const {
+  const int rank = X.ndim();
+  DOPPIO_ENFORCE(rank >= 3 && rank <= 5, "op ", type(), ": input '", input_name(0),
+                 "' has shape ", X.dims(), "; expected 3 to 5 dims (",
+                 StorageOrderName(order()), " with 1 to 3 spatial dims)");
+  DOPPIO_ENFORCE(filter.ndim() == rank, "op ", type(), ": filter '", input_name(1),
+                 "' has shape ", filter.dims(), " but input '", input_name(0), "' has shape ",
+                 X.dims(), "; the filter needs as many dims as the input");
+  EnforceSameType(*this, 0, X, 1, filter);
+  const bool nchw = order() == StorageOrder::kNCHW;
+  const std::vector<int64_t>& fdims = filter.dims();
+  const std::vector<int64_t> filter_kernel(fdims.begin() + (nchw ? 2 : 1),
+                                           fdims.end() - (nchw ? 0 : 1));
+
+  ConvProblem p;
+  p.geometry = Geometry(X, filter_kernel);
+  const ConvPoolGeometry& g = p.geometry;
+  DOPPIO_ENFORCE(g.kernel == filter_kernel, "op ", type(), ": the kernel argument ", g.kernel,
+                 " does not match filter '", input_name(1), "' of shape ", fdims);
+  p.group = group();
+  p.out_channels = fdims[0];
+  DOPPIO_ENFORCE(g.channels > 0, "op ", type(), ": input '", input_name(0), "' of shape ",
+                 X.dims(), " has no channels");
+  DOPPIO_ENFORCE(g.channels % p.group == 0, "op ", type(), ": group ", p.group,
+                 " does not divide the ", g.channels, " channels of input '", input_name(0),
+                 "'");
+  DOPPIO_ENFORCE(p.out_channels > 0 && p.out_channels % p.group == 0, "op ", type(), ": group ",
+                 p.group, " does not divide the ", p.out_channels,
+                 " output channels of filter '", input_name(1), "'");
+  p.in_per_group = g.channels / p.group;
+  p.out_per_group = p.out_channels / p.group;
+  const int64_t filter_channels = nchw ? fdims[1] : fdims.back();
+  DOPPIO_ENFORCE(filter_channels == p.in_per_group, "op ", type(), ": filter '", input_name(1),
+                 "' of shape ", fdims, " takes ", filter_channels,
+                 " channels per group but input '", input_name(0), "' has ", g.channels,
+                 " channels in ", p.group, " group(s) (", p.in_per_group, " per group)");
+  if (bias != nullptr) {
+    EnforceSameType(*this, 0, X, 2, *bias);
+    DOPPIO_ENFORCE(bias->ndim() == 1 && bias->dim(0) == p.out_channels, "op ", type(),
+                   ": bias '", input_name(2), "' has shape ", bias->dims(), "; expected [",
+                   p.out_channels, "] (one value per output channel)");
+  }
+  p.col = Im2ColShape::FromGeometry(g, p.in_per_group);
+  p.kernel_dim = p.in_per_group * g.kernel_size();
+  return p;
+}
+
+template <typename T>
+void AddChannelBias(StorageOrder order, int64_t batch, int64_t channels, int64_t image_size,
+                    const T* bias, T* Y) {
+  for (int64_t n = 0; n < batch; ++n) {
+    T* y = Y + n * channels * image_size;
+    if (order == StorageOrder::kNCHW) {
+      for (int64_t c = 0; c < channels; ++c) {
+        T* row = y + c * image_size;
+        for (int64_t i = 0; i < image_size; ++i) row[i] += bias[c];
+      }
+    } else {
+      for (int64_t i = 0; i < image_size; ++i) {
+        T* pixel = y + i * channels;
+        for (int64_t c = 0; c < channels; ++c) pixel[c] += bias[c];
+      }
+    }
+  }
+}
+
+template <typename T>
+void SumPerChannel(StorageOrder order, int64_t batch, int64_t channels, int64_t image_size,
+                   const T* dY, T* dbias) {
+  std::fill(dbias, dbias + channels, T(0));
+  for (int64_t n = 0; n < batch; ++n) {
+    const T* dy = dY + n * channels * image_size;
+    if (order == StorageOrder::kNCHW) {
+      for (int64_t c = 0; c < channels; ++c) {
+        const T* row = dy + c * image_size;
+        T sum = 0;
+        for (int64_t i = 0; i < image_size; ++i) sum += row[i];
+        dbias[c] += sum;
+      }
+    } else {
+      for (int64_t i = 0; i < image_size; ++i) {
+        const T* pixel = dy + i * channels;
+        for (int64_t c = 0; c < channels; ++c) dbias[c] += pixel[c];
+      }
+    }
+  }
+}
+
+template void AddChannelBias<float>(StorageOrder, int64_t, int64_t, int64_t, const float*,
+                                    float*);
+template void AddChannelBias<double>(StorageOrder, int64_t, int64_t, int64_t, const double*,
+                                     double*);
+template void SumPerChannel<float>(StorageOrder, int64_t, int64_t, int64_t, const float*,
+                                   float*);
+template void SumPerChannel<double>(StorageOrder, int64_t, int64_t, int64_t, const double*,
+                                    double*);
+
+ConvOp::ConvOp(const OperatorDef& def, Workspace* workspace) : ConvOpBase(def, workspace) {}
+ConvOp::~ConvOp() = default;
+
+void ConvOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& filter = Input(1);
+  const Tensor* bias = InputSize() == 3 ? &Input(2) : nullptr;
+  const ConvProblem p = ResolveConv(X, filter, bias);
+  Tensor* Y = Output(0);
+  Y->Resize(p.geometry.OutputDims(p.out_channels));
+  if (X.dtype() == DataType::kFloat && !force_im2col() && Y->numel() > 0) {
+    if (dnnl_ == nullptr) dnnl_ = std::make_unique<DnnlConvForward>();
+    if (dnnl_->Run(p, X.data<float>(), filter.data<float>(),
+                   bias != nullptr ? bias->data<float>() : nullptr, Y->mutable_data<float>())) {
+      return;
+    }
+  }
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    RunIm2Col<T>(p, X, filter, bias, Y);
+  });
+}
+
+template <typename T>
+void ConvOp::RunIm2Col(const ConvProblem& p, const Tensor& X, const Tensor& filter,
+                       const Tensor* bias, Tensor* Y) {
+  const ConvPoolGeometry& g = p.geometry;
+  const int64_t image_in = g.input_image_size();
+  const int64_t image_out = g.output_image_size();
+  const int64_t C = g.channels, M = p.out_channels, G = p.group;
+  const int64_t Cg = p.in_per_group, Mg = p.out_per_group, K = p.kernel_dim;
+  const T* x = X.data<T>();
+  const T* w = filter.data<T>();
+  T* y = Y->mutable_data<T>();
+  if (Y->numel() == 0) return;
+  // With a 1x1 unit-stride kernel the image already is the column matrix
+  // (except NHWC groups, whose channels interleave).
+  const bool nchw = g.order == StorageOrder::kNCHW;
+  const bool identity = p.col.IsIdentity() && (nchw || G == 1);
+  T* col = nullptr;
+  if (!identity) {
+    col_buffer_.Resize({K * image_out});
+    col = col_buffer_.template mutable_data<T>();
+  }
+  T* group_out = nullptr;
+  if (!nchw && G > 1) {
+    group_buffer_.Resize({image_out * Mg});
+    group_out = group_buffer_.template mutable_data<T>();
+  }
+  for (int64_t n = 0; n < g.batch; ++n) {
+    const T* xn = x + n * C * image_in;
+    T* yn = y + n * M * image_out;
+    if (nchw) {
+      for (int64_t gi = 0; gi < G; ++gi) {
+        const T* xg = xn + gi * Cg * image_in;
+        if (!identity) Im2ColNd(g.order, p.col, xg, col);
+        // Y_g [Mg x P] = W_g [Mg x K] * col [K x P]
+        blas::Gemm<T>(false, false, Mg, image_out, K, T(1), w + gi * Mg * K,
+                      identity ? xg : col, T(0), yn + gi * Mg * image_out);
+      }
+    } else if (G == 1) {
+      if (!identity) Im2ColNd(g.order, p.col, xn, col);
+      // Y [P x M] = col [P x K] * W^T, W being [M x K]
+      blas::Gemm<T>(false, true, image_out, M, K, T(1), identity ? xn : col, w, T(0), yn);
+    } else {
+      for (int64_t gi = 0; gi < G; ++gi) {
+        Im2ColNd(g.order, p.col, xn + gi * Cg, col);
+        blas::Gemm<T>(false, true, image_out, Mg, K, T(1), col, w + gi * Mg * K, T(0),
+                      group_out);
+        for (int64_t i = 0; i < image_out; ++i) {
+          std::memcpy(yn + i * M + gi * Mg, group_out + i * Mg, Mg * sizeof(T));
+        }
+      }
+    }
+  }
+  if (bias != nullptr) {
+    AddChannelBias<T>(g.order, g.batch, M, image_out, bias->data<T>(), y);
+  }
+}
+
+REGISTER_CPU_OPERATOR(Conv, ConvOp);
+REGISTER_CPU_OPERATOR_WITH_ENGINE(Conv, IM2COL, ConvOp);
+REGISTER_CPU_OPERATOR_WITH_ENGINE(Conv, DNNL, ConvOp);
+REGISTER_CPU_OPERATOR(Conv1D, ConvOp);
+REGISTER_CPU_OPERATOR(Conv2D, ConvOp);
+REGISTER_CPU_OPERATOR(Conv3D, ConvOp);
+
+namespace {
+
+void ConvSchemaCommon(OpSchema& schema) {
+  schema.NumInputs(2, 3)
+      .NumOutputs(1)
+      .TensorInferenceFunction(ConvPoolShapeInference(/*channels_from_filter=*/true))
+      .Arg("kernel", "(int) kernel size of every spatial axis; also 'kernels' (one per "
+                     "axis) or kernel_h/kernel_w. Default: the filter's spatial dims")
+      .Arg("stride", "(int, default 1) stride of every axis; also 'strides', stride_h/stride_w")
+      .Arg("pad", "(int, default 0) padding of both sides of every axis; also 'pads' "
+                  "[begin per axis..., end per axis...] or pad_t/pad_l/pad_b/pad_r")
+      .Arg("dilation", "(int, default 1) kernel dilation; also 'dilations', "
+                       "dilation_h/dilation_w")
+      .Arg("group", "(int, default 1) number of channel groups; C and M must divide by it")
+      .Arg("order", "(string, default \"NCHW\") \"NCHW\" or \"NHWC\"")
+      .Arg("legacy_pad", "(int, default 0) Caffe2 legacy padding: 1 VALID, 2 SAME")
+      .Arg("shared_buffer", "(int, default 0) accepted for compatibility; buffers are per op")
+      .Input(0, "X", "input [N, C, spatial...] (NHWC: [N, spatial..., C]), 1 to 3 spatial "
+                     "dims, float32 or float64")
+      .Input(1, "filter", "[M, C / group, kernel...] (NHWC: [M, kernel..., C / group])")
+      .Input(2, "bias", "optional [M], added to every output position of its channel")
+      .Output(0, "Y", "[N, M, output...] (NHWC: [N, output..., M]), output = "
+                      "(in + pad_begin + pad_end - dilation * (kernel - 1) - 1) / stride + 1")
+      .Doc("N-d convolution (cross-correlation, as in Caffe2) of X with the filter, plus the "
+           "optional bias. float32 runs on oneDNN where it accepts the case; otherwise, and "
+           "for float64 or engine \"IM2COL\", on im2col + GEMM.");
+}
+
+class GetConvGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    const ArgumentHelper args(Def());
+    const bool compute_dX = !args.GetSingle<bool>("no_gradient_to_input", false);
+    const bool has_bias = Def().input_size() == 3;
+    std::vector<std::string> outputs{GI(1)};
+    if (has_bias) outputs.push_back(GI(2));
+    if (compute_dX) outputs.push_back(GI(0));
+    google::protobuf::RepeatedPtrField<Argument> gradient_args;
+    for (const Argument& arg : Def().arg()) {
+      if (arg.name() != "no_bias") *gradient_args.Add() = arg;
+    }
+    if (!has_bias) {
+      Argument* no_bias = gradient_args.Add();
+      no_bias->set_name("no_bias");
+      no_bias->set_i(1);
+    }
+    return SingleGradientDef(Def().type() + "Gradient", "", {I(0), I(1), GO(0)}, outputs,
+                             gradient_args);
+  }
+};
+
+}  // namespace
+
+OPERATOR_SCHEMA(Conv).Apply(ConvSchemaCommon);
+OPERATOR_SCHEMA(Conv1D).Apply(ConvSchemaCommon);
+OPERATOR_SCHEMA(Conv2D).Apply(ConvSchemaCommon);
+OPERATOR_SCHEMA(Conv3D).Apply(ConvSchemaCommon);
+
+REGISTER_GRADIENT(Conv, GetConvGradient);
+REGISTER_GRADIENT(Conv1D, GetConvGradient);
+REGISTER_GRADIENT(Conv2D, GetConvGradient);
+REGISTER_GRADIENT(Conv3D, GetConvGradient);
+
+}  // namespace doppio

@@ -1,0 +1,305 @@
+#include "operators/conv_op_dnnl.h"
+
+#include <dnnl.hpp>
+
+#include <numeric>
+#include <unordered_map>
+
+namespace doppio {
+
+namespace {
+
+using dnnl::memory;
+
+dnnl::engine& CpuEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+memory::dims ToDims(const std::vector<int64_t>& values) {
+  return memory::dims(values.begin(), values.end());
+}
+
+// Strides of X or Y ([N, C, spatial...] logically) as our tensors lay them out.
+memory::dims ActivationStrides(StorageOrder order, int64_t channels,
+                               const std::vector<int64_t>& spatial) {
+  const int nd = static_cast<int>(spatial.size());
+  const int64_t image = std::accumulate(spatial.begin(), spatial.end(), int64_t{1},
+                                        std::multiplies<int64_t>());
+  memory::dims strides(2 + nd);
+  strides[0] = channels * image;
+  const bool nchw = order == StorageOrder::kNCHW;
+  strides[1] = nchw ? image : 1;
+  int64_t step = nchw ? 1 : channels;
+  for (int d = nd - 1; d >= 0; --d) {
+    strides[2 + d] = step;
+    step *= spatial[d];
+  }
+  return strides;
+}
+
+memory::desc ActivationDesc(StorageOrder order, int64_t batch, int64_t channels,
+                            const std::vector<int64_t>& spatial) {
+  memory::dims dims{batch, channels};
+  dims.insert(dims.end(), spatial.begin(), spatial.end());
+  return memory::desc(dims, memory::data_type::f32,
+                      ActivationStrides(order, channels, spatial));
+}
+
+// The filter [M, Cg, k...] (NHWC: [M, k..., Cg]) as oneDNN's (g,) o, i, k...
+memory::desc WeightsDesc(const ConvProblem& p) {
+  const std::vector<int64_t>& kernel = p.geometry.kernel;
+  const int nd = static_cast<int>(kernel.size());
+  const bool nchw = p.geometry.order == StorageOrder::kNCHW;
+  const int64_t kernel_size = p.geometry.kernel_size();
+  const int64_t Cg = p.in_per_group, Mg = p.out_per_group;
+  memory::dims dims, strides;
+  if (p.group > 1) {
+    dims.push_back(p.group);
+    strides.push_back(Mg * Cg * kernel_size);
+  }
+  dims.push_back(Mg);
+  strides.push_back(Cg * kernel_size);
+  dims.push_back(Cg);
+  strides.push_back(nchw ? kernel_size : 1);
+  memory::dims kernel_strides(nd);
+  int64_t step = nchw ? 1 : Cg;
+  for (int d = nd - 1; d >= 0; --d) {
+    kernel_strides[d] = step;
+    step *= kernel[d];
+  }
+  dims.insert(dims.end(), kernel.begin(), kernel.end());
+  strides.insert(strides.end(), kernel_strides.begin(), kernel_strides.end());
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+memory::desc AnyLike(const memory::desc& desc) {
+  return memory::desc(desc.dims(), memory::data_type::f32, memory::format_tag::any);
+}
+
+// Everything that decides the primitives; a change rebuilds them.
+std::vector<int64_t> ProblemKey(const ConvProblem& p, std::initializer_list<int64_t> extra) {
+  const ConvPoolGeometry& g = p.geometry;
+  std::vector<int64_t> key{static_cast<int64_t>(g.order), g.batch, g.channels, p.out_channels,
+                           p.group, g.num_spatial()};
+  for (const auto* values : {&g.input, &g.kernel, &g.stride, &g.dilation, &g.pads})
+    key.insert(key.end(), values->begin(), values->end());
+  key.insert(key.end(), extra.begin(), extra.end());
+  return key;
+}
+
+// The descriptors of one problem in our layouts, plus its geometry in
+// oneDNN's terms (dilation 1 is oneDNN's 0).
+struct ConvDescs {
+  memory::desc src, weights, bias, dst;
+  memory::dims strides, dilates, pad_l, pad_r;
+
+  explicit ConvDescs(const ConvProblem& p) {
+    const ConvPoolGeometry& g = p.geometry;
+    const int nd = g.num_spatial();
+    src = ActivationDesc(g.order, g.batch, g.channels, g.input);
+    dst = ActivationDesc(g.order, g.batch, p.out_channels, g.output);
+    weights = WeightsDesc(p);
+    bias = memory::desc({p.out_channels}, memory::data_type::f32, memory::format_tag::x);
+    strides = ToDims(g.stride);
+    for (int64_t d : g.dilation) dilates.push_back(d - 1);
+    pad_l.assign(g.pads.begin(), g.pads.begin() + nd);
+    pad_r.assign(g.pads.begin() + nd, g.pads.end());
+  }
+
+  dnnl::convolution_forward::primitive_desc ForwardHint(bool with_bias) const {
+    const dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, AnyLike(src),
+        AnyLike(weights), with_bias ? bias : memory::desc(), AnyLike(dst), strides, dilates,
+        pad_l, pad_r);
+    return dnnl::convolution_forward::primitive_desc(desc, CpuEngine());
+  }
+};
+
+// One argument of a primitive: the user's buffer in our layout and, when the
+// primitive wants another layout, its own buffer plus the reorder between.
+struct Operand {
+  memory user;
+  memory inner;
+  bool reordered = false;
+  dnnl::reorder reorder;
+
+  void Init(const memory::desc& user_desc, const memory::desc& inner_desc, bool is_input) {
+    user = memory(user_desc, CpuEngine(), nullptr);
+    reordered = !(user_desc == inner_desc);
+    if (!reordered) {
+      inner = user;
+      return;
+    }
+    inner = memory(inner_desc, CpuEngine());
+    reorder = is_input ? dnnl::reorder(user, inner) : dnnl::reorder(inner, user);
+  }
+  // Points at the caller's input and converts it to the primitive's layout.
+  void In(dnnl::stream& stream, const float* data) {
+    user.set_data_handle(const_cast<float*>(data));
+    if (reordered) reorder.execute(stream, user, inner);
+  }
+  void SetOut(float* data) { user.set_data_handle(data); }
+  // Converts the primitive's result into the caller's output.
+  void Out(dnnl::stream& stream) {
+    if (reordered) reorder.execute(stream, inner, user);
+  }
+};
+
+}  // namespace
+
+struct DnnlConvForward::State {
+  std::vector<int64_t> key;
+  bool supported = false;
+  dnnl::stream stream{CpuEngine()};
+  dnnl::convolution_forward primitive;
+  Operand src, weights, dst;
+  memory bias;
+  bool has_bias = false;
+};
+
+DnnlConvForward::DnnlConvForward() : state_(std::make_unique<State>()) {}
+DnnlConvForward::~DnnlConvForward() = default;
+
+bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
+                          const float* bias, float* y) {
+  State& s = *state_;
+  const std::vector<int64_t> key = ProblemKey(p, {bias != nullptr});
+  if (key != s.key) {
+    s.key = key;
+    s.supported = false;
+    try {
+      const ConvDescs descs(p);
+      const auto pd = descs.ForwardHint(bias != nullptr);
+      s.primitive = dnnl::convolution_forward(pd);
+      s.src.Init(descs.src, pd.src_desc(), true);
+      s.weights.Init(descs.weights, pd.weights_desc(), true);
+      s.dst.Init(descs.dst, pd.dst_desc(), false);
+      s.has_bias = bias != nullptr;
+      if (s.has_bias) s.bias = memory(descs.bias, CpuEngine(), nullptr);
+      s.supported = true;
+    } catch (const dnnl::error&) {
+      return false;  // oneDNN has no implementation for this case
+    }
+  }
+  if (!s.supported) return false;
+  try {
+    s.src.In(s.stream, x);
+    s.weights.In(s.stream, w);
+    s.dst.SetOut(y);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, s.src.inner},
+                                         {DNNL_ARG_WEIGHTS, s.weights.inner},
+                                         {DNNL_ARG_DST, s.dst.inner}};
+    if (s.has_bias) {
+      s.bias.set_data_handle(const_cast<float*>(bias));
+      args[DNNL_ARG_BIAS] = s.bias;
+    }
+    s.primitive.execute(s.stream, args);
+    s.dst.Out(s.stream);
+    s.stream.wait();
+  } catch (const dnnl::error&) {
+    s.supported = false;
+    return false;
+  }
+  return true;
+}
+
+struct DnnlConvBackward::State {
+  std::vector<int64_t> key;
+  bool supported = false;
+  dnnl::stream stream{CpuEngine()};
+  dnnl::convolution_backward_weights weights_primitive;
+  Operand w_src, w_diff_dst, w_diff_weights;
+  memory diff_bias;
+  bool has_bias = false;
+  dnnl::convolution_backward_data data_primitive;
+  Operand d_diff_dst, d_weights, d_diff_src;
+  bool has_dx = false;
+  bool share_diff_dst = false;
+};
+
+DnnlConvBackward::DnnlConvBackward() : state_(std::make_unique<State>()) {}
+DnnlConvBackward::~DnnlConvBackward() = default;
+
+bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w, const float* dy,
+                           float* dw, float* dbias, float* dx) {
+  State& s = *state_;
+  const std::vector<int64_t> key = ProblemKey(p, {dbias != nullptr, dx != nullptr});
+  if (key != s.key) {
+    s.key = key;
+    s.supported = false;
+    try {
+      const ConvDescs descs(p);
+      const auto hint = descs.ForwardHint(dbias != nullptr);
+      const dnnl::convolution_backward_weights::desc weights_desc =
+          dbias != nullptr
+              ? dnnl::convolution_backward_weights::desc(
+                    dnnl::algorithm::convolution_direct, AnyLike(descs.src),
+                    AnyLike(descs.weights), descs.bias, AnyLike(descs.dst), descs.strides,
+                    descs.dilates, descs.pad_l, descs.pad_r)
+              : dnnl::convolution_backward_weights::desc(
+                    dnnl::algorithm::convolution_direct, AnyLike(descs.src),
+                    AnyLike(descs.weights), AnyLike(descs.dst), descs.strides, descs.dilates,
+                    descs.pad_l, descs.pad_r);
+      const dnnl::convolution_backward_weights::primitive_desc weights_pd(weights_desc,
+                                                                          CpuEngine(), hint);
+      s.weights_primitive = dnnl::convolution_backward_weights(weights_pd);
+      s.w_src.Init(descs.src, weights_pd.src_desc(), true);
+      s.w_diff_dst.Init(descs.dst, weights_pd.diff_dst_desc(), true);
+      s.w_diff_weights.Init(descs.weights, weights_pd.diff_weights_desc(), false);
+      s.has_bias = dbias != nullptr;
+      if (s.has_bias) s.diff_bias = memory(descs.bias, CpuEngine(), nullptr);
+      s.has_dx = dx != nullptr;
+      s.share_diff_dst = false;
+      if (s.has_dx) {
+        const dnnl::convolution_backward_data::desc data_desc(
+            dnnl::algorithm::convolution_direct, AnyLike(descs.src), AnyLike(descs.weights),
+            AnyLike(descs.dst), descs.strides, descs.dilates, descs.pad_l, descs.pad_r);
+        const dnnl::convolution_backward_data::primitive_desc data_pd(data_desc, CpuEngine(),
+                                                                      hint);
+        s.data_primitive = dnnl::convolution_backward_data(data_pd);
+        s.d_diff_dst.Init(descs.dst, data_pd.diff_dst_desc(), true);
+        // Both primitives usually want dY in one layout: convert it once.
+        s.share_diff_dst = s.w_diff_dst.reordered && s.d_diff_dst.reordered &&
+                           data_pd.diff_dst_desc() == weights_pd.diff_dst_desc();
+        s.d_weights.Init(descs.weights, data_pd.weights_desc(), true);
+        s.d_diff_src.Init(descs.src, data_pd.diff_src_desc(), false);
+      }
+      s.supported = true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }
+  if (!s.supported) return false;
+  try {
+    s.w_src.In(s.stream, x);
+    s.w_diff_dst.In(s.stream, dy);
+    s.w_diff_weights.SetOut(dw);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, s.w_src.inner},
+                                         {DNNL_ARG_DIFF_DST, s.w_diff_dst.inner},
+                                         {DNNL_ARG_DIFF_WEIGHTS, s.w_diff_weights.inner}};
+    if (s.has_bias) {
+      s.diff_bias.set_data_handle(dbias);
+      args[DNNL_ARG_DIFF_BIAS] = s.diff_bias;
+    }
+    s.weights_primitive.execute(s.stream, args);
+    s.w_diff_weights.Out(s.stream);
+    if (s.has_dx) {
+      if (!s.share_diff_dst) s.d_diff_dst.In(s.stream, dy);
+      s.d_weights.In(s.stream, w);
+      s.d_diff_src.SetOut(dx);
+      const memory& diff_dst = s.share_diff_dst ? s.w_diff_dst.inner : s.d_diff_dst.inner;
+      s.data_primitive.execute(s.stream, {{DNNL_ARG_DIFF_DST, diff_dst},
+                                          {DNNL_ARG_WEIGHTS, s.d_weights.inner},
+                                          {DNNL_ARG_DIFF_SRC, s.d_diff_src.inner}});
+      s.d_diff_src.Out(s.stream);
+    }
+    s.stream.wait();
+  } catch (const dnnl::error&) {
+    s.supported = false;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace doppio

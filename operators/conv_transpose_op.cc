@@ -1,0 +1,446 @@
+#include "operators/conv_transpose_op.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "core/argument.h"
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "operators/blas.h"
+#include "operators/conv_op.h"
+#include "operators/op_type_dispatch.h"
+
+namespace doppio {
+
+namespace {
+
+int64_t Product(const std::vector<int64_t>& values) {
+  return std::accumulate(values.begin(), values.end(), int64_t{1}, std::multiplies<int64_t>());
+}
+
+}  // namespace
+
+int64_t ConvTransposeProblem::input_image_size() const { return Product(input); }
+int64_t ConvTransposeProblem::output_image_size() const { return Product(output); }
+
+std::vector<int64_t> ConvTransposeProblem::OutputDims() const {
+  std::vector<int64_t> dims{batch};
+  if (order == StorageOrder::kNCHW) dims.push_back(out_channels);
+  dims.insert(dims.end(), output.begin(), output.end());
+  if (order == StorageOrder::kNHWC) dims.push_back(out_channels);
+  return dims;
+}
+
+ConvTransposeOpBase::ConvTransposeOpBase(const OperatorDef& def, Workspace* workspace)
+    : ConvPoolOpBase(def, workspace) {
+  DOPPIO_ENFORCE(!conv_args().global_pooling() &&
+                     conv_args().legacy_pad() != LegacyPadding::kCaffeLegacyPooling,
+                 "op ", type(), ": global_pooling and CAFFE_LEGACY_POOLING do not apply to ",
+                 "transposed convolution");
+  const int forms = (HasArgument("adj") ? 1 : 0) + (HasArgument("adjs") ? 1 : 0) +
+                    ((HasArgument("adj_h") || HasArgument("adj_w")) ? 1 : 0);
+  DOPPIO_ENFORCE(forms <= 1, "op ", type(), ": give only one of 'adj', 'adjs' and adj_h/adj_w");
+  if (HasArgument("adj")) {
+    adj_ = {GetSingleArgument<int>("adj", 0)};
+    adj_scalar_ = true;
+  } else if (HasArgument("adjs")) {
+    const std::vector<int> adjs = GetRepeatedArgument<int>("adjs");
+    adj_.assign(adjs.begin(), adjs.end());
+  } else if (forms == 1) {
+    DOPPIO_ENFORCE(HasArgument("adj_h") && HasArgument("adj_w"), "op ", type(),
+                   ": give both adj_h and adj_w or neither");
+    adj_ = {GetSingleArgument<int>("adj_h", 0), GetSingleArgument<int>("adj_w", 0)};
+  }
+  for (int64_t a : adj_)
+    DOPPIO_ENFORCE(a >= 0, "op ", type(), ": adj values must be >= 0, got ", adj_);
+}
+
+std::vector<int64_t> ConvTransposeOpBase::Adj(int num_spatial) const {
+  if (adj_.empty()) return std::vector<int64_t>(num_spatial, 0);
+  if (adj_scalar_) return std::vector<int64_t>(num_spatial, adj_[0]);
+  DOPPIO_ENFORCE(static_cast<int>(adj_.size()) == num_spatial, "op ", type(), ": adj values ",
+                 adj_, " do not fit input '", input_name(0), "' with ", num_spatial,
+                 " spatial dims");
+  return adj_;
+}
+
+ConvTransposeProblem ConvTransposeOpBase::Resolve(const Tensor& X, const Tensor& filter,
+                                                  const Tensor* bias) const {
+  const int rank = X.ndim();
+  DOPPIO_ENFORCE(rank >= 3 && rank <= 5, "op ", type(), ": input '", input_name(0),
+                 "' has shape ", X.dims(), "; expected 3 to 5 dims (",
+                 StorageOrderName(order()), " with 1 to 3 spatial dims)");
+  DOPPIO_ENFORCE(filter.ndim() == rank, "op ", type(), ": filter '", input_name(1),
+                 "' has shape ", filter.dims(), " but input '", input_name(0), "' has shape ",
+                 X.dims(), "; the filter needs as many dims as the input");
+  EnforceSameType(*this, 0, X, 1, filter);
+  const int num_spatial = rank - 2;
+  const bool nchw = order() == StorageOrder::kNCHW;
+  const std::vector<int64_t>& xdims = X.dims();
+  const std::vector<int64_t>& fdims = filter.dims();
+
+  ConvTransposeProblem p;
+  p.order = order();
+  p.batch = xdims[0];
+  p.in_channels = nchw ? xdims[1] : xdims.back();
+  p.input.assign(xdims.begin() + (nchw ? 2 : 1), xdims.end() - (nchw ? 0 : 1));
+  const std::vector<int64_t> kernel(fdims.begin() + (nchw ? 2 : 1), fdims.end() - (nchw ? 0 : 1));
+  if (conv_args().has_kernel_argument()) {
+    const std::vector<int64_t> given = conv_args().Kernel(num_spatial, input_name(0));
+    DOPPIO_ENFORCE(given == kernel, "op ", type(), ": the kernel argument ", given,
+                   " does not match filter '", input_name(1), "' of shape ", fdims);
+  }
+  const std::vector<int64_t> stride = conv_args().Stride(num_spatial, input_name(0));
+  const std::vector<int64_t> dilation = conv_args().Dilation(num_spatial, input_name(0));
+  std::vector<int64_t> pads(2 * num_spatial, 0);
+  if (conv_args().legacy_pad() == LegacyPadding::kNotSet) {
+    pads = conv_args().Pads(num_spatial, input_name(0));
+  }
+  const std::vector<int64_t> adj = Adj(num_spatial);
+
+  p.group = group();
+  DOPPIO_ENFORCE(p.in_channels > 0 && p.in_channels % p.group == 0, "op ", type(), ": group ",
+                 p.group, " does not divide the ", p.in_channels, " channels of input '",
+                 input_name(0), "'");
+  DOPPIO_ENFORCE(fdims[0] == p.in_channels, "op ", type(), ": filter '", input_name(1),
+                 "' of shape ", fdims, " is for ", fdims[0], " input channels but input '",
+                 input_name(0), "' has ", p.in_channels);
+  p.in_per_group = p.in_channels / p.group;
+  p.out_per_group = nchw ? fdims[1] : fdims.back();
+  p.out_channels = p.out_per_group * p.group;
+  DOPPIO_ENFORCE(p.out_per_group > 0, "op ", type(), ": filter '", input_name(1), "' of shape ",
+                 fdims, " has no output channels");
+
+  p.output.resize(num_spatial);
+  for (int axis = 0; axis < num_spatial; ++axis) {
+    DOPPIO_ENFORCE(adj[axis] <= stride[axis], "op ", type(), ": adj ", adj[axis],
+                   " of spatial dim ", axis, " exceeds its stride ", stride[axis]);
+    const int64_t full = (p.input[axis] - 1) * stride[axis] +
+                         dilation[axis] * (kernel[axis] - 1) + 1 + adj[axis];
+    p.output[axis] = full - pads[axis] - pads[num_spatial + axis];
+    DOPPIO_ENFORCE(p.input[axis] > 0 && p.output[axis] > 0, "op ", type(), ": input '",
+                   input_name(0), "' of shape ", xdims, " gives output size ", p.output[axis],
+                   " on spatial dim ", axis, " (pads ", pads[axis], " + ",
+                   pads[num_spatial + axis], " remove all of it)");
+  }
+  if (bias != nullptr) {
+    EnforceSameType(*this, 0, X, 2, *bias);
+    DOPPIO_ENFORCE(bias->ndim() == 1 && bias->dim(0) == p.out_channels, "op ", type(),
+                   ": bias '", input_name(2), "' has shape ", bias->dims(), "; expected [",
+                   p.out_channels, "] (one value per output channel)");
+  }
+  p.col.image = p.output;
+  p.col.output = p.input;
+  p.col.kernel = kernel;
+  p.col.stride = stride;
+  p.col.dilation = dilation;
+  p.col.pad_begin.assign(pads.begin(), pads.begin() + num_spatial);
+  p.col.channels = p.out_per_group;
+  p.col.pixel_stride = p.out_channels;
+  p.col_rows = p.out_per_group * Product(kernel);
+  return p;
+}
+
+void ConvTransposeOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& filter = Input(1);
+  const Tensor* bias = InputSize() == 3 ? &Input(2) : nullptr;
+  const ConvTransposeProblem p = Resolve(X, filter, bias);
+  Tensor* Y = Output(0);
+  Y->Resize(p.OutputDims());
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Compute<T>(p, X, filter, bias, Y);
+  });
+}
+
+template <typename T>
+void ConvTransposeOp::Compute(const ConvTransposeProblem& p, const Tensor& X,
+                              const Tensor& filter, const Tensor* bias, Tensor* Y) {
+  const int64_t image_in = p.input_image_size(), image_out = p.output_image_size();
+  const int64_t C = p.in_channels, M = p.out_channels, G = p.group;
+  const int64_t Cg = p.in_per_group, Mg = p.out_per_group, R = p.col_rows;
+  const T* x = X.data<T>();
+  const T* w = filter.data<T>();
+  T* y = Y->mutable_data<T>();
+  std::fill(y, y + Y->numel(), T(0));
+  const bool nchw = p.order == StorageOrder::kNCHW;
+  col_buffer_.Resize({R * image_in});
+  T* col = col_buffer_.template mutable_data<T>();
+  T* x_group = nullptr;
+  if (!nchw && G > 1) {
+    group_buffer_.Resize({image_in * Cg});
+    x_group = group_buffer_.template mutable_data<T>();
+  }
+  for (int64_t n = 0; n < p.batch; ++n) {
+    const T* xn = x + n * C * image_in;
+    T* yn = y + n * M * image_out;
+    for (int64_t gi = 0; gi < G; ++gi) {
+      const T* wg = w + gi * Cg * R;
+      if (nchw) {
+        // col [R x Pin] = W_g^T [R x Cg] * X_g [Cg x Pin], then folded onto Y_g.
+        blas::Gemm<T>(true, false, R, image_in, Cg, T(1), wg, xn + gi * Cg * image_in, T(0),
+                      col);
+        Col2ImNdAdd(p.order, p.col, col, yn + gi * Mg * image_out);
+      } else {
+        const T* xg = xn;
+        if (G > 1) {
+          for (int64_t i = 0; i < image_in; ++i)
+            std::memcpy(x_group + i * Cg, xn + i * C + gi * Cg, Cg * sizeof(T));
+          xg = x_group;
+        }
+        // col [Pin x R] = X_g [Pin x Cg] * W_g [Cg x R]
+        blas::Gemm<T>(false, false, image_in, R, Cg, T(1), xg, wg, T(0), col);
+        Col2ImNdAdd(p.order, p.col, col, yn + gi * Mg);
+      }
+    }
+  }
+  if (bias != nullptr) AddChannelBias<T>(p.order, p.batch, M, image_out, bias->data<T>(), y);
+}
+
+ConvTransposeGradientOp::ConvTransposeGradientOp(const OperatorDef& def, Workspace* workspace)
+    : ConvTransposeOpBase(def, workspace), no_bias_(GetSingleArgument<bool>("no_bias", false)) {
+  DOPPIO_ENFORCE(!(no_bias_ && OutputSize() == 3), "op ", type(),
+                 ": with no_bias there is no bias gradient; give 1 or 2 outputs, not 3");
+}
+
+void ConvTransposeGradientOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& filter = Input(1);
+  const Tensor& dY = Input(2);
+  const ConvTransposeProblem p = Resolve(X, filter, nullptr);
+  EnforceSameType(*this, 0, X, 2, dY);
+  DOPPIO_ENFORCE(dY.dims() == p.OutputDims(), "op ", type(), ": output gradient '",
+                 input_name(2), "' has shape ", dY.dims(),
+                 " but the transposed convolution's output has shape ", p.OutputDims());
+  Tensor* dfilter = Output(0);
+  dfilter->Resize(filter.dims());
+  Tensor* dbias = nullptr;
+  if (!no_bias_) {
+    DOPPIO_ENFORCE(OutputSize() >= 2, "op ", type(),
+                   ": without no_bias the second output is the bias gradient");
+    dbias = Output(1);
+    dbias->Resize({p.out_channels});
+  }
+  Tensor* dX = nullptr;
+  if (OutputSize() == (no_bias_ ? 2 : 3)) {
+    dX = Output(OutputSize() - 1);
+    dX->Resize(X.dims());
+  }
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Compute<T>(p, X, filter, dY, dfilter, dbias, dX);
+  });
+}
+
+template <typename T>
+void ConvTransposeGradientOp::Compute(const ConvTransposeProblem& p, const Tensor& X,
+                                      const Tensor& filter, const Tensor& dY, Tensor* dfilter,
+                                      Tensor* dbias, Tensor* dX) {
+  const int64_t image_in = p.input_image_size(), image_out = p.output_image_size();
+  const int64_t C = p.in_channels, M = p.out_channels, G = p.group;
+  const int64_t Cg = p.in_per_group, Mg = p.out_per_group, R = p.col_rows;
+  const T* x = X.data<T>();
+  const T* w = filter.data<T>();
+  const T* dy = dY.data<T>();
+  T* dw = dfilter->mutable_data<T>();
+  std::fill(dw, dw + dfilter->numel(), T(0));
+  T* dx = dX != nullptr ? dX->mutable_data<T>() : nullptr;
+  if (dbias != nullptr) {
+    SumPerChannel<T>(p.order, p.batch, M, image_out, dy, dbias->mutable_data<T>());
+  }
+  const bool nchw = p.order == StorageOrder::kNCHW;
+  col_buffer_.Resize({R * image_in});
+  T* col = col_buffer_.template mutable_data<T>();
+  T* x_group = nullptr;
+  T* dx_group = nullptr;
+  if (!nchw && G > 1) {
+    group_buffer_.Resize({image_in * Cg});
+    x_group = group_buffer_.template mutable_data<T>();
+    group_out_buffer_.Resize({image_in * Cg});
+    dx_group = group_out_buffer_.template mutable_data<T>();
+  }
+  for (int64_t n = 0; n < p.batch; ++n) {
+    const T* xn = x + n * C * image_in;
+    const T* dyn = dy + n * M * image_out;
+    T* dxn = dx != nullptr ? dx + n * C * image_in : nullptr;
+    for (int64_t gi = 0; gi < G; ++gi) {
+      const T* wg = w + gi * Cg * R;
+      T* dwg = dw + gi * Cg * R;
+      if (nchw) {
+        // col [R x Pin] gathers the dY windows each input position wrote to.
+        Im2ColNd(p.order, p.col, dyn + gi * Mg * image_out, col);
+        const T* xg = xn + gi * Cg * image_in;
+        // dW_g [Cg x R] += X_g [Cg x Pin] * col^T;  dX_g [Cg x Pin] = W_g * col
+        blas::Gemm<T>(false, true, Cg, R, image_in, T(1), xg, col, T(1), dwg);
+        if (dxn != nullptr) {
+          blas::Gemm<T>(false, false, Cg, image_in, R, T(1), wg, col, T(0),
+                        dxn + gi * Cg * image_in);
+        }
+      } else {
+        Im2ColNd(p.order, p.col, dyn + gi * Mg, col);  // [Pin x R]
+        const T* xg = xn;
+        if (G > 1) {
+          for (int64_t i = 0; i < image_in; ++i)
+            std::memcpy(x_group + i * Cg, xn + i * C + gi * Cg, Cg * sizeof(T));
+          xg = x_group;
+        }
+        // dW_g [Cg x R] += X_g^T [Cg x Pin] * col;  dX_g [Pin x Cg] = col * W_g^T
+        blas::Gemm<T>(true, false, Cg, R, image_in, T(1), xg, col, T(1), dwg);
+        if (dxn == nullptr) continue;
+        if (G == 1) {
+          blas::Gemm<T>(false, true, image_in, Cg, R, T(1), col, wg, T(0), dxn);
+        } else {
+          blas::Gemm<T>(false, true, image_in, Cg, R, T(1), col, wg, T(0), dx_group);
+          for (int64_t i = 0; i < image_in; ++i)
+            std::memcpy(dxn + i * C + gi * Cg, dx_group + i * Cg, Cg * sizeof(T));
+        }
+      }
+    }
+  }
+}
+
+REGISTER_CPU_OPERATOR(ConvTranspose, ConvTransposeOp);
+REGISTER_CPU_OPERATOR(ConvTransposeGradient, ConvTransposeGradientOp);
+
+namespace {
+
+std::vector<TensorShape> InferConvTranspose(const OperatorDef& def,
+                                            const std::vector<TensorShape>& inputs) {
+  std::vector<TensorShape> outputs(def.output_size());
+  for (TensorShape& shape : outputs) shape.set_unknown_shape(true);
+  if (inputs.size() < 2 || inputs[0].unknown_shape() || inputs[1].unknown_shape()) {
+    return outputs;
+  }
+  const int rank = inputs[0].dims_size();
+  if (rank < 3 || rank > 5 || inputs[1].dims_size() != rank) return outputs;
+  try {
+    const ConvPoolArgs args(def);
+    const ArgumentHelper helper(def);
+    const int num_spatial = rank - 2;
+    const bool nchw = args.order() == StorageOrder::kNCHW;
+    const auto& x = inputs[0].dims();
+    const auto& f = inputs[1].dims();
+    const std::vector<int64_t> stride = args.Stride(num_spatial, def.input(0));
+    const std::vector<int64_t> dilation = args.Dilation(num_spatial, def.input(0));
+    std::vector<int64_t> pads(2 * num_spatial, 0);
+    if (args.legacy_pad() == LegacyPadding::kNotSet) pads = args.Pads(num_spatial, def.input(0));
+    std::vector<int64_t> adj(num_spatial, 0);
+    if (helper.Has("adj")) adj.assign(num_spatial, helper.GetSingle<int64_t>("adj", 0));
+    if (helper.Has("adjs")) adj = helper.GetRepeated<int64_t>("adjs");
+    if (helper.Has("adj_h") && helper.Has("adj_w"))
+      adj = {helper.GetSingle<int64_t>("adj_h", 0), helper.GetSingle<int64_t>("adj_w", 0)};
+    if (static_cast<int>(adj.size()) != num_spatial) return outputs;
+    const int64_t out_channels = (nchw ? f[1] : f[rank - 1]) * args.group();
+    TensorShape shape;
+    shape.add_dims(x[0]);
+    if (nchw) shape.add_dims(out_channels);
+    for (int axis = 0; axis < num_spatial; ++axis) {
+      const int64_t in = x[axis + (nchw ? 2 : 1)];
+      const int64_t kernel = f[axis + (nchw ? 2 : 1)];
+      shape.add_dims((in - 1) * stride[axis] + dilation[axis] * (kernel - 1) + 1 + adj[axis] -
+                     pads[axis] - pads[num_spatial + axis]);
+    }
+    if (!nchw) shape.add_dims(out_channels);
+    shape.set_data_type(inputs[0].data_type());
+    outputs[0] = shape;
+  } catch (const Error&) {
+    // Unknown; running the op reports the problem.
+  }
+  return outputs;
+}
+
+std::vector<TensorShape> InferConvTransposeGradient(const OperatorDef& def,
+                                                    const std::vector<TensorShape>& inputs) {
+  std::vector<TensorShape> outputs(def.output_size());
+  for (TensorShape& shape : outputs) shape.set_unknown_shape(true);
+  if (inputs.size() < 3 || inputs[0].unknown_shape() || inputs[1].unknown_shape() ||
+      inputs[2].unknown_shape()) {
+    return outputs;
+  }
+  const ArgumentHelper helper(def);
+  const bool no_bias = helper.GetSingle<bool>("no_bias", false);
+  outputs[0] = inputs[1];
+  if (!no_bias && outputs.size() >= 2) {
+    const bool nchw = helper.GetSingle<std::string>("order", "NCHW") == "NCHW";
+    const auto& dy = inputs[2];
+    if (dy.dims_size() >= 3) {
+      TensorShape bias;
+      bias.add_dims(nchw ? dy.dims(1) : dy.dims(dy.dims_size() - 1));
+      bias.set_data_type(inputs[1].data_type());
+      outputs[1] = bias;
+    }
+  }
+  if (static_cast<int>(outputs.size()) == (no_bias ? 2 : 3)) outputs.back() = inputs[0];
+  return outputs;
+}
+
+class GetConvTransposeGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    const ArgumentHelper args(Def());
+    const bool compute_dX = !args.GetSingle<bool>("no_gradient_to_input", false);
+    const bool has_bias = Def().input_size() == 3;
+    std::vector<std::string> outputs{GI(1)};
+    if (has_bias) outputs.push_back(GI(2));
+    if (compute_dX) outputs.push_back(GI(0));
+    google::protobuf::RepeatedPtrField<Argument> gradient_args;
+    for (const Argument& arg : Def().arg()) {
+      if (arg.name() != "no_bias") *gradient_args.Add() = arg;
+    }
+    if (!has_bias) {
+      Argument* no_bias = gradient_args.Add();
+      no_bias->set_name("no_bias");
+      no_bias->set_i(1);
+    }
+    return SingleGradientDef("ConvTransposeGradient", "", {I(0), I(1), GO(0)}, outputs,
+                             gradient_args);
+  }
+};
+
+}  // namespace
+
+OPERATOR_SCHEMA(ConvTranspose)
+    .NumInputs(2, 3)
+    .NumOutputs(1)
+    .TensorInferenceFunction(InferConvTranspose)
+    .Arg("kernel", "(int) kernel size; also 'kernels' or kernel_h/kernel_w. Default: the "
+                   "filter's spatial dims")
+    .Arg("stride", "(int, default 1) also 'strides' or stride_h/stride_w")
+    .Arg("pad", "(int, default 0) cropped from both ends of each output axis; also 'pads' "
+                "[begin per axis..., end per axis...] or pad_t/pad_l/pad_b/pad_r")
+    .Arg("adj", "(int, default 0) extra output size at the end of each axis (<= stride); also "
+                "'adjs' or adj_h/adj_w")
+    .Arg("dilation", "(int, default 1) kernel dilation (an extension over Caffe2)")
+    .Arg("group", "(int, default 1) channel groups")
+    .Arg("order", "(string, default \"NCHW\") \"NCHW\" or \"NHWC\"")
+    .Arg("legacy_pad", "(int, default 0) 1 VALID or 2 SAME: no padding")
+    .Arg("shared_buffer", "(int, default 0) accepted for compatibility")
+    .Input(0, "X", "[N, C, spatial...] (NHWC: [N, spatial..., C]), float32 or float64")
+    .Input(1, "filter", "[C, M / group, kernel...] (NHWC: [C, kernel..., M / group])")
+    .Input(2, "bias", "optional [M]")
+    .Output(0, "Y", "[N, M, output...] with output = (in - 1) * stride + dilation * "
+                    "(kernel - 1) + 1 + adj - pad_begin - pad_end")
+    .Doc("Transposed convolution: scatters every input value times the filter onto the "
+         "(strided) output, crops the pads and adds the bias.");
+
+OPERATOR_SCHEMA(ConvTransposeGradient)
+    .NumInputs(3)
+    .NumOutputs(1, 3)
+    .TensorInferenceFunction(InferConvTransposeGradient)
+    .Arg("no_bias", "(int, default 0) 1 when the forward op had no bias: then output 1 is dX")
+    .Input(0, "X", "the forward input")
+    .Input(1, "filter", "the forward filter")
+    .Input(2, "dY", "gradient of the forward output")
+    .Output(0, "dfilter", "gradient of the filter")
+    .Output(1, "dbias", "gradient of the bias (or dX when no_bias)")
+    .Output(2, "dX", "gradient of X (optional)")
+    .Doc("Gradients of ConvTranspose: dfilter, then dbias unless no_bias, then dX if one "
+         "more output is given.");
+
+REGISTER_GRADIENT(ConvTranspose, GetConvTransposeGradient);
+SHOULD_NOT_DO_GRADIENT(ConvTransposeGradient, "ConvTransposeGradient is itself a gradient op");
+
+}  // namespace doppio

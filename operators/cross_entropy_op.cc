@@ -1,0 +1,438 @@
+#include "operators/cross_entropy_op.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "operators/activation_ops.h"
+#include "operators/loss_ops.h"
+
+namespace doppio {
+
+namespace {
+
+// Caffe2's floor under probabilities before their log.
+constexpr double kLogThreshold = 1e-20;
+
+template <typename T>
+T ClampedProbability(T p) {
+  return std::max(p, static_cast<T>(kLogThreshold));
+}
+
+// X as [N, D]: N = dim 0 and D the rest, or N = 1 for a vector.
+struct BatchShape {
+  int64_t n = 1;
+  int64_t d = 1;
+};
+
+BatchShape BatchShapeOf(const OperatorBase& op, const Tensor& X) {
+  DOPPIO_ENFORCE(X.ndim() >= 1, "op ", op.type(), ": input '", op.input_name(0),
+                 "' is a scalar; expected [N, D] probabilities (or a vector of D)");
+  if (X.ndim() == 1) return {1, X.dim(0)};
+  return {X.dim(0), X.SizeFromDim(1)};
+}
+
+void CheckClassLabelShape(const OperatorBase& op, const Tensor& label, int64_t n) {
+  const bool ok = (label.ndim() == 1 && label.dim(0) == n) ||
+                  (label.ndim() == 2 && label.dim(0) == n && label.dim(1) == 1);
+  DOPPIO_ENFORCE(ok, "op ", op.type(), ": label '", op.input_name(1), "' has shape ",
+                 label.dims(), " but '", op.input_name(0), "' has ", n,
+                 " rows; expected [", n, "] or [", n, ", 1]");
+}
+
+void CheckSoftLabelShape(const OperatorBase& op, const Tensor& X, const Tensor& label,
+                         const BatchShape& shape) {
+  const bool ok = label.dims() == X.dims() ||
+                  (label.ndim() == 2 && label.dim(0) == shape.n && label.dim(1) == shape.d);
+  DOPPIO_ENFORCE(ok, "op ", op.type(), ": label '", op.input_name(1), "' has shape ",
+                 label.dims(), " but '", op.input_name(0), "' has shape ", X.dims(),
+                 "; expected X's shape or [", shape.n, ", ", shape.d, "]");
+  DOPPIO_ENFORCE(label.dtype() == X.dtype(), "op ", op.type(), ": label '", op.input_name(1),
+                 "' holds ", DataTypeName(label.dtype()), " but '", op.input_name(0),
+                 "' holds ", DataTypeName(X.dtype()),
+                 "; soft labels are probabilities of X's type (LabelCrossEntropy takes "
+                 "integer classes)");
+}
+
+// dY of a per-row loss: [N], of X's type.
+void CheckRowGradient(const OperatorBase& op, int index, const Tensor& dY, int64_t n,
+                      DataType dtype) {
+  DOPPIO_ENFORCE(dY.ndim() == 1 && dY.dim(0) == n, "op ", op.type(), ": gradient '",
+                 op.input_name(index), "' has shape ", dY.dims(), "; expected [", n, "]");
+  DOPPIO_ENFORCE(dY.dtype() == dtype, "op ", op.type(), ": gradient '", op.input_name(index),
+                 "' holds ", DataTypeName(dY.dtype()), " but the loss is ",
+                 DataTypeName(dtype));
+}
+
+}  // namespace
+
+// ---- LabelCrossEntropy ----
+
+void LabelCrossEntropyOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& label = Input(1);
+  const BatchShape shape = BatchShapeOf(*this, X);
+  CheckClassLabelShape(*this, label, shape.n);
+  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    loss::DispatchLabelType(*this, input_name(1), label.dtype(), [&](auto label_tag) {
+      using L = typename decltype(label_tag)::type;
+      const L* labels = label.data<L>();
+      loss::CheckLabelRange(*this, input_name(1), labels, shape.n, shape.d);
+      const T* x = X.data<T>();
+      Tensor* Y = Output(0);
+      Y->Resize({shape.n});
+      T* y = Y->template mutable_data<T>();
+      for (int64_t i = 0; i < shape.n; ++i) {
+        y[i] = -std::log(ClampedProbability(x[i * shape.d + labels[i]]));
+      }
+    });
+  });
+}
+
+void LabelCrossEntropyGradientOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& label = Input(1);
+  const Tensor& dY = Input(2);
+  const BatchShape shape = BatchShapeOf(*this, X);
+  CheckClassLabelShape(*this, label, shape.n);
+  CheckRowGradient(*this, 2, dY, shape.n, X.dtype());
+  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    loss::DispatchLabelType(*this, input_name(1), label.dtype(), [&](auto label_tag) {
+      using L = typename decltype(label_tag)::type;
+      const L* labels = label.data<L>();
+      loss::CheckLabelRange(*this, input_name(1), labels, shape.n, shape.d);
+      const T* x = X.data<T>();
+      const T* dy = dY.data<T>();
+      Tensor* dX = Output(0);
+      dX->Resize(X.dims());
+      T* dx = dX->template mutable_data<T>();
+      std::fill(dx, dx + X.numel(), T(0));
+      for (int64_t i = 0; i < shape.n; ++i) {
+        const int64_t at = i * shape.d + labels[i];
+        dx[at] = -dy[i] / ClampedProbability(x[at]);
+      }
+    });
+  });
+}
+
+// ---- CrossEntropy ----
+
+void CrossEntropyOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& label = Input(1);
+  const BatchShape shape = BatchShapeOf(*this, X);
+  CheckSoftLabelShape(*this, X, label, shape);
+  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = X.data<T>();
+    const T* t = label.data<T>();
+    for (int64_t i = 0; i < label.numel(); ++i) {
+      DOPPIO_ENFORCE(t[i] >= T(0) && t[i] <= T(1), "op ", type(), ": soft label ", t[i],
+                     " at index ", i, " of '", input_name(1),
+                     "' is not a probability in [0, 1] (LabelCrossEntropy takes class "
+                     "indices)");
+    }
+    Tensor* Y = Output(0);
+    Y->Resize({shape.n});
+    T* y = Y->template mutable_data<T>();
+    for (int64_t i = 0; i < shape.n; ++i) {
+      T sum = 0;
+      for (int64_t j = 0; j < shape.d; ++j) {
+        const int64_t at = i * shape.d + j;
+        sum += t[at] * std::log(ClampedProbability(x[at]));
+      }
+      y[i] = -sum;
+    }
+  });
+}
+
+void CrossEntropyGradientOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& label = Input(1);
+  const Tensor& dY = Input(2);
+  const BatchShape shape = BatchShapeOf(*this, X);
+  CheckSoftLabelShape(*this, X, label, shape);
+  CheckRowGradient(*this, 2, dY, shape.n, X.dtype());
+  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = X.data<T>();
+    const T* t = label.data<T>();
+    const T* dy = dY.data<T>();
+    Tensor* dX = Output(0);
+    dX->Resize(X.dims());
+    T* dx = dX->template mutable_data<T>();
+    for (int64_t i = 0; i < shape.n; ++i) {
+      for (int64_t j = 0; j < shape.d; ++j) {
+        const int64_t at = i * shape.d + j;
+        dx[at] = -t[at] * dy[i] / ClampedProbability(x[at]);
+      }
+    }
+  });
+}
+
+// ---- SigmoidCrossEntropyWithLogits ----
+
+namespace {
+
+SigmoidCrossEntropyVariant ReadVariant(const OperatorBase& op) {
+  SigmoidCrossEntropyVariant variant;
+  variant.log_d_trick = op.GetSingleArgument<bool>("log_D_trick", false);
+  variant.unjoined_lr_loss = op.GetSingleArgument<bool>("unjoined_lr_loss", false);
+  DOPPIO_ENFORCE(!(variant.log_d_trick && variant.unjoined_lr_loss), "op ", op.type(),
+                 ": arguments log_D_trick and unjoined_lr_loss cannot both be set");
+  return variant;
+}
+
+// The last dim is averaged over; a scalar is one row of one element.
+struct RowsOfLast {
+  int64_t outer = 1;
+  int64_t inner = 1;
+};
+
+RowsOfLast CheckLogitsAndTargets(const OperatorBase& op, const Tensor& logits,
+                                 int logits_index, const Tensor& targets, int targets_index) {
+  DOPPIO_ENFORCE(logits.dims() == targets.dims(), "op ", op.type(), ": logits '",
+                 op.input_name(logits_index), "' have shape ", logits.dims(), " but targets '",
+                 op.input_name(targets_index), "' have shape ", targets.dims());
+  DOPPIO_ENFORCE(logits.dtype() == targets.dtype(), "op ", op.type(), ": logits '",
+                 op.input_name(logits_index), "' hold ", DataTypeName(logits.dtype()),
+                 " but targets '", op.input_name(targets_index), "' hold ",
+                 DataTypeName(targets.dtype()));
+  if (logits.ndim() == 0) return {};
+  return {logits.SizeToDim(logits.ndim() - 1), logits.dim(-1)};
+}
+
+template <typename T>
+T Softplus(T x) {
+  return std::max(x, T(0)) + std::log1p(std::exp(-std::abs(x)));
+}
+
+template <typename T>
+T Sigmoid(T x) {
+  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+  const T e = std::exp(x);
+  return e / (T(1) + e);
+}
+
+// One element's loss: softplus(x) - t*x is -[t log s(x) + (1-t) log(1-s(x))].
+template <typename T>
+T SigmoidXentLoss(const SigmoidCrossEntropyVariant& variant, T x, T t) {
+  if (variant.unjoined_lr_loss) return (T(1) - t) * Softplus(x) - t * x;
+  // log s(x) = x - softplus(x); the trick maximizes log D for positives and
+  // minimizes it for negatives.
+  if (variant.log_d_trick) return -(T(2) * t - T(1)) * (x - Softplus(x));
+  return Softplus(x) - t * x;
+}
+
+// d(loss)/dx of SigmoidXentLoss.
+template <typename T>
+T SigmoidXentSlope(const SigmoidCrossEntropyVariant& variant, T x, T t) {
+  if (variant.unjoined_lr_loss) return (T(1) - t) * Sigmoid(x) - t;
+  if (variant.log_d_trick) return -(T(2) * t - T(1)) * Sigmoid(-x);
+  return Sigmoid(x) - t;
+}
+
+}  // namespace
+
+SigmoidCrossEntropyWithLogitsOp::SigmoidCrossEntropyWithLogitsOp(const OperatorDef& def,
+                                                                 Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), variant_(ReadVariant(*this)) {}
+
+void SigmoidCrossEntropyWithLogitsOp::RunOnDevice() {
+  const Tensor& logits = Input(0);
+  const Tensor& targets = Input(1);
+  const RowsOfLast rows = CheckLogitsAndTargets(*this, logits, 0, targets, 1);
+  activation::DispatchFloat(*this, input_name(0), logits.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = logits.data<T>();
+    const T* t = targets.data<T>();
+    std::vector<int64_t> dims = logits.dims();
+    if (!dims.empty()) dims.pop_back();
+    Tensor* out = Output(0);
+    out->Resize(dims);
+    T* y = out->template mutable_data<T>();
+    for (int64_t r = 0; r < rows.outer; ++r) {
+      T sum = 0;
+      for (int64_t c = 0; c < rows.inner; ++c) {
+        const int64_t at = r * rows.inner + c;
+        sum += SigmoidXentLoss(variant_, x[at], t[at]);
+      }
+      // An empty last dim averages nothing: its loss is 0.
+      y[r] = rows.inner > 0 ? sum / static_cast<T>(rows.inner) : T(0);
+    }
+  });
+}
+
+SigmoidCrossEntropyWithLogitsGradientOp::SigmoidCrossEntropyWithLogitsGradientOp(
+    const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), variant_(ReadVariant(*this)) {}
+
+void SigmoidCrossEntropyWithLogitsGradientOp::RunOnDevice() {
+  const Tensor& g = Input(0);
+  const Tensor& logits = Input(1);
+  const Tensor& targets = Input(2);
+  const RowsOfLast rows = CheckLogitsAndTargets(*this, logits, 1, targets, 2);
+  DOPPIO_ENFORCE(g.numel() == rows.outer, "op ", type(), ": gradient '", input_name(0),
+                 "' has shape ", g.dims(), " (", g.numel(), " elements) but the loss has ",
+                 rows.outer);
+  DOPPIO_ENFORCE(g.dtype() == logits.dtype(), "op ", type(), ": gradient '", input_name(0),
+                 "' holds ", DataTypeName(g.dtype()), " but logits '", input_name(1),
+                 "' hold ", DataTypeName(logits.dtype()));
+  activation::DispatchFloat(*this, input_name(1), logits.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* gy = g.data<T>();
+    const T* x = logits.data<T>();
+    const T* t = targets.data<T>();
+    Tensor* dlogits = Output(0);
+    dlogits->Resize(logits.dims());
+    T* dx = dlogits->template mutable_data<T>();
+    for (int64_t r = 0; r < rows.outer; ++r) {
+      const T factor = gy[r] / static_cast<T>(rows.inner);
+      for (int64_t c = 0; c < rows.inner; ++c) {
+        const int64_t at = r * rows.inner + c;
+        dx[at] = factor * SigmoidXentSlope(variant_, x[at], t[at]);
+      }
+    }
+  });
+}
+
+// ---- registration ----
+
+REGISTER_CPU_OPERATOR(LabelCrossEntropy, LabelCrossEntropyOp);
+REGISTER_CPU_OPERATOR(LabelCrossEntropyGradient, LabelCrossEntropyGradientOp);
+REGISTER_CPU_OPERATOR(CrossEntropy, CrossEntropyOp);
+REGISTER_CPU_OPERATOR(CrossEntropyGradient, CrossEntropyGradientOp);
+REGISTER_CPU_OPERATOR(SigmoidCrossEntropyWithLogits, SigmoidCrossEntropyWithLogitsOp);
+REGISTER_CPU_OPERATOR(SigmoidCrossEntropyWithLogitsGradient,
+                      SigmoidCrossEntropyWithLogitsGradientOp);
+
+namespace {
+
+// [N] of X's type, N as BatchShapeOf counts it.
+std::vector<TensorShape> PerRowLoss(const OperatorDef&, const std::vector<TensorShape>& in) {
+  TensorShape out;
+  out.set_data_type(in.at(0).data_type());
+  out.add_dims(in[0].dims_size() > 1 ? in[0].dims(0) : 1);
+  return {out};
+}
+
+std::vector<TensorShape> LikeFirstInput(const OperatorDef&, const std::vector<TensorShape>& in) {
+  return {in.at(0)};
+}
+
+}  // namespace
+
+OPERATOR_SCHEMA(LabelCrossEntropy)
+    .NumInputs(2)
+    .NumOutputs(1)
+    .TensorInferenceFunction(PerRowLoss)
+    .Input(0, "X", "probabilities [N, D] (float32/float64), usually Softmax's output")
+    .Input(1, "label", "class of each row, [N] or [N, 1], int32/int64 in [0, D)")
+    .Output(0, "Y", "-log(X[i, label_i]) per row, [N]")
+    .Doc("Cross entropy against integer class labels: Y_i = -log(max(X[i, label_i], "
+         "1e-20)).");
+
+OPERATOR_SCHEMA(LabelCrossEntropyGradient)
+    .NumInputs(3)
+    .NumOutputs(1)
+    .TensorInferenceFunction(LikeFirstInput)
+    .Input(0, "X", "LabelCrossEntropy's X")
+    .Input(1, "label", "LabelCrossEntropy's label")
+    .Input(2, "dY", "gradient of Y, [N]")
+    .Output(0, "dX", "-dY_i / X[i, label_i] at each label, 0 elsewhere")
+    .Doc("Gradient of LabelCrossEntropy for X.");
+
+OPERATOR_SCHEMA(CrossEntropy)
+    .NumInputs(2)
+    .NumOutputs(1)
+    .TensorInferenceFunction(PerRowLoss)
+    .Input(0, "X", "probabilities [N, D] (float32/float64)")
+    .Input(1, "label", "soft labels in [0, 1], X's type, X's shape or [N, D]")
+    .Output(0, "Y", "-sum_j label_ij log(X_ij) per row, [N]")
+    .Doc("Cross entropy against soft (probability) labels; logs are of max(X, 1e-20).");
+
+OPERATOR_SCHEMA(CrossEntropyGradient)
+    .NumInputs(3)
+    .NumOutputs(1)
+    .TensorInferenceFunction(LikeFirstInput)
+    .Input(0, "X", "CrossEntropy's X")
+    .Input(1, "label", "CrossEntropy's label")
+    .Input(2, "dY", "gradient of Y, [N]")
+    .Output(0, "dX", "-label * dY_i / X")
+    .Doc("Gradient of CrossEntropy for X.");
+
+OPERATOR_SCHEMA(SigmoidCrossEntropyWithLogits)
+    .NumInputs(2)
+    .NumOutputs(1)
+    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
+      TensorShape out;
+      out.set_data_type(in.at(0).data_type());
+      for (int i = 0; i + 1 < in[0].dims_size(); ++i) out.add_dims(in[0].dims(i));
+      return std::vector<TensorShape>{out};
+    })
+    .Arg("log_D_trick", "(bool, default false) use the log-D trick (Goodfellow et al. 2014) "
+                        "against vanishing gradients early in GAN training")
+    .Arg("unjoined_lr_loss", "(bool, default false) loss for unjoined data, where a "
+                             "negative may later turn out positive")
+    .Input(0, "logits", "logits, float32/float64, e.g. [batch, classes]")
+    .Input(1, "targets", "targets in [0, 1], of the logits' shape and type")
+    .Output(0, "xentropy", "binary cross entropy averaged over the last dim")
+    .Doc("Sigmoid cross entropy computed stably from logits, averaged over the last "
+         "dim: mean_j [softplus(x) - t x] for the default variant.");
+
+OPERATOR_SCHEMA(SigmoidCrossEntropyWithLogitsGradient)
+    .NumInputs(3)
+    .NumOutputs(1)
+    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
+      return std::vector<TensorShape>{in.at(1)};
+    })
+    .Arg("log_D_trick", "as in the forward op")
+    .Arg("unjoined_lr_loss", "as in the forward op")
+    .Input(0, "g", "gradient of xentropy")
+    .Input(1, "logits", "the forward op's logits")
+    .Input(2, "targets", "the forward op's targets")
+    .Output(0, "dlogits", "gradient of the logits")
+    .Doc("Gradient of SigmoidCrossEntropyWithLogits for the logits.");
+
+namespace {
+
+class GetLabelCrossEntropyGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef("LabelCrossEntropyGradient", "", {I(0), I(1), GO(0)}, {GI(0)});
+  }
+};
+
+class GetCrossEntropyGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef("CrossEntropyGradient", "", {I(0), I(1), GO(0)}, {GI(0)});
+  }
+};
+
+class GetSigmoidCrossEntropyWithLogitsGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef("SigmoidCrossEntropyWithLogitsGradient", "",
+                             {GO(0), I(0), I(1)}, {GI(0)}, Def().arg());
+  }
+};
+
+constexpr const char kSecondOrder[] =
+    "it is a gradient op; second derivatives are not supported";
+
+}  // namespace
+
+REGISTER_GRADIENT(LabelCrossEntropy, GetLabelCrossEntropyGradient);
+REGISTER_GRADIENT(CrossEntropy, GetCrossEntropyGradient);
+REGISTER_GRADIENT(SigmoidCrossEntropyWithLogits, GetSigmoidCrossEntropyWithLogitsGradient);
+SHOULD_NOT_DO_GRADIENT(LabelCrossEntropyGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(CrossEntropyGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(SigmoidCrossEntropyWithLogitsGradient, kSecondOrder);
+
+}  // namespace doppio

@@ -1,0 +1,167 @@
+#include "operators/dropout_op.h"
+
+#include <random>
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "operators/activation_ops.h"
+
+namespace doppio {
+
+namespace {
+
+float ReadRatio(const OperatorBase& op) {
+  const float ratio = op.GetSingleArgument<float>("ratio", 0.5f);
+  // ratio 1 would drop everything and scale by infinity.
+  DOPPIO_ENFORCE(ratio >= 0.0f && ratio < 1.0f, "op ", op.type(), ": argument ratio is ", ratio,
+                 "; it must be in [0, 1)");
+  return ratio;
+}
+
+}  // namespace
+
+DropoutOp::DropoutOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      ratio_(ReadRatio(*this)),
+      is_test_(GetSingleArgument<int>("is_test", 0) != 0) {
+  DOPPIO_ENFORCE(is_test_ || OutputSize() == 2, "op ", type(),
+                 ": training mode (is_test=0) needs the mask output, which the gradient "
+                 "reads; give two outputs or set is_test=1");
+}
+
+void DropoutOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = X.data<T>();
+    const int64_t n = X.numel();
+    Tensor* Y = Output(0);
+    Y->Resize(X.dims());
+    T* y = Y->template mutable_data<T>();
+    bool* mask = nullptr;
+    if (OutputSize() == 2) {
+      Tensor* mask_tensor = Output(1);
+      mask_tensor->Resize(X.dims());
+      mask = mask_tensor->template mutable_data<bool>();
+    }
+    if (is_test_) {
+      if (y != x) {
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+      }
+      // Nothing is dropped at test time; a mask, if asked for, says so.
+      if (mask != nullptr) {
+        for (int64_t i = 0; i < n; ++i) mask[i] = true;
+      }
+      return;
+    }
+    const T scale = static_cast<T>(1.0 / (1.0 - static_cast<double>(ratio_)));
+    std::bernoulli_distribution keep(1.0 - static_cast<double>(ratio_));
+    std::mt19937& generator = context_.RandGenerator();
+    for (int64_t i = 0; i < n; ++i) {
+      mask[i] = keep(generator);
+      y[i] = mask[i] ? x[i] * scale : T(0);
+    }
+  });
+}
+
+DropoutGradientOp::DropoutGradientOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      ratio_(ReadRatio(*this)),
+      is_test_(GetSingleArgument<int>("is_test", 0) != 0) {
+  DOPPIO_ENFORCE(is_test_ || InputSize() == 2, "op ", type(),
+                 ": training mode (is_test=0) needs Dropout's mask as the second input");
+}
+
+void DropoutGradientOp::RunOnDevice() {
+  const Tensor& dY = Input(0);
+  const bool* mask = nullptr;
+  if (!is_test_) {
+    const Tensor& mask_tensor = Input(1);
+    DOPPIO_ENFORCE(mask_tensor.dtype() == DataType::kBool, "op ", type(), ": mask '",
+                   input_name(1), "' holds ", DataTypeName(mask_tensor.dtype()),
+                   "; Dropout's mask is bool");
+    DOPPIO_ENFORCE(mask_tensor.dims() == dY.dims(), "op ", type(), ": mask '", input_name(1),
+                   "' has shape ", mask_tensor.dims(), " but gradient '", input_name(0),
+                   "' has shape ", dY.dims());
+    mask = mask_tensor.data<bool>();
+  }
+  activation::DispatchFloat(*this, input_name(0), dY.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* dy = dY.data<T>();
+    const int64_t n = dY.numel();
+    Tensor* dX = Output(0);
+    dX->Resize(dY.dims());
+    T* dx = dX->template mutable_data<T>();
+    if (is_test_) {
+      if (dx != dy) {
+        for (int64_t i = 0; i < n; ++i) dx[i] = dy[i];
+      }
+      return;
+    }
+    const T scale = static_cast<T>(1.0 / (1.0 - static_cast<double>(ratio_)));
+    for (int64_t i = 0; i < n; ++i) dx[i] = mask[i] ? dy[i] * scale : T(0);
+  });
+}
+
+REGISTER_CPU_OPERATOR(Dropout, DropoutOp);
+REGISTER_CPU_OPERATOR(DropoutGrad, DropoutGradientOp);
+
+namespace {
+constexpr const char kRatioDoc[] = "(float, default 0.5) probability of dropping an element";
+constexpr const char kIsTestDoc[] =
+    "(int, default 0) nonzero: test mode, Y = X and nothing is dropped";
+}  // namespace
+
+OPERATOR_SCHEMA(Dropout)
+    .NumInputs(1)
+    .NumOutputs(1, 2)
+    .AllowInplace({{0, 0}})
+    .TensorInferenceFunction([](const OperatorDef& def, const std::vector<TensorShape>& in) {
+      std::vector<TensorShape> out = {in.at(0)};
+      if (def.output_size() == 2) {
+        TensorShape mask = in.at(0);
+        mask.set_data_type(TensorProto::BOOL);
+        out.push_back(mask);
+      }
+      return out;
+    })
+    .Arg("ratio", kRatioDoc)
+    .Arg("is_test", kIsTestDoc)
+    .Input(0, "data", "input tensor, float32 or float64")
+    .Output(0, "output", "X with dropped elements zeroed and kept ones scaled by 1/(1-ratio)")
+    .Output(1, "mask", "bool, true where the element was kept (all true in test mode)")
+    .Doc("Randomly zeroes elements with probability `ratio` during training, scaling "
+         "the rest by 1 / (1 - ratio); a copy of the input in test mode.");
+
+OPERATOR_SCHEMA(DropoutGrad)
+    .NumInputs(1, 2)
+    .NumOutputs(1)
+    .AllowInplace({{0, 0}})
+    .IdenticalTypeAndShape()
+    .Arg("ratio", kRatioDoc)
+    .Arg("is_test", kIsTestDoc)
+    .Input(0, "dY", "gradient of Dropout's output")
+    .Input(1, "mask", "Dropout's mask (training mode only)")
+    .Output(0, "dX", "dY * mask / (1 - ratio); dY itself in test mode")
+    .Doc("Gradient of Dropout.");
+
+namespace {
+
+class GetDropoutGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    const bool is_test = ArgumentHelper(Def()).GetSingle<int>("is_test", 0) != 0;
+    if (is_test) {
+      return SingleGradientDef("DropoutGrad", "", {GO(0)}, {GI(0)}, Def().arg());
+    }
+    return SingleGradientDef("DropoutGrad", "", {GO(0), O(1)}, {GI(0)}, Def().arg());
+  }
+};
+
+}  // namespace
+
+REGISTER_GRADIENT(Dropout, GetDropoutGradient);
+SHOULD_NOT_DO_GRADIENT(DropoutGrad, "it is a gradient op; second derivatives are not supported");
+
+}  // namespace doppio

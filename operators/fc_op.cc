@@ -1,0 +1,319 @@
+#include "operators/fc_op.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "operators/blas.h"
+
+namespace doppio {
+
+namespace {
+
+// The matrix view of one FC: X is [M, K], W is [N, K] (or [K, N]), Y is
+// [M, N] with dims y_dims.
+struct FCShape {
+  int64_t M = 0;
+  int64_t K = 0;
+  int64_t N = 0;
+  std::vector<int64_t> y_dims;
+};
+
+int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t product = 1;
+  for (size_t i = begin; i < end; ++i) product *= dims[i];
+  return product;
+}
+
+// Maps `axis` (argument `arg` of op `op`, applied to blob `blob`) onto
+// [0, rank), with an error naming all three.
+int CanonicalAxisOf(const std::string& op, const char* arg, int axis, const std::string& blob,
+                    const std::vector<int64_t>& dims) {
+  const int rank = static_cast<int>(dims.size());
+  DOPPIO_ENFORCE(axis >= -rank && axis < rank, "op ", op, ": argument ", arg, " = ", axis,
+                 " is out of range for '", blob, "' of shape ", dims, " (rank ", rank, ")");
+  return axis < 0 ? axis + rank : axis;
+}
+
+// Validates X and W against each other and derives M, K, N and Y's shape.
+FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
+                       const std::vector<int64_t>& x_dims, const std::string& w_name,
+                       const std::vector<int64_t>& w_dims, int axis, int axis_w,
+                       bool weight_is_k_by_n) {
+  const int x_axis = CanonicalAxisOf(op, "axis", axis, x_name, x_dims);
+  const int w_axis = CanonicalAxisOf(op, "axis_w", axis_w, w_name, w_dims);
+  FCShape shape;
+  shape.M = Product(x_dims, 0, x_axis);
+  shape.K = Product(x_dims, x_axis, x_dims.size());
+  const int64_t w_rows = Product(w_dims, 0, w_axis);
+  const int64_t w_cols = Product(w_dims, w_axis, w_dims.size());
+  shape.N = weight_is_k_by_n ? w_cols : w_rows;
+  const int64_t w_k = weight_is_k_by_n ? w_rows : w_cols;
+  DOPPIO_ENFORCE(w_k == shape.K, "op ", op, ": input X ('", x_name, "') of shape ", x_dims,
+                 " flattens at axis ", x_axis, " to [", shape.M, ", ", shape.K,
+                 "] but weight W ('", w_name, "') of shape ", w_dims, " flattens at axis_w ",
+                 w_axis, " to [", w_rows, ", ", w_cols, "], whose ",
+                 weight_is_k_by_n ? "rows" : "columns", " should number K = ", shape.K);
+  shape.y_dims.assign(x_dims.begin(), x_dims.begin() + x_axis);
+  shape.y_dims.push_back(shape.N);
+  return shape;
+}
+
+void EnforceFloatType(const OperatorBase& op, int input, DataType dtype) {
+  DOPPIO_ENFORCE(dtype == DataType::kFloat || dtype == DataType::kDouble, "op ", op.type(),
+                 ": input ", input, " ('", op.input_name(input), "') holds ",
+                 DataTypeName(dtype), "; ", op.type(), " supports float32 and float64");
+}
+
+void EnforceSameType(const OperatorBase& op, const std::vector<const Tensor*>& tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    EnforceFloatType(op, static_cast<int>(i), tensors[i]->dtype());
+    DOPPIO_ENFORCE(tensors[i]->dtype() == tensors[0]->dtype(), "op ", op.type(), ": input ",
+                   i, " ('", op.input_name(static_cast<int>(i)), "') holds ",
+                   DataTypeName(tensors[i]->dtype()), " but input 0 ('", op.input_name(0),
+                   "') holds ", DataTypeName(tensors[0]->dtype()),
+                   "; all inputs must have one type");
+  }
+}
+
+// C = op(A) op(B) with C [rows x cols] and `inner` the summed dim; an empty
+// sum writes zeros (BLAS need not touch C when inner is 0).
+template <typename T>
+void MatrixProduct(bool trans_a, bool trans_b, int64_t rows, int64_t cols, int64_t inner,
+                   const T* a, const T* b, T* c) {
+  if (inner == 0) {
+    std::fill(c, c + rows * cols, T(0));
+    return;
+  }
+  blas::Gemm<T>(trans_a, trans_b, rows, cols, inner, T(1), a, b, T(0), c);
+}
+
+template <typename Fn>
+void DispatchFloat(DataType dtype, Fn&& fn) {
+  if (dtype == DataType::kDouble) {
+    fn(TypeTag<double>{});
+  } else {
+    fn(TypeTag<float>{});
+  }
+}
+
+std::vector<int64_t> DimsOf(const TensorShape& shape) {
+  return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
+}
+
+TensorShape MakeShape(const std::vector<int64_t>& dims, TensorProto::DataType dtype) {
+  TensorShape shape;
+  for (int64_t d : dims) shape.add_dims(d);
+  shape.set_data_type(dtype);
+  return shape;
+}
+
+}  // namespace
+
+// ---- FC / FCTransposed ----
+
+FCOp::FCOp(const OperatorDef& def, Workspace* workspace, bool weight_is_k_by_n)
+    : Operator<CPUContext>(def, workspace),
+      axis_(GetSingleArgument<int>("axis", 1)),
+      axis_w_(GetSingleArgument<int>("axis_w", 1)),
+      weight_is_k_by_n_(weight_is_k_by_n) {}
+
+void FCOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& W = Input(1);
+  const Tensor& b = Input(2);
+  EnforceSameType(*this, {&X, &W, &b});
+  const FCShape shape = ComputeFCShape(type(), input_name(0), X.dims(), input_name(1),
+                                       W.dims(), axis_, axis_w_, weight_is_k_by_n_);
+  DOPPIO_ENFORCE(b.ndim() == 1 && b.dim(0) == shape.N, "op ", type(), ": bias b ('",
+                 input_name(2), "') has shape ", b.dims(), " but should be [", shape.N,
+                 "], one entry per output unit N of weight W ('", input_name(1), "') ",
+                 W.dims());
+  DispatchFloat(X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor* Y = Output(0);
+    Y->Resize(shape.y_dims);
+    T* y = Y->mutable_data<T>();
+    // Y = X W^T (W stored [N, K]) or X W (W stored [K, N]).
+    MatrixProduct<T>(false, !weight_is_k_by_n_, shape.M, shape.N, shape.K, X.data<T>(),
+                     W.data<T>(), y);
+    const T* bias = b.data<T>();
+    for (int64_t m = 0; m < shape.M; ++m) {
+      T* row = y + m * shape.N;
+      for (int64_t n = 0; n < shape.N; ++n) row[n] += bias[n];
+    }
+  });
+}
+
+// ---- FCGradient / FCTransposedGradient ----
+
+FCGradientOp::FCGradientOp(const OperatorDef& def, Workspace* workspace,
+                           bool weight_is_k_by_n)
+    : Operator<CPUContext>(def, workspace),
+      axis_(GetSingleArgument<int>("axis", 1)),
+      axis_w_(GetSingleArgument<int>("axis_w", 1)),
+      weight_is_k_by_n_(weight_is_k_by_n) {}
+
+void FCGradientOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& W = Input(1);
+  const Tensor& dY = Input(2);
+  EnforceSameType(*this, {&X, &W, &dY});
+  const FCShape shape = ComputeFCShape(type(), input_name(0), X.dims(), input_name(1),
+                                       W.dims(), axis_, axis_w_, weight_is_k_by_n_);
+  DOPPIO_ENFORCE(dY.numel() == shape.M * shape.N, "op ", type(), ": output gradient dY ('",
+                 input_name(2), "') has shape ", dY.dims(), " but the FC output has shape ",
+                 shape.y_dims);
+  DispatchFloat(X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = X.data<T>();
+    const T* w = W.data<T>();
+    const T* dy = dY.data<T>();
+    const int64_t M = shape.M, K = shape.K, N = shape.N;
+
+    Tensor* dW = Output(0);
+    dW->Resize(W.dims());
+    if (weight_is_k_by_n_) {
+      MatrixProduct<T>(true, false, K, N, M, x, dy, dW->mutable_data<T>());  // X^T dY
+    } else {
+      MatrixProduct<T>(true, false, N, K, M, dy, x, dW->mutable_data<T>());  // dY^T X
+    }
+
+    Tensor* db = Output(1);
+    db->Resize({N});
+    T* bias_grad = db->mutable_data<T>();
+    std::fill(bias_grad, bias_grad + N, T(0));
+    for (int64_t m = 0; m < M; ++m) {
+      const T* row = dy + m * N;
+      for (int64_t n = 0; n < N; ++n) bias_grad[n] += row[n];
+    }
+
+    if (OutputSize() == 3) {
+      Tensor* dX = Output(2);
+      dX->Resize(X.dims());
+      // dX = dY W (W stored [N, K]) or dY W^T (W stored [K, N]).
+      MatrixProduct<T>(false, weight_is_k_by_n_, M, K, N, dy, w, dX->mutable_data<T>());
+    }
+  });
+}
+
+// ---- registration ----
+
+REGISTER_CPU_OPERATOR(FC, FCOp);
+REGISTER_CPU_OPERATOR(FCTransposed, FCTransposedOp);
+REGISTER_CPU_OPERATOR(FCGradient, FCGradientOp);
+REGISTER_CPU_OPERATOR(FCTransposedGradient, FCTransposedGradientOp);
+
+namespace {
+
+OpSchema::InferenceFunction FCInference(bool weight_is_k_by_n) {
+  return [weight_is_k_by_n](const OperatorDef& def, const std::vector<TensorShape>& in) {
+    ArgumentHelper args(def);
+    const FCShape shape = ComputeFCShape(
+        def.type(), def.input(0), DimsOf(in.at(0)), def.input(1), DimsOf(in.at(1)),
+        args.GetSingle<int>("axis", 1), args.GetSingle<int>("axis_w", 1), weight_is_k_by_n);
+    return std::vector<TensorShape>{MakeShape(shape.y_dims, in[0].data_type())};
+  };
+}
+
+OpSchema::InferenceFunction FCGradientInference(bool weight_is_k_by_n) {
+  return [weight_is_k_by_n](const OperatorDef& def, const std::vector<TensorShape>& in) {
+    ArgumentHelper args(def);
+    const FCShape shape = ComputeFCShape(
+        def.type(), def.input(0), DimsOf(in.at(0)), def.input(1), DimsOf(in.at(1)),
+        args.GetSingle<int>("axis", 1), args.GetSingle<int>("axis_w", 1), weight_is_k_by_n);
+    const auto dtype = in[0].data_type();
+    std::vector<TensorShape> out = {MakeShape(DimsOf(in[1]), dtype),
+                                    MakeShape({shape.N}, dtype)};
+    if (def.output_size() == 3) out.push_back(MakeShape(DimsOf(in[0]), dtype));
+    return out;
+  };
+}
+
+constexpr const char kAxisDoc[] =
+    "(int, default 1) X is flattened to [M, K] at this axis: M is the product "
+    "of the dims before it (the batch), K of the rest";
+constexpr const char kAxisWDoc[] =
+    "(int, default 1) W is flattened to a matrix at this axis";
+constexpr const char kFloat16Doc[] =
+    "(bool, default 0) accepted for compatibility; the CPU kernel computes in "
+    "the input's type";
+
+void FCArgs(OpSchema& schema) {
+  schema.Arg("axis", kAxisDoc).Arg("axis_w", kAxisWDoc).Arg("float16_compute", kFloat16Doc);
+}
+
+}  // namespace
+
+OPERATOR_SCHEMA(FC)
+    .NumInputs(3)
+    .NumOutputs(1)
+    .TensorInferenceFunction(FCInference(false))
+    .Apply(FCArgs)
+    .Input(0, "X", "input (float32 or float64), read as [M, K] split at `axis`")
+    .Input(1, "W", "weights of X's type, read as [N, K] split at `axis_w`")
+    .Input(2, "b", "1-D bias of N entries")
+    .Output(0, "Y", "X W^T + b, of shape X.dims[:axis] + [N]")
+    .Doc("Fully connected layer: Y = X W^T + b, where X is coerced to a matrix "
+         "[M, K] at `axis` and W to [N, K] at `axis_w`; b is added to every row.");
+
+OPERATOR_SCHEMA(FCTransposed)
+    .NumInputs(3)
+    .NumOutputs(1)
+    .TensorInferenceFunction(FCInference(true))
+    .Apply(FCArgs)
+    .Input(0, "X", "input (float32 or float64), read as [M, K] split at `axis`")
+    .Input(1, "W", "pre-transposed weights of X's type, read as [K, N] split at `axis_w`")
+    .Input(2, "b", "1-D bias of N entries")
+    .Output(0, "Y", "X W + b, of shape X.dims[:axis] + [N]")
+    .Doc("FC with the weight matrix stored transposed, [K, N]: Y = X W + b.");
+
+OPERATOR_SCHEMA(FCGradient)
+    .NumInputs(3)
+    .NumOutputs(2, 3)
+    .TensorInferenceFunction(FCGradientInference(false))
+    .Apply(FCArgs)
+    .Input(0, "X", "FC's input")
+    .Input(1, "W", "FC's weights, [N, K]")
+    .Input(2, "dY", "gradient of FC's output")
+    .Output(0, "dW", "gradient of W: dY^T X, of W's shape")
+    .Output(1, "db", "gradient of b: dY summed over the batch, [N]")
+    .Output(2, "dX", "(optional) gradient of X: dY W, of X's shape")
+    .Doc("Gradient of FC.");
+
+OPERATOR_SCHEMA(FCTransposedGradient)
+    .NumInputs(3)
+    .NumOutputs(2, 3)
+    .TensorInferenceFunction(FCGradientInference(true))
+    .Apply(FCArgs)
+    .Input(0, "X", "FCTransposed's input")
+    .Input(1, "W", "FCTransposed's weights, [K, N]")
+    .Input(2, "dY", "gradient of FCTransposed's output")
+    .Output(0, "dW", "gradient of W: X^T dY, of W's shape")
+    .Output(1, "db", "gradient of b: dY summed over the batch, [N]")
+    .Output(2, "dX", "(optional) gradient of X: dY W^T, of X's shape")
+    .Doc("Gradient of FCTransposed.");
+
+namespace {
+
+class GetFCGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    // axis/axis_w travel along so the gradient flattens X and W the same way.
+    return SingleGradientDef(Def().type() + "Gradient", "", {I(0), I(1), GO(0)},
+                             {GI(1), GI(2), GI(0)}, Def().arg());
+  }
+};
+
+}  // namespace
+
+REGISTER_GRADIENT(FC, GetFCGradient);
+REGISTER_GRADIENT(FCTransposed, GetFCGradient);
+SHOULD_NOT_DO_GRADIENT(FCGradient, "it is a gradient op; second derivatives are not supported");
+SHOULD_NOT_DO_GRADIENT(FCTransposedGradient,
+                       "it is a gradient op; second derivatives are not supported");
+
+}  // namespace doppio

@@ -1,0 +1,60 @@
+// Fully connected layers: FC (Y = X W^T + b, W stored [N, K]),
+// FCTransposed (Y = X W + b, W stored [K, N]) and their gradients
+// FCGradient / FCTransposedGradient, all on blas::Gemm.
+//
+// X is read as a matrix [M, K] split at `axis`; W as [N, K] (or [K, N]) split
+// at `axis_w`. Y has X's dims before `axis` followed by N.
+#pragma once
+
+#include <cstdint>
+
+#include "core/operator.h"
+
+namespace doppio {
+
+// Inputs X, W, b (one dtype: float32 or float64); output Y.
+class FCOp : public Operator<CPUContext> {
+ public:
+  FCOp(const OperatorDef& def, Workspace* workspace)
+      : FCOp(def, workspace, /*weight_is_k_by_n=*/false) {}
+  void RunOnDevice() override;
+
+ protected:
+  FCOp(const OperatorDef& def, Workspace* workspace, bool weight_is_k_by_n);
+
+ private:
+  int axis_;
+  int axis_w_;
+  bool weight_is_k_by_n_;
+};
+
+class FCTransposedOp final : public FCOp {
+ public:
+  FCTransposedOp(const OperatorDef& def, Workspace* workspace)
+      : FCOp(def, workspace, /*weight_is_k_by_n=*/true) {}
+};
+
+// Inputs X, W, dY; outputs dW, db and, when a third output is named, dX.
+// Takes FC's arguments.
+class FCGradientOp : public Operator<CPUContext> {
+ public:
+  FCGradientOp(const OperatorDef& def, Workspace* workspace)
+      : FCGradientOp(def, workspace, /*weight_is_k_by_n=*/false) {}
+  void RunOnDevice() override;
+
+ protected:
+  FCGradientOp(const OperatorDef& def, Workspace* workspace, bool weight_is_k_by_n);
+
+ private:
+  int axis_;
+  int axis_w_;
+  bool weight_is_k_by_n_;
+};
+
+class FCTransposedGradientOp final : public FCGradientOp {
+ public:
+  FCTransposedGradientOp(const OperatorDef& def, Workspace* workspace)
+      : FCGradientOp(def, workspace, /*weight_is_k_by_n=*/true) {}
+};
+
+}  // namespace doppio

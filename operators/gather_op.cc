@@ -1,0 +1,146 @@
+#include "operators/gather_op.h"
+
+#include <algorithm>
+
+#include "core/argument.h"
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "operators/op_type_dispatch.h"
+#include "operators/sparse_index_utils.h"
+
+namespace doppio {
+
+// ---- Gather ----
+
+GatherOp::GatherOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace) {
+  // Later Caffe2 versions added `axis`; only the original axis 0 is
+  // implemented, so say so rather than gather along the wrong axis.
+  const int axis = GetSingleArgument<int>("axis", 0);
+  DOPPIO_ENFORCE(axis == 0, "op ", type(), ": axis ", axis,
+                 " is not supported; Gather indexes the first dimension (axis 0)");
+}
+
+void GatherOp::RunOnDevice() {
+  const Tensor& data = Input(0);
+  const Tensor& indices = Input(1);
+  EnforceHasRows(*this, 0, data);
+  const int64_t rows = data.dim(0);
+  const int64_t row_size = data.SizeFromDim(1);
+  std::vector<int64_t> output_dims = indices.dims();
+  for (int64_t d : RowDims(data)) output_dims.push_back(d);
+
+  DispatchIndexType(*this, 1, indices.dtype(), [&](auto index_tag) {
+    using Index = typename decltype(index_tag)::type;
+    const Index* index = indices.data<Index>();
+    const int64_t count = indices.numel();
+    CheckIndicesInRange(*this, 1, index, count, rows, 0);
+    Tensor* output = Output(0);
+    output->Resize(output_dims);
+    DispatchDataType(data.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* source = data.data<T>();
+      T* destination = output->mutable_data<T>();
+      for (int64_t k = 0; k < count; ++k) {
+        const T* row = source + static_cast<int64_t>(index[k]) * row_size;
+        std::copy(row, row + row_size, destination + k * row_size);
+      }
+    });
+  });
+}
+
+REGISTER_CPU_OPERATOR(Gather, GatherOp);
+
+OPERATOR_SCHEMA(Gather)
+    .NumInputs(2)
+    .NumOutputs(1)
+    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
+      TensorShape out;
+      for (int64_t d : in[1].dims()) out.add_dims(d);
+      for (int i = 1; i < in[0].dims_size(); ++i) out.add_dims(in[0].dims(i));
+      out.set_data_type(in[0].data_type());
+      return std::vector<TensorShape>{out};
+    })
+    .Arg("axis", "(int, default 0) only 0 is supported: rows of the first dimension")
+    .Arg("dense_gradient", "(bool, default false) not supported: the gradient is sparse")
+    .Input(0, "DATA", "tensor of rank r >= 1, any dtype")
+    .Input(1, "INDICES", "int32 or int64 tensor of rank q; each in [0, DATA.shape[0])")
+    .Output(0, "OUTPUT", "tensor of rank q + r - 1: INDICES.shape + DATA.shape[1:]")
+    .Doc("Gathers rows of DATA (entries of its first dimension) at INDICES. The gradient "
+         "of DATA is sparse: a GradientSlice of INDICES and the output gradient.");
+
+namespace {
+
+class GetGatherGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    DOPPIO_ENFORCE(!ArgumentHelper(Def()).GetSingle<bool>("dense_gradient", false),
+                   "op Gather: dense_gradient is not supported; its gradient is a "
+                   "GradientSlice (indices, values)");
+    // As in Caffe2 no op runs: the slice is (INDICES, dOUTPUT), whose values
+    // keep dOUTPUT's shape, INDICES.shape + row shape, i.e. one row per index.
+    SetSparse(0, I(1), GO(0));
+    return {};
+  }
+};
+
+}  // namespace
+
+REGISTER_GRADIENT(Gather, GetGatherGradient);
+
+// ---- ScatterAssign ----
+
+ScatterAssignOp::ScatterAssignOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace) {}
+
+void ScatterAssignOp::RunOnDevice() {
+  const Tensor& data = Input(0);
+  const Tensor& indices = Input(1);
+  const Tensor& slices = Input(2);
+  EnforceHasRows(*this, 0, data);
+  EnforceSameType(*this, 0, data, 2, slices);
+  const int64_t rows = data.dim(0);
+  const int64_t row_size = data.SizeFromDim(1);
+  const int64_t count = indices.numel();
+  // Like Caffe2, only sizes matter: SLICES is read as count rows of DATA.
+  DOPPIO_ENFORCE(slices.numel() == count * row_size, "op ", type(), ": '", input_name(2),
+                 "' has ", slices.numel(), " elements (shape ", slices.dims(), ") but ",
+                 count, " indices in '", input_name(1), "' times rows of ", row_size,
+                 " elements of '", input_name(0), "' need ", count * row_size);
+
+  DispatchIndexType(*this, 1, indices.dtype(), [&](auto index_tag) {
+    using Index = typename decltype(index_tag)::type;
+    const Index* index = indices.data<Index>();
+    CheckIndicesInRange(*this, 1, index, count, rows, 0);
+    DispatchDataType(data.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* source = slices.data<T>();
+      // Output 0 is DATA's own tensor (EnforceInplace), so this keeps it.
+      T* destination = Output(0)->mutable_data<T>();
+      for (int64_t k = 0; k < count; ++k) {
+        std::copy(source + k * row_size, source + (k + 1) * row_size,
+                  destination + static_cast<int64_t>(index[k]) * row_size);
+      }
+    });
+  });
+}
+
+REGISTER_CPU_OPERATOR(ScatterAssign, ScatterAssignOp);
+
+OPERATOR_SCHEMA(ScatterAssign)
+    .NumInputs(3)
+    .NumOutputs(1)
+    .EnforceInplace({{0, 0}})
+    .IdenticalTypeAndShape()
+    .Input(0, "DATA", "tensor to update in place, rank >= 1")
+    .Input(1, "INDICES", "int32 or int64 indices into the first dimension of DATA")
+    .Input(2, "SLICES", "len(INDICES) rows of DATA's row size and DATA's dtype")
+    .Output(0, "DATA", "DATA itself, with the indexed rows overwritten")
+    .Doc("Overwrites rows INDICES of DATA with SLICES, in place. Only element counts "
+         "are checked, not shapes; with repeated indices the last slice wins.");
+
+SHOULD_NOT_DO_GRADIENT(ScatterAssign,
+                       "it overwrites DATA in place; as in Caffe2 it has no gradient");
+
+}  // namespace doppio

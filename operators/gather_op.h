@@ -1,0 +1,27 @@
+// Row addressing by index tensors: Gather reads rows of DATA, ScatterAssign
+// overwrites them.
+#pragma once
+
+#include "core/operator.h"
+
+namespace doppio {
+
+// Gather(DATA, INDICES) -> OUTPUT of shape INDICES.shape + DATA.shape[1:]:
+// OUTPUT[i...] = DATA[INDICES[i...]]. DATA may hold any dtype; INDICES are
+// int32 or int64, each in [0, DATA.shape[0]).
+class GatherOp final : public Operator<CPUContext> {
+ public:
+  GatherOp(const OperatorDef& def, Workspace* workspace);
+  void RunOnDevice() override;
+};
+
+// ScatterAssign(DATA, INDICES, SLICES) -> DATA, in place: row INDICES[k] of
+// DATA becomes slice k of SLICES (K = INDICES.numel() slices of one row each).
+// With repeated indices the last slice wins.
+class ScatterAssignOp final : public Operator<CPUContext> {
+ public:
+  ScatterAssignOp(const OperatorDef& def, Workspace* workspace);
+  void RunOnDevice() override;
+};
+
+}  // namespace doppio

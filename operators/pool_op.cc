@@ -1,0 +1,412 @@
+#include "operators/pool_op.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <limits>
+#include <vector>
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "operators/normalization_utils.h"
+
+namespace doppio {
+
+namespace {
+
+// "MaxPool2D" / "AveragePool3DGradient" -> 2 / 3; 0 for the plain names.
+int SpatialDimsInName(std::string type) {
+  const std::string suffix = "Gradient";
+  if (type.size() > suffix.size() &&
+      type.compare(type.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    type.resize(type.size() - suffix.size());
+  }
+  if (type.size() >= 2 && type.back() == 'D') {
+    const char digit = type[type.size() - 2];
+    if (digit >= '1' && digit <= '3') return digit - '0';
+  }
+  return 0;
+}
+
+struct Range {
+  int64_t begin, end;
+};
+
+// Pooling geometry with 1-D and 2-D padded to 3-D by leading unit axes, so
+// one loop nest serves every rank.
+struct Pool3 {
+  int64_t in[3], out[3], kernel[3], stride[3], pad[3];
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+};
+
+Pool3 ToPool3(const ConvPoolGeometry& g) {
+  Pool3 s;
+  const int lead = 3 - g.num_spatial();
+  for (int axis = 0; axis < 3; ++axis) {
+    const int k = axis - lead;
+    s.in[axis] = k < 0 ? 1 : g.input[k];
+    s.out[axis] = k < 0 ? 1 : g.output[k];
+    s.kernel[axis] = k < 0 ? 1 : g.kernel[k];
+    s.stride[axis] = k < 0 ? 1 : g.stride[k];
+    s.pad[axis] = k < 0 ? 0 : g.pad_begin(k);
+  }
+  return s;
+}
+
+// Calls fn(output_index, d, h, w) with each window clipped to the input.
+template <typename Fn>
+void ForEachWindow(const Pool3& s, Fn&& fn) {
+  auto clip = [&](int axis, int64_t o) {
+    const int64_t start = o * s.stride[axis] - s.pad[axis];
+    return Range{std::max<int64_t>(start, 0),
+                 std::min<int64_t>(start + s.kernel[axis], s.in[axis])};
+  };
+  int64_t index = 0;
+  for (int64_t od = 0; od < s.out[0]; ++od) {
+    const Range d = clip(0, od);
+    for (int64_t oh = 0; oh < s.out[1]; ++oh) {
+      const Range h = clip(1, oh);
+      for (int64_t ow = 0; ow < s.out[2]; ++ow) fn(index++, d, h, clip(2, ow));
+    }
+  }
+}
+
+// Calls fn(input_index) for each input position in a window.
+template <typename Fn>
+void ForEachInWindow(const Pool3& s, const Range& d, const Range& h, const Range& w,
+                     Fn&& fn) {
+  for (int64_t i = d.begin; i < d.end; ++i) {
+    for (int64_t j = h.begin; j < h.end; ++j) {
+      const int64_t row = (i * s.in[1] + j) * s.in[2];
+      for (int64_t k = w.begin; k < w.end; ++k) fn(row + k);
+    }
+  }
+}
+
+int64_t WindowCount(const Range& d, const Range& h, const Range& w) {
+  return (d.end - d.begin) * (h.end - h.begin) * (w.end - w.begin);
+}
+
+// `value` where x == top, else 0, computed with a bit mask: which element of
+// a window is its maximum is unpredictable, and a branch there costs more
+// than the whole loop body.
+template <typename T>
+inline T IfEqual(T x, T top, T value) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  const Bits mask = Bits(0) - static_cast<Bits>(x == top);
+  Bits bits;
+  std::memcpy(&bits, &value, sizeof(T));
+  bits &= mask;
+  T out;
+  std::memcpy(&out, &bits, sizeof(T));
+  return out;
+}
+
+}  // namespace
+
+// ---- PoolOpBase ----
+
+PoolOpBase::PoolOpBase(const OperatorDef& def, Workspace* workspace)
+    : ConvPoolOpBase(def, workspace),
+      required_spatial_dims_(SpatialDimsInName(def.type())),
+      count_include_pad_(GetSingleArgument<bool>("count_include_pad", false)) {}
+
+ConvPoolGeometry PoolOpBase::PoolGeometry(const Tensor& X) const {
+  if (required_spatial_dims_ > 0) {
+    DOPPIO_ENFORCE(X.ndim() == required_spatial_dims_ + 2, "op ", type(), ": input '",
+                   input_name(0), "' has shape ", X.dims(), "; ", type(), " needs ",
+                   required_spatial_dims_ + 2, " dims (batch, channels and ",
+                   required_spatial_dims_, " spatial)");
+  }
+  const ConvPoolGeometry g = Geometry(X);
+  if (conv_args().global_pooling()) return g;
+  const int spatial = g.num_spatial();
+  for (int64_t d : g.dilation) {
+    DOPPIO_ENFORCE(d == 1, "op ", type(), ": pooling does not support dilation, got ",
+                   g.dilation);
+  }
+  const std::vector<int64_t> pads = conv_args().Pads(spatial, input_name(0));
+  for (int axis = 0; axis < spatial; ++axis) {
+    DOPPIO_ENFORCE(pads[axis] < g.kernel[axis] && pads[spatial + axis] < g.kernel[axis],
+                   "op ", type(), ": pads ", pads, " must be smaller than the kernel ",
+                   g.kernel);
+  }
+  return g;
+}
+
+// ---- forward ----
+
+template <PoolKind kKind>
+void PoolOp<kKind>::RunOnDevice() {
+  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
+    Run<typename decltype(tag)::type>();
+  });
+}
+
+template <PoolKind kKind>
+template <typename T>
+void PoolOp<kKind>::Run() {
+  const Tensor& X = Input(0);
+  const ConvPoolGeometry g = PoolGeometry(X);
+  const Pool3 s = ToPool3(g);
+  const int64_t N = g.batch, C = g.channels;
+  const int64_t kernel_size = s.kernel[0] * s.kernel[1] * s.kernel[2];
+  Tensor* Y = Output(0);
+  Y->Resize(g.OutputDims(C));
+  const T* x = X.data<T>();
+  T* y = Y->mutable_data<T>();
+  const bool include_pad = count_include_pad();
+  auto divisor = [&](const Range& d, const Range& h, const Range& w) {
+    return static_cast<T>(include_pad ? kernel_size : WindowCount(d, h, w));
+  };
+  if (g.order == StorageOrder::kNCHW) {
+    for (int64_t plane = 0; plane < N * C; ++plane) {
+      const T* xp = x + plane * s.in_size();
+      T* yp = y + plane * s.out_size();
+      ForEachWindow(s, [&](int64_t o, const Range& d, const Range& h, const Range& w) {
+        if (kKind == PoolKind::kMax) {
+          T best = std::numeric_limits<T>::lowest();
+          ForEachInWindow(s, d, h, w, [&](int64_t i) { best = std::max(best, xp[i]); });
+          yp[o] = WindowCount(d, h, w) > 0 ? best : T(0);
+        } else {
+          T sum = 0;
+          ForEachInWindow(s, d, h, w, [&](int64_t i) { sum += xp[i]; });
+          yp[o] = WindowCount(d, h, w) > 0 ? sum / divisor(d, h, w) : T(0);
+        }
+      });
+    }
+    return;
+  }
+  // NHWC: each window position contributes a contiguous vector of C values.
+  for (int64_t n = 0; n < N; ++n) {
+    const T* xn = x + n * s.in_size() * C;
+    T* yn = y + n * s.out_size() * C;
+    ForEachWindow(s, [&](int64_t o, const Range& d, const Range& h, const Range& w) {
+      T* yo = yn + o * C;
+      const bool empty = WindowCount(d, h, w) == 0;
+      std::fill(yo, yo + C, kKind == PoolKind::kMax && !empty
+                                ? std::numeric_limits<T>::lowest()
+                                : T(0));
+      ForEachInWindow(s, d, h, w, [&](int64_t i) {
+        const T* xi = xn + i * C;
+        for (int64_t c = 0; c < C; ++c) {
+          yo[c] = kKind == PoolKind::kMax ? std::max(yo[c], xi[c]) : yo[c] + xi[c];
+        }
+      });
+      if (kKind == PoolKind::kAverage && !empty) {
+        const T scale = T(1) / divisor(d, h, w);
+        for (int64_t c = 0; c < C; ++c) yo[c] *= scale;
+      }
+    });
+  }
+}
+
+// ---- gradient ----
+
+template <PoolKind kKind>
+void PoolGradientOp<kKind>::RunOnDevice() {
+  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
+    Run<typename decltype(tag)::type>();
+  });
+}
+
+template <PoolKind kKind>
+template <typename T>
+void PoolGradientOp<kKind>::Run() {
+  const Tensor& X = Input(0);
+  const Tensor& Y = Input(1);
+  const Tensor& dY = Input(2);
+  const ConvPoolGeometry g = PoolGeometry(X);
+  const Pool3 s = ToPool3(g);
+  const int64_t N = g.batch, C = g.channels;
+  const std::vector<int64_t> y_dims = g.OutputDims(C);
+  for (int k = 1; k <= 2; ++k) {
+    const Tensor& t = Input(k);
+    DOPPIO_ENFORCE(t.dims() == y_dims && t.dtype() == X.dtype(), "op ", type(), ": '",
+                   input_name(k), "' is ", t.DebugString(), " but pooling '", input_name(0),
+                   "' (", X.DebugString(), ") gives ", DataTypeName(X.dtype()), y_dims);
+  }
+  const int64_t kernel_size = s.kernel[0] * s.kernel[1] * s.kernel[2];
+  const bool include_pad = count_include_pad();
+  const T* x = X.data<T>();
+  const T* y = Y.data<T>();
+  const T* dy = dY.data<T>();
+  Tensor* dX = Output(0);
+  dX->Resize(X.dims());
+  T* dx = dX->mutable_data<T>();
+  std::fill(dx, dx + X.numel(), T(0));
+  auto scale_of = [&](const Range& d, const Range& h, const Range& w) {
+    const int64_t count = include_pad ? kernel_size : WindowCount(d, h, w);
+    return count > 0 ? T(1) / static_cast<T>(count) : T(0);
+  };
+  if (g.order == StorageOrder::kNCHW) {
+    for (int64_t plane = 0; plane < N * C; ++plane) {
+      const T* xp = x + plane * s.in_size();
+      T* dxp = dx + plane * s.in_size();
+      const T* yp = y + plane * s.out_size();
+      const T* dyp = dy + plane * s.out_size();
+      ForEachWindow(s, [&](int64_t o, const Range& d, const Range& h, const Range& w) {
+        if (kKind == PoolKind::kMax) {
+          const T top = yp[o], g = dyp[o];
+          ForEachInWindow(s, d, h, w, [&](int64_t i) { dxp[i] += IfEqual(xp[i], top, g); });
+        } else {
+          const T share = dyp[o] * scale_of(d, h, w);
+          ForEachInWindow(s, d, h, w, [&](int64_t i) { dxp[i] += share; });
+        }
+      });
+    }
+    return;
+  }
+  for (int64_t n = 0; n < N; ++n) {
+    const T* xn = x + n * s.in_size() * C;
+    T* dxn = dx + n * s.in_size() * C;
+    const T* yn = y + n * s.out_size() * C;
+    const T* dyn = dy + n * s.out_size() * C;
+    ForEachWindow(s, [&](int64_t o, const Range& d, const Range& h, const Range& w) {
+      const T* yo = yn + o * C;
+      const T* dyo = dyn + o * C;
+      const T scale = scale_of(d, h, w);
+      ForEachInWindow(s, d, h, w, [&](int64_t i) {
+        T* dxi = dxn + i * C;
+        const T* xi = xn + i * C;
+        for (int64_t c = 0; c < C; ++c) {
+          if (kKind == PoolKind::kMax) {
+            dxi[c] += IfEqual(xi[c], yo[c], dyo[c]);
+          } else {
+            dxi[c] += dyo[c] * scale;
+          }
+        }
+      });
+    });
+  }
+}
+
+// ---- registration ----
+
+using MaxPoolOp = PoolOp<PoolKind::kMax>;
+using AveragePoolOp = PoolOp<PoolKind::kAverage>;
+using MaxPoolGradientOp = PoolGradientOp<PoolKind::kMax>;
+using AveragePoolGradientOp = PoolGradientOp<PoolKind::kAverage>;
+
+REGISTER_CPU_OPERATOR(AveragePool, AveragePoolOp);
+REGISTER_CPU_OPERATOR(AveragePool1D, AveragePoolOp);
+REGISTER_CPU_OPERATOR(AveragePool2D, AveragePoolOp);
+REGISTER_CPU_OPERATOR(AveragePool3D, AveragePoolOp);
+REGISTER_CPU_OPERATOR(MaxPool, MaxPoolOp);
+REGISTER_CPU_OPERATOR(MaxPool1D, MaxPoolOp);
+REGISTER_CPU_OPERATOR(MaxPool2D, MaxPoolOp);
+REGISTER_CPU_OPERATOR(MaxPool3D, MaxPoolOp);
+REGISTER_CPU_OPERATOR(AveragePoolGradient, AveragePoolGradientOp);
+REGISTER_CPU_OPERATOR(AveragePool1DGradient, AveragePoolGradientOp);
+REGISTER_CPU_OPERATOR(AveragePool2DGradient, AveragePoolGradientOp);
+REGISTER_CPU_OPERATOR(AveragePool3DGradient, AveragePoolGradientOp);
+REGISTER_CPU_OPERATOR(MaxPoolGradient, MaxPoolGradientOp);
+REGISTER_CPU_OPERATOR(MaxPool1DGradient, MaxPoolGradientOp);
+REGISTER_CPU_OPERATOR(MaxPool2DGradient, MaxPoolGradientOp);
+REGISTER_CPU_OPERATOR(MaxPool3DGradient, MaxPoolGradientOp);
+
+namespace {
+
+void PoolArgs(OpSchema& schema) {
+  schema.Arg("kernel", "(int) window size on every spatial axis; or kernels (one per "
+                       "axis), or kernel_h and kernel_w")
+      .Arg("stride", "(int, default 1) step on every axis; or strides, or stride_h/stride_w")
+      .Arg("pad", "(int, default 0) padding on both sides of every axis; or pads (begins, "
+                  "then ends), or pad_t/pad_l/pad_b/pad_r; each must be below the kernel")
+      .Arg("order", "(string, default \"NCHW\") \"NCHW\" or \"NHWC\"")
+      .Arg("legacy_pad", "(int, default 0) 1 VALID, 2 SAME, 3 CAFFE_LEGACY_POOLING")
+      .Arg("global_pooling", "(bool, default 0) pool over the whole spatial extent");
+}
+
+// `what` is "the maximum" or "the average"; `dims` names the rank restriction.
+std::function<void(OpSchema&)> ForwardSchema(const std::string& what,
+                                             const std::string& dims) {
+  return [what, dims](OpSchema& schema) {
+    schema.NumInputs(1)
+        .NumOutputs(1)
+        .TensorInferenceFunction(ConvPoolShapeInference(/*channels_from_filter=*/false))
+        .Apply(PoolArgs)
+        .Input(0, "X", "input " + dims + ", NCHW or NHWC (float32 or float64)")
+        .Output(0, "Y", "pooled output: " + what + " of each window")
+        .Doc("Takes " + what + " over sliding windows of the spatial dims of X " + dims +
+             ".");
+  };
+}
+
+void AverageArgs(OpSchema& schema) {
+  schema.Arg("count_include_pad", "(bool, default 0) 1: divide by the whole kernel size, "
+                                  "padding included; 0: by the input elements in the window");
+}
+
+void GradientSchema(OpSchema& schema) {
+  schema.NumInputs(3)
+      .NumOutputs(1)
+      .IdenticalTypeAndShape()
+      .Apply(PoolArgs)
+      .Input(0, "X", "the pooling op's input")
+      .Input(1, "Y", "the pooling op's output")
+      .Input(2, "dY", "gradient of Y")
+      .Output(0, "dX", "gradient of X")
+      .Doc("Gradient of a pooling op; takes the forward op's arguments.");
+}
+
+const char kAnyRank[] = "with 1 to 3 spatial dims";
+
+}  // namespace
+
+OPERATOR_SCHEMA(AveragePool).Apply(ForwardSchema("the average", kAnyRank)).Apply(AverageArgs);
+OPERATOR_SCHEMA(AveragePool1D).Apply(ForwardSchema("the average", "with 1 spatial dim"))
+    .Apply(AverageArgs);
+OPERATOR_SCHEMA(AveragePool2D).Apply(ForwardSchema("the average", "with 2 spatial dims"))
+    .Apply(AverageArgs);
+OPERATOR_SCHEMA(AveragePool3D).Apply(ForwardSchema("the average", "with 3 spatial dims"))
+    .Apply(AverageArgs);
+OPERATOR_SCHEMA(MaxPool).Apply(ForwardSchema("the maximum", kAnyRank));
+OPERATOR_SCHEMA(MaxPool1D).Apply(ForwardSchema("the maximum", "with 1 spatial dim"));
+OPERATOR_SCHEMA(MaxPool2D).Apply(ForwardSchema("the maximum", "with 2 spatial dims"));
+OPERATOR_SCHEMA(MaxPool3D).Apply(ForwardSchema("the maximum", "with 3 spatial dims"));
+OPERATOR_SCHEMA(AveragePoolGradient).Apply(GradientSchema).Apply(AverageArgs);
+OPERATOR_SCHEMA(AveragePool1DGradient).Apply(GradientSchema).Apply(AverageArgs);
+OPERATOR_SCHEMA(AveragePool2DGradient).Apply(GradientSchema).Apply(AverageArgs);
+OPERATOR_SCHEMA(AveragePool3DGradient).Apply(GradientSchema).Apply(AverageArgs);
+OPERATOR_SCHEMA(MaxPoolGradient).Apply(GradientSchema);
+OPERATOR_SCHEMA(MaxPool1DGradient).Apply(GradientSchema);
+OPERATOR_SCHEMA(MaxPool2DGradient).Apply(GradientSchema);
+OPERATOR_SCHEMA(MaxPool3DGradient).Apply(GradientSchema);
+
+namespace {
+
+// Every pooling op's gradient is "<type>Gradient" on (X, Y, dY).
+class GetPoolGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef(Def().type() + "Gradient", "", {I(0), O(0), GO(0)}, {GI(0)},
+                             Def().arg());
+  }
+};
+
+constexpr char kSecondOrder[] = "it is a gradient op; second derivatives are not supported";
+
+}  // namespace
+
+REGISTER_GRADIENT(AveragePool, GetPoolGradient);
+REGISTER_GRADIENT(AveragePool1D, GetPoolGradient);
+REGISTER_GRADIENT(AveragePool2D, GetPoolGradient);
+REGISTER_GRADIENT(AveragePool3D, GetPoolGradient);
+REGISTER_GRADIENT(MaxPool, GetPoolGradient);
+REGISTER_GRADIENT(MaxPool1D, GetPoolGradient);
+REGISTER_GRADIENT(MaxPool2D, GetPoolGradient);
+REGISTER_GRADIENT(MaxPool3D, GetPoolGradient);
+SHOULD_NOT_DO_GRADIENT(AveragePoolGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(AveragePool1DGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(AveragePool2DGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(AveragePool3DGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(MaxPoolGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(MaxPool1DGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(MaxPool2DGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(MaxPool3DGradient, kSecondOrder);
+
+}  // namespace doppio

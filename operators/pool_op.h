@@ -1,0 +1,58 @@
+// MaxPool and AveragePool (1-D to 3-D, NCHW or NHWC, global pooling) and
+// their gradients, as in Caffe2. The argument handling (kernel, stride,
+// pads, order, legacy_pad, global_pooling) is ConvPoolOpBase's; the
+// spelled-out variants MaxPool1D/2D/3D and AveragePool1D/2D/3D are the same
+// ops restricted to inputs with that many spatial dims.
+//
+// AveragePool divides by the number of input elements inside the window
+// unless count_include_pad=1, which divides by the full kernel size (padding
+// counted as zeros). MaxPoolGradient routes dY to every input element equal
+// to the window's maximum, as Caffe2 does.
+#pragma once
+
+#include "operators/conv_pool_op_base.h"
+
+namespace doppio {
+
+enum class PoolKind { kMax, kAverage };
+
+// The pooling checks on top of ConvPoolOpBase: dilation 1, pads smaller than
+// the kernel, and the spatial rank the op's name asks for.
+class PoolOpBase : public ConvPoolOpBase {
+ public:
+  PoolOpBase(const OperatorDef& def, Workspace* workspace);
+
+ protected:
+  ConvPoolGeometry PoolGeometry(const Tensor& X) const;
+  bool count_include_pad() const { return count_include_pad_; }
+
+ private:
+  int required_spatial_dims_;  // 0: any; 1-3 for the *1D/*2D/*3D variants
+  bool count_include_pad_;
+};
+
+// Input X; output Y.
+template <PoolKind kKind>
+class PoolOp final : public PoolOpBase {
+ public:
+  using PoolOpBase::PoolOpBase;
+  void RunOnDevice() override;
+
+ private:
+  template <typename T>
+  void Run();
+};
+
+// Inputs X, Y, dY; output dX.
+template <PoolKind kKind>
+class PoolGradientOp final : public PoolOpBase {
+ public:
+  using PoolOpBase::PoolOpBase;
+  void RunOnDevice() override;
+
+ private:
+  template <typename T>
+  void Run();
+};
+
+}  // namespace doppio

@@ -1,0 +1,343 @@
+#include "operators/softmax_with_loss_op.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "operators/activation_ops.h"
+#include "operators/loss_ops.h"
+#include "operators/softmax_op.h"
+
+namespace doppio {
+
+namespace {
+
+// The label spatial mode skips, as in Caffe2.
+constexpr int64_t kIgnoredLabel = -1;
+
+SoftmaxLossArgs ReadSoftmaxLossArgs(const OperatorBase& op) {
+  SoftmaxLossArgs args;
+  args.scale = op.GetSingleArgument<float>("scale", 1.0f);
+  args.label_prob = op.GetSingleArgument<int>("label_prob", 0) != 0;
+  args.spatial = op.GetSingleArgument<int>("spatial", 0) != 0;
+  args.axis = op.GetSingleArgument<int>("axis", 1);
+  const std::string order = op.GetSingleArgument<std::string>("order", "NCHW");
+  DOPPIO_ENFORCE(args.scale >= 0.0f, "op ", op.type(), ": argument scale is ", args.scale,
+                 "; it must be >= 0");
+  DOPPIO_ENFORCE(order == "NCHW", "op ", op.type(), ": argument order is '", order,
+                 "'; only NCHW is supported");
+  if (args.spatial) {
+    DOPPIO_ENFORCE(args.axis == 1, "op ", op.type(), ": argument axis is ", args.axis,
+                   "; spatial=1 supports only axis 1 (the channels of NCHW)");
+    DOPPIO_ENFORCE(!args.label_prob, "op ", op.type(),
+                   ": label_prob=1 is not supported with spatial=1");
+  }
+  return args;
+}
+
+// X as [outer, classes, inner]: sample (o, s) is row o * inner + s of the
+// labels and weights, and its class c sits at at(o, c, s) of X and P.
+// Without spatial, inner is 1.
+struct LossLayout {
+  int64_t outer = 1, classes = 1, inner = 1;
+  int64_t samples() const { return outer * inner; }
+  int64_t at(int64_t o, int64_t c, int64_t s) const { return (o * classes + c) * inner + s; }
+};
+
+LossLayout CheckLossInputs(const OperatorBase& op, const SoftmaxLossArgs& args,
+                           const Tensor& X, const Tensor& labels, const Tensor* weights,
+                           int weights_index) {
+  const std::string& x_name = op.input_name(0);
+  const std::string& label_name = op.input_name(1);
+  LossLayout layout;
+  if (args.spatial) {
+    DOPPIO_ENFORCE(X.ndim() == 4, "op ", op.type(), ": with spatial=1 logits '", x_name,
+                   "' must be [N, D, H, W] but have shape ", X.dims());
+    const std::vector<int64_t> want = {X.dim(0), X.dim(2), X.dim(3)};
+    DOPPIO_ENFORCE(labels.dims() == want, "op ", op.type(), ": labels '", label_name,
+                   "' have shape ", labels.dims(), "; with spatial=1 they must be [N, H, W] = ",
+                   want);
+    layout = {X.dim(0), X.dim(1), X.dim(2) * X.dim(3)};
+  } else {
+    const RowsAndCols split = SplitAtAxis(op, x_name, X, args.axis);
+    const int axis = args.axis < 0 ? args.axis + X.ndim() : args.axis;
+    layout = {split.rows, split.cols, 1};
+    const int64_t n = split.rows;
+    if (args.label_prob) {
+      const bool ok = labels.ndim() >= 2 && labels.ndim() >= axis &&
+                      labels.SizeToDim(axis) == n && labels.SizeFromDim(axis) == split.cols;
+      DOPPIO_ENFORCE(ok, "op ", op.type(), ": with label_prob=1 labels '", label_name,
+                     "' have shape ", labels.dims(), " but must have 2 or more dims and ",
+                     "split at axis ", axis, " into ", n, " rows of ", split.cols,
+                     " probabilities like logits '", x_name, "' of shape ", X.dims());
+      DOPPIO_ENFORCE(labels.dtype() == X.dtype(), "op ", op.type(),
+                     ": with label_prob=1 labels '", label_name, "' hold ",
+                     DataTypeName(labels.dtype()), " but logits '", x_name, "' hold ",
+                     DataTypeName(X.dtype()));
+    } else {
+      bool ok = false;
+      if (labels.ndim() == axis) {
+        ok = labels.numel() == n;
+      } else if (labels.ndim() > axis) {
+        ok = labels.SizeToDim(axis) == n && labels.SizeFromDim(axis) == 1;
+      }
+      DOPPIO_ENFORCE(ok, "op ", op.type(), ": labels '", label_name, "' have shape ",
+                     labels.dims(), " but logits '", x_name, "' of shape ", X.dims(), " have ", n,
+                     " rows; expected one label per row, e.g. [", n, "]");
+    }
+  }
+  if (weights != nullptr) {
+    const std::string& w_name = op.input_name(weights_index);
+    DOPPIO_ENFORCE(weights->numel() == layout.samples(), "op ", op.type(), ": weights '", w_name,
+                   "' have shape ", weights->dims(), " (", weights->numel(),
+                   " elements) but there are ", layout.samples(), " samples to weight");
+    DOPPIO_ENFORCE(weights->dtype() == X.dtype(), "op ", op.type(), ": weights '", w_name,
+                   "' hold ", DataTypeName(weights->dtype()), " but logits '", x_name,
+                   "' hold ", DataTypeName(X.dtype()));
+  }
+  return layout;
+}
+
+// Writes the softmax of sample (o, s) to p and returns its log-sum-exp, so
+// that log P_c = x_c - lse exactly (no log of an underflowed P).
+template <typename T>
+T SoftmaxOfSample(const LossLayout& layout, int64_t o, int64_t s, const T* x, T* p) {
+  T max_value = -std::numeric_limits<T>::infinity();
+  for (int64_t c = 0; c < layout.classes; ++c) {
+    max_value = std::max(max_value, x[layout.at(o, c, s)]);
+  }
+  T sum = 0;
+  for (int64_t c = 0; c < layout.classes; ++c) {
+    const int64_t at = layout.at(o, c, s);
+    p[at] = std::exp(x[at] - max_value);
+    sum += p[at];
+  }
+  for (int64_t c = 0; c < layout.classes; ++c) p[layout.at(o, c, s)] /= sum;
+  return max_value + std::log(sum);
+}
+
+// Probability rows must be distributions (Caffe2's tolerance).
+template <typename T>
+void CheckProbabilityRow(const OperatorBase& op, const LossLayout& layout, int64_t o,
+                         const T* t) {
+  double total = 0;
+  for (int64_t c = 0; c < layout.classes; ++c) {
+    const T value = t[layout.at(o, c, 0)];
+    DOPPIO_ENFORCE(value >= T(0), "op ", op.type(), ": label probability ", value,
+                   " at row ", o, ", class ", c, " of '", op.input_name(1),
+                   "' is negative");
+    total += value;
+  }
+  DOPPIO_ENFORCE(std::abs(total - 1.0) < 1e-5, "op ", op.type(), ": label probabilities of row ",
+                 o, " of '", op.input_name(1), "' sum to ", total, ", not 1");
+}
+
+}  // namespace
+
+// ---- forward ----
+
+SoftmaxWithLossOp::SoftmaxWithLossOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), args_(ReadSoftmaxLossArgs(*this)) {}
+
+void SoftmaxWithLossOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& labels = Input(1);
+  const Tensor* weights = InputSize() > 2 ? &Input(2) : nullptr;
+  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const LossLayout layout = CheckLossInputs(*this, args_, X, labels, weights, 2);
+    const T* x = X.data<T>();
+    const T* w = weights != nullptr ? weights->data<T>() : nullptr;
+    Tensor* P = Output(0);
+    P->Resize(X.dims());
+    T* p = P->template mutable_data<T>();
+    double loss_sum = 0;
+    double weight_sum = 0;
+    if (args_.label_prob) {
+      const T* t = labels.data<T>();
+      for (int64_t o = 0; o < layout.outer; ++o) {
+        CheckProbabilityRow(*this, layout, o, t);
+        const T lse = SoftmaxOfSample(layout, o, 0, x, p);
+        double row_loss = 0;
+        for (int64_t c = 0; c < layout.classes; ++c) {
+          const int64_t at = layout.at(o, c, 0);
+          row_loss += static_cast<double>(t[at]) * static_cast<double>(lse - x[at]);
+        }
+        const double weight = w != nullptr ? static_cast<double>(w[o]) : 1.0;
+        loss_sum += weight * row_loss;
+        weight_sum += weight;
+      }
+    } else {
+      loss::DispatchLabelType(*this, input_name(1), labels.dtype(), [&](auto label_tag) {
+        using L = typename decltype(label_tag)::type;
+        const L* label = labels.data<L>();
+        loss::CheckLabelRange(*this, input_name(1), label, layout.samples(), layout.classes,
+                              args_.spatial, static_cast<L>(kIgnoredLabel));
+        for (int64_t o = 0; o < layout.outer; ++o) {
+          for (int64_t s = 0; s < layout.inner; ++s) {
+            const T lse = SoftmaxOfSample(layout, o, s, x, p);
+            const int64_t sample = o * layout.inner + s;
+            if (args_.spatial && label[sample] == static_cast<L>(kIgnoredLabel)) continue;
+            const double weight = w != nullptr ? static_cast<double>(w[sample]) : 1.0;
+            loss_sum += weight * static_cast<double>(lse - x[layout.at(o, label[sample], s)]);
+            weight_sum += weight;
+          }
+        }
+      });
+    }
+    Tensor* loss = Output(1);
+    loss->Resize({});
+    *loss->template mutable_data<T>() =
+        weight_sum != 0 ? static_cast<T>(args_.scale * loss_sum / weight_sum) : T(0);
+  });
+}
+
+// ---- gradient ----
+
+SoftmaxWithLossGradientOp::SoftmaxWithLossGradientOp(const OperatorDef& def,
+                                                     Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), args_(ReadSoftmaxLossArgs(*this)) {}
+
+void SoftmaxWithLossGradientOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& labels = Input(1);
+  const bool weighted = InputSize() == 5;
+  const Tensor* weights = weighted ? &Input(2) : nullptr;
+  const int p_index = InputSize() - 2;
+  const Tensor& P = Input(p_index);
+  const Tensor& d_loss = Input(InputSize() - 1);
+  DOPPIO_ENFORCE(P.dims() == X.dims() && P.dtype() == X.dtype(), "op ", type(), ": softmax '",
+                 input_name(p_index), "' is ", P.DebugString(), " but logits '", input_name(0),
+                 "' are ", X.DebugString());
+  DOPPIO_ENFORCE(d_loss.numel() == 1 && d_loss.dtype() == X.dtype(), "op ", type(),
+                 ": loss gradient '", input_name(InputSize() - 1), "' is ",
+                 d_loss.DebugString(), "; expected one ", DataTypeName(X.dtype()));
+  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const LossLayout layout = CheckLossInputs(*this, args_, X, labels, weights, 2);
+    const T* p = P.data<T>();
+    const T* w = weights != nullptr ? weights->data<T>() : nullptr;
+    Tensor* dX = Output(0);
+    dX->Resize(X.dims());
+    T* dx = dX->template mutable_data<T>();
+    // Caffe2's normalizer: the weights of the samples that count.
+    auto gradient = [&](auto counted, auto target) {
+      double weight_sum = 0;
+      for (int64_t sample = 0; sample < layout.samples(); ++sample) {
+        if (counted(sample)) weight_sum += w != nullptr ? static_cast<double>(w[sample]) : 1.0;
+      }
+      const double coefficient =
+          weight_sum != 0 ? args_.scale * static_cast<double>(*d_loss.data<T>()) / weight_sum
+                          : 0.0;
+      for (int64_t o = 0; o < layout.outer; ++o) {
+        for (int64_t s = 0; s < layout.inner; ++s) {
+          const int64_t sample = o * layout.inner + s;
+          const bool counts = counted(sample);
+          const double weight = w != nullptr ? static_cast<double>(w[sample]) : 1.0;
+          const T factor = counts ? static_cast<T>(coefficient * weight) : T(0);
+          for (int64_t c = 0; c < layout.classes; ++c) {
+            const int64_t at = layout.at(o, c, s);
+            dx[at] = factor * (p[at] - target(o, c, s));
+          }
+        }
+      }
+    };
+    if (args_.label_prob) {
+      const T* t = labels.data<T>();
+      gradient([](int64_t) { return true; },
+               [&](int64_t o, int64_t c, int64_t s) { return t[layout.at(o, c, s)]; });
+      return;
+    }
+    loss::DispatchLabelType(*this, input_name(1), labels.dtype(), [&](auto label_tag) {
+      using L = typename decltype(label_tag)::type;
+      const L* label = labels.data<L>();
+      loss::CheckLabelRange(*this, input_name(1), label, layout.samples(), layout.classes,
+                            args_.spatial, static_cast<L>(kIgnoredLabel));
+      const bool spatial = args_.spatial;
+      gradient(
+          [&](int64_t sample) {
+            return !(spatial && label[sample] == static_cast<L>(kIgnoredLabel));
+          },
+          [&](int64_t o, int64_t c, int64_t s) {
+            return label[o * layout.inner + s] == static_cast<L>(c) ? T(1) : T(0);
+          });
+    });
+  });
+}
+
+// ---- registration ----
+
+REGISTER_CPU_OPERATOR(SoftmaxWithLoss, SoftmaxWithLossOp);
+REGISTER_CPU_OPERATOR(SoftmaxWithLossGradient, SoftmaxWithLossGradientOp);
+
+namespace {
+
+void SoftmaxLossArgDocs(OpSchema& schema) {
+  schema.Arg("scale", "(float, default 1.0) multiplies the loss; must be >= 0")
+      .Arg("label_prob", "(int, default 0) 1: labels are probability rows, not classes")
+      .Arg("spatial", "(int, default 0) 1: X is [N, D, H, W], one softmax per pixel, labels "
+                      "[N, H, W] with -1 ignored")
+      .Arg("axis", "(int, default 1) X is split at axis into rows and classes")
+      .Arg("order", "(string, default NCHW) only NCHW is supported");
+}
+
+}  // namespace
+
+OPERATOR_SCHEMA(SoftmaxWithLoss)
+    .NumInputs(2, 3)
+    .NumOutputs(2)
+    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
+      TensorShape loss;
+      loss.set_data_type(in.at(0).data_type());
+      return std::vector<TensorShape>{in.at(0), loss};
+    })
+    .Apply(SoftmaxLossArgDocs)
+    .Input(0, "logits", "unscaled log probabilities, float32/float64")
+    .Input(1, "labels", "int32/int64 classes in [0, D), or probability rows with label_prob=1")
+    .Input(2, "weight_tensor", "optional weight per row (per pixel with spatial=1)")
+    .Output(0, "softmax", "softmax of the logits, of their shape")
+    .Output(1, "loss", "scale * weighted mean cross entropy, a scalar")
+    .Doc("Softmax followed by cross-entropy against the labels, computed together for "
+         "numerical stability; the loss is the weighted mean over rows, times scale.");
+
+OPERATOR_SCHEMA(SoftmaxWithLossGradient)
+    .NumInputs(4, 5)
+    .NumOutputs(1)
+    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
+      return std::vector<TensorShape>{in.at(0)};
+    })
+    .Apply(SoftmaxLossArgDocs)
+    .Input(0, "X", "the forward logits")
+    .Input(1, "labels", "the forward labels")
+    .Input(2, "weight_tensor", "the forward weights, when given (then P and d_loss shift by 1)")
+    .Input(3, "P", "the forward softmax output")
+    .Input(4, "d_loss", "gradient of the loss (one element)")
+    .Output(0, "dX", "gradient of the logits")
+    .Doc("Gradient of SoftmaxWithLoss for the logits: (P - target) * weight, times "
+         "scale * d_loss over the weight sum.");
+
+namespace {
+
+class GetSoftmaxWithLossGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    std::vector<std::string> inputs = {I(0), I(1)};
+    if (Def().input_size() == 3) inputs.push_back(I(2));
+    inputs.push_back(O(0));
+    inputs.push_back(GO(1));
+    return SingleGradientDef("SoftmaxWithLossGradient", "", inputs, {GI(0)}, Def().arg());
+  }
+};
+
+}  // namespace
+
+REGISTER_GRADIENT(SoftmaxWithLoss, GetSoftmaxWithLossGradient);
+SHOULD_NOT_DO_GRADIENT(SoftmaxWithLossGradient,
+                       "it is a gradient op; second derivatives are not supported");
+
+}  // namespace doppio

@@ -1,0 +1,55 @@
+// Checks shared by the ops that address rows of a tensor through an index
+// tensor: Gather, ScatterAssign, the lengths reducers, the segment ops and the
+// sparse optimizers.
+//
+// Indices come from data we did not write, so every op range-checks all of
+// them before it writes anything: a bad index is an error naming the op, the
+// index blob, the position and the valid range, never a stray write.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/operator.h"
+
+namespace doppio {
+
+// Calls fn(TypeTag<int32_t>) or fn(TypeTag<int64_t>) for the dtype of input
+// `input` of `op`; any other dtype is an error naming the blob.
+template <typename Fn>
+void DispatchIndexType(const OperatorBase& op, int input, DataType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DataType::kInt32: return fn(TypeTag<int32_t>{});
+    case DataType::kInt64: return fn(TypeTag<int64_t>{});
+    default: break;
+  }
+  DOPPIO_THROW("op ", op.type(), ": '", op.input_name(input), "' holds ",
+               DataTypeName(dtype), "; indices must be int32 or int64");
+}
+
+// Throws unless indices[0..count) all lie in [0, bound), where bound is the
+// first dimension of input `bound_input`.
+template <typename Index>
+void CheckIndicesInRange(const OperatorBase& op, int indices_input, const Index* indices,
+                         int64_t count, int64_t bound, int bound_input) {
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t index = static_cast<int64_t>(indices[i]);
+    if (index < 0 || index >= bound) {
+      DOPPIO_THROW("op ", op.type(), ": index ", index, " at position ", i, " of '",
+                   op.input_name(indices_input), "' is out of range [0, ", bound,
+                   ") of the first dimension of '", op.input_name(bound_input), "'");
+    }
+  }
+}
+
+// Throws unless input `input` has at least one dimension (its rows are what
+// the op indexes).
+void EnforceHasRows(const OperatorBase& op, int input, const Tensor& tensor);
+
+// Throws unless input `input` is one-dimensional.
+void EnforceVector(const OperatorBase& op, int input, const Tensor& tensor);
+
+// dims[1:] of a tensor: the shape of one row.
+std::vector<int64_t> RowDims(const Tensor& tensor);
+
+}  // namespace doppio

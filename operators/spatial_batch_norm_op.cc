@@ -1,0 +1,494 @@
+#include "operators/spatial_batch_norm_op.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "operators/normalization_utils.h"
+
+namespace doppio {
+
+SpatialBNArgs ReadSpatialBNArgs(const OperatorBase& op) {
+  SpatialBNArgs args;
+  args.is_test = op.GetSingleArgument<bool>("is_test", false);
+  args.epsilon = op.GetSingleArgument<float>("epsilon", 1e-5f);
+  args.momentum = op.GetSingleArgument<float>("momentum", 0.9f);
+  args.channels_last = ReadChannelsLast(op);
+  args.num_batches = op.GetSingleArgument<int>("num_batches", 1);
+  DOPPIO_ENFORCE(args.epsilon > 0, "op ", op.type(), ": argument 'epsilon' is ",
+                 args.epsilon, "; it must be positive");
+  DOPPIO_ENFORCE(args.momentum >= 0 && args.momentum <= 1, "op ", op.type(),
+                 ": argument 'momentum' is ", args.momentum, "; it must lie in [0, 1]");
+  DOPPIO_ENFORCE(args.num_batches >= 1, "op ", op.type(), ": argument 'num_batches' is ",
+                 args.num_batches, "; it must be at least 1");
+  if (args.num_batches > 1) {
+    DOPPIO_ENFORCE(!args.is_test && op.InputSize() == 7, "op ", op.type(),
+                   ": num_batches=", args.num_batches,
+                   " needs training mode and 7 inputs (the last two the per-channel "
+                   "aggregates), got ",
+                   op.InputSize(), " inputs", args.is_test ? " with is_test=1" : "");
+  }
+  return args;
+}
+
+namespace {
+
+// Y = alpha[c] * X + beta[c]; Y may be X.
+template <typename T>
+void AffinePerChannel(const T* x, const std::vector<double>& alpha,
+                      const std::vector<double>& beta, int64_t batch, int64_t channels,
+                      int64_t inner, bool channels_last, T* y) {
+  if (channels_last) {
+    std::vector<T> a(alpha.begin(), alpha.end()), b(beta.begin(), beta.end());
+    for (int64_t row = 0; row < batch * inner; ++row) {
+      const T* xr = x + row * channels;
+      T* yr = y + row * channels;
+      for (int64_t c = 0; c < channels; ++c) yr[c] = a[c] * xr[c] + b[c];
+    }
+    return;
+  }
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t offset = (n * channels + c) * inner;
+      const T a = static_cast<T>(alpha[c]), b = static_cast<T>(beta[c]);
+      for (int64_t i = 0; i < inner; ++i) y[offset + i] = a * x[offset + i] + b;
+    }
+  }
+}
+
+// Sums of (p[i] - shift) and (p[i] - shift)^2 over n contiguous values.
+// Eight independent partial sums in T let the compiler vectorize; the
+// partials are short enough for float32 and are combined in double.
+template <typename T>
+void ShiftedSums(const T* p, int64_t n, T shift, double* sum, double* sumsq) {
+  constexpr int kLanes = 8;
+  T s[kLanes] = {}, q[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int k = 0; k < kLanes; ++k) {
+      const T d = p[i + k] - shift;
+      s[k] += d;
+      q[k] += d * d;
+    }
+  }
+  double total = 0, total_sq = 0;
+  for (; i < n; ++i) {
+    const double d = p[i] - shift;
+    total += d;
+    total_sq += d * d;
+  }
+  for (int k = 0; k < kLanes; ++k) {
+    total += s[k];
+    total_sq += q[k];
+  }
+  *sum = total;
+  *sumsq = total_sq;
+}
+
+// Sums of dy and dy * (x - mean) over n contiguous values, as ShiftedSums.
+template <typename T>
+void GradientSums(const T* dy, const T* x, int64_t n, T mean, double* sum,
+                  double* sum_centred) {
+  constexpr int kLanes = 8;
+  T s[kLanes] = {}, q[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int k = 0; k < kLanes; ++k) {
+      s[k] += dy[i + k];
+      q[k] += dy[i + k] * (x[i + k] - mean);
+    }
+  }
+  double total = 0, total_centred = 0;
+  for (; i < n; ++i) {
+    total += dy[i];
+    total_centred += static_cast<double>(dy[i]) * (x[i] - mean);
+  }
+  for (int k = 0; k < kLanes; ++k) {
+    total += s[k];
+    total_centred += q[k];
+  }
+  *sum = total;
+  *sum_centred = total_centred;
+}
+
+// The running statistic tensor (output `output`, the same blob as input
+// `output + 2`), made {C} and zero-filled when the blob is still empty, as
+// Caffe2 does for uninitialized running statistics.
+template <typename T>
+T* RunningStatistic(Operator<CPUContext>& op, Tensor* running, int input,
+                    int64_t channels, const char* what) {
+  if (running->numel() == 0) {
+    running->Resize({channels});
+    T* data = running->mutable_data<T>();
+    std::fill(data, data + channels, T(0));
+    return data;
+  }
+  CheckParameter(op, input, *running, channels, DataTypeFor<T>(), what);
+  running->Resize({channels});
+  return running->mutable_data<T>();
+}
+
+}  // namespace
+
+// ---- SpatialBN ----
+
+SpatialBNOp::SpatialBNOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), args_(ReadSpatialBNArgs(*this)) {
+  const int want = args_.is_test ? 1 : 5;
+  DOPPIO_ENFORCE(OutputSize() == want, "op ", type(), ": with is_test=",
+                 args_.is_test ? 1 : 0, " it has ", want, " output(s), got ", OutputSize());
+}
+
+void SpatialBNOp::RunOnDevice() {
+  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
+    Run<typename decltype(tag)::type>();
+  });
+}
+
+template <typename T>
+void SpatialBNOp::BatchMoments(const Tensor& X, int64_t batch, int64_t channels,
+                               int64_t inner, double* mean, double* var) const {
+  std::fill(mean, mean + channels, 0.0);
+  std::fill(var, var + channels, 0.0);
+  if (args_.num_batches > 1) {
+    const Tensor& sums = Input(5);
+    const Tensor& sumsq = Input(6);
+    CheckParameter(*this, 5, sums, channels, X.dtype(), "per-channel sum");
+    CheckParameter(*this, 6, sumsq, channels, X.dtype(), "per-channel sum of squares");
+    const double count = static_cast<double>(args_.num_batches) * batch * inner;
+    for (int64_t c = 0; c < channels; ++c) {
+      mean[c] = sums.data<T>()[c] / count;
+      var[c] = std::max(sumsq.data<T>()[c] / count - mean[c] * mean[c], 0.0);
+    }
+    return;
+  }
+  // One pass over X for sums of (x - shift) and its square; shifting by a
+  // value of the channel keeps the variance accurate when |mean| >> std.
+  const T* x = X.data<T>();
+  const int64_t count = batch * inner;
+  if (count == 0) return;
+  std::vector<T> shift(channels);
+  for (int64_t c = 0; c < channels; ++c) shift[c] = x[args_.channels_last ? c : c * inner];
+  std::vector<double> sum(channels, 0.0), sumsq(channels, 0.0);
+  if (args_.channels_last) {
+    for (int64_t row = 0; row < count; ++row) {
+      const T* xr = x + row * channels;
+      for (int64_t c = 0; c < channels; ++c) {
+        const T d = xr[c] - shift[c];
+        sum[c] += d;
+        sumsq[c] += d * d;
+      }
+    }
+  } else {
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t c = 0; c < channels; ++c) {
+        double run_sum, run_sumsq;
+        ShiftedSums(x + (n * channels + c) * inner, inner, shift[c], &run_sum, &run_sumsq);
+        sum[c] += run_sum;
+        sumsq[c] += run_sumsq;
+      }
+    }
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    const double shifted_mean = sum[c] / count;
+    mean[c] = shift[c] + shifted_mean;
+    var[c] = std::max(sumsq[c] / count - shifted_mean * shifted_mean, 0.0);
+  }
+}
+
+template <typename T>
+void SpatialBNOp::Run() {
+  const Tensor& X = Input(0);
+  const ChannelView view = ViewByChannel(*this, 0, X, args_.channels_last, 2);
+  const int64_t N = view.batch, C = view.channels, inner = view.inner;
+  CheckParameter(*this, 1, Input(1), C, X.dtype(), "scale");
+  CheckParameter(*this, 2, Input(2), C, X.dtype(), "bias");
+  const T* scale = Input(1).data<T>();
+  const T* bias = Input(2).data<T>();
+
+  std::vector<double> mean(C), var(C), alpha(C), beta(C);
+  if (args_.is_test) {
+    CheckParameter(*this, 3, Input(3), C, X.dtype(), "mean");
+    CheckParameter(*this, 4, Input(4), C, X.dtype(), "var");
+    for (int64_t c = 0; c < C; ++c) {
+      mean[c] = Input(3).data<T>()[c];
+      var[c] = Input(4).data<T>()[c];
+    }
+  } else {
+    T* running_mean = RunningStatistic<T>(*this, Output(1), 3, C, "running mean");
+    T* running_var = RunningStatistic<T>(*this, Output(2), 4, C, "running variance");
+    Tensor* saved_mean = Output(3);
+    Tensor* saved_inv_std = Output(4);
+    const int64_t reduce_size = static_cast<int64_t>(args_.num_batches) * N * inner;
+    if (N * inner == 0) {
+      // Nothing to normalize: no statistics, running ones unchanged.
+      for (Tensor* saved : {saved_mean, saved_inv_std}) {
+        saved->Resize({C});
+        T* data = saved->mutable_data<T>();
+        std::fill(data, data + C, T(0));
+      }
+      Output(0)->Resize(X.dims());
+      Output(0)->mutable_data<T>();
+      return;
+    }
+    DOPPIO_ENFORCE(reduce_size > 1, "op ", type(), ": training needs more than one value ",
+                   "per channel to estimate a variance, but '", input_name(0),
+                   "' has shape ", X.dims());
+    BatchMoments<T>(X, N, C, inner, mean.data(), var.data());
+    const double unbias = static_cast<double>(reduce_size) / (reduce_size - 1);
+    const double m = args_.momentum;
+    for (int64_t c = 0; c < C; ++c) {
+      running_mean[c] = static_cast<T>(m * running_mean[c] + (1 - m) * mean[c]);
+      running_var[c] = static_cast<T>(m * running_var[c] + (1 - m) * unbias * var[c]);
+    }
+    saved_mean->Resize({C});
+    saved_inv_std->Resize({C});
+    T* saved_mean_data = saved_mean->mutable_data<T>();
+    T* saved_inv_std_data = saved_inv_std->mutable_data<T>();
+    for (int64_t c = 0; c < C; ++c) {
+      saved_mean_data[c] = static_cast<T>(mean[c]);
+      saved_inv_std_data[c] = static_cast<T>(1.0 / std::sqrt(var[c] + args_.epsilon));
+    }
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    alpha[c] = scale[c] / std::sqrt(var[c] + args_.epsilon);
+    beta[c] = bias[c] - alpha[c] * mean[c];
+  }
+  Tensor* Y = Output(0);
+  Y->Resize(X.dims());
+  AffinePerChannel(X.data<T>(), alpha, beta, N, C, inner, args_.channels_last,
+                   Y->mutable_data<T>());
+}
+
+// ---- SpatialBNGradient ----
+
+SpatialBNGradientOp::SpatialBNGradientOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), args_(ReadSpatialBNArgs(*this)) {}
+
+void SpatialBNGradientOp::RunOnDevice() {
+  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
+    Run<typename decltype(tag)::type>();
+  });
+}
+
+template <typename T>
+void SpatialBNGradientOp::Run() {
+  const Tensor& X = Input(0);
+  const Tensor& scale = Input(1);
+  const Tensor& dY = Input(2);
+  const ChannelView view = ViewByChannel(*this, 0, X, args_.channels_last, 2);
+  const int64_t N = view.batch, C = view.channels, inner = view.inner;
+  CheckParameter(*this, 1, scale, C, X.dtype(), "scale");
+  DOPPIO_ENFORCE(dY.dims() == X.dims() && dY.dtype() == X.dtype(), "op ", type(),
+                 ": gradient '", input_name(2), "' is ", dY.DebugString(), " but '",
+                 input_name(0), "' is ", X.DebugString());
+  CheckParameter(*this, 3, Input(3), C, X.dtype(), args_.is_test ? "mean" : "saved mean");
+  CheckParameter(*this, 4, Input(4), C, X.dtype(),
+                 args_.is_test ? "var" : "saved inverse std");
+  const T* x = X.data<T>();
+  const T* dy = dY.data<T>();
+  const T* mean = Input(3).data<T>();
+  std::vector<double> inv_std(C);
+  for (int64_t c = 0; c < C; ++c) {
+    const double v = Input(4).data<T>()[c];
+    inv_std[c] = args_.is_test ? 1.0 / std::sqrt(v + args_.epsilon) : v;
+  }
+
+  // dbias = sum(dY), dscale = sum(dY * (X - mean)) * inv_std, per channel.
+  std::vector<double> dbias(C, 0.0), dscale(C, 0.0);
+  if (args_.num_batches > 1) {
+    CheckParameter(*this, 5, Input(5), C, X.dtype(), "aggregated scale gradient");
+    CheckParameter(*this, 6, Input(6), C, X.dtype(), "aggregated bias gradient");
+    for (int64_t c = 0; c < C; ++c) {
+      dscale[c] = Input(5).data<T>()[c] / args_.num_batches;
+      dbias[c] = Input(6).data<T>()[c] / args_.num_batches;
+    }
+  } else if (args_.channels_last) {
+    for (int64_t row = 0; row < N * inner; ++row) {
+      const T* xr = x + row * C;
+      const T* dyr = dy + row * C;
+      for (int64_t c = 0; c < C; ++c) {
+        dbias[c] += dyr[c];
+        dscale[c] += dyr[c] * (xr[c] - mean[c]);
+      }
+    }
+    for (int64_t c = 0; c < C; ++c) dscale[c] *= inv_std[c];
+  } else {
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t offset = (n * C + c) * inner;
+        double sum, sum_centred;
+        GradientSums(dy + offset, x + offset, inner, mean[c], &sum, &sum_centred);
+        dbias[c] += sum;
+        dscale[c] += sum_centred;
+      }
+    }
+    for (int64_t c = 0; c < C; ++c) dscale[c] *= inv_std[c];
+  }
+
+  // dX = a * dY + b * X + g per channel. Training also flows through the
+  // batch mean and variance: with M values per channel,
+  //   dX = scale * inv_std * (dY - dbias / M - (X - mean) * inv_std * dscale / M).
+  std::vector<double> a(C), b(C), g(C);
+  const double M = static_cast<double>(N) * inner;
+  for (int64_t c = 0; c < C; ++c) {
+    a[c] = scale.data<T>()[c] * inv_std[c];
+    if (args_.is_test || M == 0) {
+      b[c] = 0;
+      g[c] = 0;
+    } else {
+      b[c] = -a[c] * inv_std[c] * dscale[c] / M;
+      g[c] = -b[c] * mean[c] - a[c] * dbias[c] / M;
+    }
+  }
+  // The outputs are written last: dscale/dbias may share the aggregates' blobs.
+  Tensor* dX = Output(0);
+  dX->Resize(X.dims());
+  T* dx = dX->mutable_data<T>();
+  if (args_.channels_last) {
+    for (int64_t row = 0; row < N * inner; ++row) {
+      const int64_t offset = row * C;
+      for (int64_t c = 0; c < C; ++c) {
+        dx[offset + c] = static_cast<T>(a[c] * dy[offset + c] + b[c] * x[offset + c] + g[c]);
+      }
+    }
+  } else {
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t offset = (n * C + c) * inner;
+        const T ac = static_cast<T>(a[c]), bc = static_cast<T>(b[c]), gc = static_cast<T>(g[c]);
+        for (int64_t i = 0; i < inner; ++i) {
+          dx[offset + i] = ac * dy[offset + i] + bc * x[offset + i] + gc;
+        }
+      }
+    }
+  }
+  Tensor* dScale = Output(1);
+  Tensor* dBias = Output(2);
+  dScale->Resize(scale.dims());
+  dBias->Resize(scale.dims());
+  T* dscale_data = dScale->mutable_data<T>();
+  T* dbias_data = dBias->mutable_data<T>();
+  for (int64_t c = 0; c < C; ++c) {
+    dscale_data[c] = static_cast<T>(dscale[c]);
+    dbias_data[c] = static_cast<T>(dbias[c]);
+  }
+}
+
+// ---- registration ----
+
+REGISTER_CPU_OPERATOR(SpatialBN, SpatialBNOp);
+REGISTER_CPU_OPERATOR(SpatialBNGradient, SpatialBNGradientOp);
+
+namespace {
+
+std::vector<TensorShape> SpatialBNShapeInference(const OperatorDef& def,
+                                                 const std::vector<TensorShape>& in) {
+  ArgumentHelper args(def);
+  if (args.GetSingle<bool>("is_test", false)) return {in.at(0)};
+  const TensorShape& X = in.at(0);
+  const bool channels_last = args.GetSingle<std::string>("order", "NCHW") == "NHWC";
+  TensorShape per_channel;
+  per_channel.set_data_type(X.data_type());
+  if (X.dims_size() >= 2) per_channel.add_dims(X.dims(channels_last ? X.dims_size() - 1 : 1));
+  return {X, per_channel, per_channel, per_channel, per_channel};
+}
+
+void SpatialBNCommonArgs(OpSchema& schema) {
+  schema.Arg("is_test", "(int, default 0) nonzero: normalize with the given mean/var")
+      .Arg("epsilon", "(float, default 1e-5) added to the variance before the square root")
+      .Arg("order", "(string, default \"NCHW\") \"NCHW\" or \"NHWC\"")
+      .Arg("num_batches",
+           "(int, default 1) >1: statistics come from per-channel aggregates over that "
+           "many batches (inputs sums/sumsq, or dscale/dbias sums in the gradient)");
+}
+
+}  // namespace
+
+OPERATOR_SCHEMA(SpatialBN)
+    .NumInputs(std::set<int>{5, 7})
+    .NumOutputs(std::set<int>{1, 5})
+    .AllowInplace({{0, 0}, {5, 3}, {6, 4}})
+    .EnforceInplace({{3, 1}, {4, 2}})
+    .TensorInferenceFunction(SpatialBNShapeInference)
+    .Apply(SpatialBNCommonArgs)
+    .Arg("momentum",
+         "(float, default 0.9) running = momentum * running + (1 - momentum) * batch")
+    .Input(0, "X", "input of rank >= 2, NCHW or NHWC (float32 or float64)")
+    .Input(1, "scale", "per-channel scale, C elements")
+    .Input(2, "bias", "per-channel bias, C elements")
+    .Input(3, "mean", "running mean (training, updated in place) or the mean to use (test)")
+    .Input(4, "var", "running variance (training, updated in place) or the variance (test)")
+    .Input(5, "sums", "(optional, num_batches > 1) per-channel sums of X over the batches")
+    .Input(6, "sumsq", "(optional, num_batches > 1) per-channel sums of X^2")
+    .Output(0, "Y", "normalized X, of X's shape")
+    .Output(1, "mean", "(training) the updated running mean, in place on input 3")
+    .Output(2, "var", "(training) the updated running variance (unbiased), in place on input 4")
+    .Output(3, "saved_mean", "(training) the batch mean, for the gradient")
+    .Output(4, "saved_var", "(training) the batch's 1 / sqrt(var + epsilon), for the gradient")
+    .Doc("Batch normalization per channel: Y = (X - mean) / sqrt(var + epsilon) * scale "
+         "+ bias. Training uses the batch's statistics and updates the running ones; "
+         "is_test=1 uses inputs mean and var.");
+
+OPERATOR_SCHEMA(SpatialBNGradient)
+    .NumInputs(std::set<int>{5, 7})
+    .NumOutputs(3)
+    .AllowInplace({{5, 1}, {6, 2}})
+    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
+      TensorShape per_channel = in.at(1);
+      per_channel.set_data_type(in.at(0).data_type());
+      return std::vector<TensorShape>{in.at(0), per_channel, per_channel};
+    })
+    .Apply(SpatialBNCommonArgs)
+    .Input(0, "X", "SpatialBN's input")
+    .Input(1, "scale", "SpatialBN's scale")
+    .Input(2, "dY", "gradient of SpatialBN's output")
+    .Input(3, "saved_mean", "SpatialBN's saved mean (is_test=1: its mean input)")
+    .Input(4, "saved_inv_std", "SpatialBN's saved inverse std (is_test=1: its var input)")
+    .Input(5, "dscale_sum", "(optional, num_batches > 1) aggregated scale gradient")
+    .Input(6, "dbias_sum", "(optional, num_batches > 1) aggregated bias gradient")
+    .Output(0, "dX", "gradient of X")
+    .Output(1, "dscale", "gradient of scale")
+    .Output(2, "dbias", "gradient of bias")
+    .Doc("Gradient of SpatialBN with respect to X, scale and bias.");
+
+namespace {
+
+class GetSpatialBNGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    ArgumentHelper args(Def());
+    const bool is_test = args.GetSingle<bool>("is_test", false);
+    const int num_batches = args.GetSingle<int>("num_batches", 1);
+    std::vector<std::string> inputs;
+    if (is_test) {
+      DOPPIO_ENFORCE(Def().input_size() == 5 && Def().output_size() == 1,
+                     "SpatialBN with is_test=1 needs 5 inputs and 1 output to be "
+                     "differentiated");
+      inputs = {I(0), I(1), GO(0), I(3), I(4)};
+    } else if (num_batches > 1) {
+      DOPPIO_ENFORCE(Def().input_size() == 7 && Def().output_size() == 5,
+                     "SpatialBN with num_batches > 1 needs 7 inputs and 5 outputs");
+      inputs = {I(0), I(1), GO(0), O(3), O(4), GI(1), GI(2)};
+    } else {
+      DOPPIO_ENFORCE(Def().input_size() == 5 && Def().output_size() == 5,
+                     "SpatialBN in training needs 5 inputs and 5 outputs to be "
+                     "differentiated");
+      inputs = {I(0), I(1), GO(0), O(3), O(4)};
+    }
+    // is_test, epsilon, order and num_batches travel along.
+    return SingleGradientDef("SpatialBNGradient", "", inputs, {GI(0), GI(1), GI(2)},
+                             Def().arg());
+  }
+};
+
+}  // namespace
+
+REGISTER_GRADIENT(SpatialBN, GetSpatialBNGradient);
+SHOULD_NOT_DO_GRADIENT(SpatialBNGradient,
+                       "it is a gradient op; second derivatives are not supported");
+
+}  // namespace doppio

@@ -1,0 +1,68 @@
+"""Cast against numpy's astype."""
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import given
+
+import op_harness as h
+
+# TensorProto.DataType values and names.
+TYPES = {
+    np.float32: (1, "FLOAT"), np.int32: (2, "INT32"), np.bool_: (5, "BOOL"),
+    np.uint8: (6, "UINT8"), np.int8: (7, "INT8"), np.uint16: (8, "UINT16"),
+    np.int16: (9, "INT16"), np.int64: (10, "INT64"), np.float16: (12, "FLOAT16"),
+    np.float64: (13, "DOUBLE"),
+}
+types = st.sampled_from(sorted(TYPES, key=lambda t: TYPES[t][0]))
+
+
+@given(h.dims(0, 3), types, types, st.booleans(), st.data())
+def test_cast_matches_numpy(shape, source, target, by_name, data):
+    # Values every type holds exactly, so numpy's astype is the reference.
+    x = data.draw(h.arrays(tuple(shape), np.int64, elements=st.integers(0, 100))).astype(source)
+    number, name = TYPES[target]
+    to = name.lower() if by_name else number
+    op = h.make_op("Cast", ["X"], ["Y"], to=to)
+    h.check_output(op, [x], lambda x: x.astype(target), output_dtypes=[target])
+    h.check_device(op, [x])
+
+
+def test_float_to_int_truncates_and_saturates():
+    x = np.array([1.7, -1.7, 3e9, -3e9, np.nan, 255.9, -1.0], np.float32)
+    got = h.run_op(h.make_op("Cast", ["X"], ["Y"], to=2), [x])[0]
+    np.testing.assert_array_equal(got, [1, -1, 2147483647, -2147483648, 0, 255, -1])
+    got = h.run_op(h.make_op("Cast", ["X"], ["Y"], to="uint8"), [x])[0]
+    np.testing.assert_array_equal(got, [1, 0, 255, 0, 0, 255, 0])
+    got = h.run_op(h.make_op("Cast", ["X"], ["Y"], to="bool"), [np.array([0.0, -0.5, 2.0])])[0]
+    np.testing.assert_array_equal(got, [False, True, True])
+
+
+def test_cast_to_string():
+    got = h.run_op(h.make_op("Cast", ["X"], ["Y"], to="STRING"), [np.array([1, -2], np.int32)])[0]
+    assert list(got) == [b"1", b"-2"]
+
+
+def test_gradient_casts_back():
+    op = h.make_op("Cast", ["X"], ["Y"], to=1, from_type="DOUBLE")
+    ops, grads = h.gradient_ops(op)
+    args = {a.name: a.i for a in ops[0].arg}
+    assert ops[0].type == "Cast" and args == {"to": 13, "from_type": 1}
+    x = np.random.RandomState(0).uniform(-1, 1, (2, 3)).astype(np.float64)
+    h.check_gradient(h.make_op("Cast", ["X"], ["Y"], to=13, from_type=13), [x], [0])
+    with pytest.raises(RuntimeError, match="from_type"):
+        h.gradient_ops(h.make_op("Cast", ["X"], ["Y"], to=1))
+
+
+def test_bad_types():
+    x = np.zeros(3, np.float32)
+    h.assert_op_error(h.make_op("Cast", ["X"], ["Y"], to=99), [x], "'to'", "99")
+    h.assert_op_error(h.make_op("Cast", ["X"], ["Y"], to="complex"), [x], "'to'", "complex")
+    h.assert_op_error(h.make_op("Cast", ["X"], ["Y"], to=0), [x], "'to'")
+    h.assert_op_error(h.make_op("Cast", ["X"], ["Y"], to=3), [x], "BYTE")
+    h.assert_op_error(h.make_op("Cast", ["X"], ["Y"]), [x], "'to'")
+    h.assert_op_error(h.make_op("Cast", ["S"], ["Y"], to=1), [np.array(["1"], object)],
+                      "'S'", "strings")
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

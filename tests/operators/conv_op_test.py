@@ -1,0 +1,415 @@
+"""Conv, ConvGradient, ConvTranspose and ConvTransposeGradient against numpy.
+
+The references below slide explicit windows over a zero-padded input (and,
+for the transposed op, scatter every input value times the filter onto the
+output), so they share nothing with the im2col + GEMM or oneDNN code paths.
+"""
+import itertools
+
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import given
+
+import op_harness as h
+
+
+# ------------------------------------------------------------------ references
+
+
+def _to_channels_first(array, order):
+    return np.moveaxis(array, -1, 1) if order == "NHWC" else array
+
+
+def _from_channels_first(array, order):
+    return np.moveaxis(array, 1, -1) if order == "NHWC" else array
+
+
+def conv_reference(x, w, b, stride, pads, dilation, group, order):
+    """Direct N-d convolution (cross-correlation) in float64."""
+    x = _to_channels_first(x, order).astype(np.float64)
+    w = _to_channels_first(w, order).astype(np.float64)
+    nd = x.ndim - 2
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    kernel = w.shape[2:]
+    padded = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[nd + i]) for i in range(nd)])
+    out = [(padded.shape[2 + i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+           for i in range(nd)]
+    y = np.zeros((n, m) + tuple(out))
+    cg, mg = c // group, m // group
+    for g in range(group):
+        wg = w[g * mg:(g + 1) * mg]
+        for pos in itertools.product(*[range(o) for o in out]):
+            window = tuple(
+                slice(pos[i] * stride[i], pos[i] * stride[i] + dilation[i] * (kernel[i] - 1) + 1,
+                      dilation[i]) for i in range(nd))
+            patch = padded[(slice(None), slice(g * cg, (g + 1) * cg)) + window]
+            y[(slice(None), slice(g * mg, (g + 1) * mg)) + pos] = np.tensordot(
+                patch, wg, axes=(list(range(1, nd + 2)), list(range(1, nd + 2))))
+    if b is not None:
+        y += b.reshape((1, m) + (1,) * nd)
+    return _from_channels_first(y, order)
+
+
+def conv_transpose_reference(x, w, b, stride, pads, adj, dilation, group, order):
+    """Scatters x[n, c, pos] * w[c, :, ...] onto the output, then crops."""
+    x = _to_channels_first(x, order).astype(np.float64)
+    w = _to_channels_first(w, order).astype(np.float64)
+    nd = x.ndim - 2
+    n, c = x.shape[:2]
+    mg = w.shape[1]
+    kernel = w.shape[2:]
+    full = [(x.shape[2 + i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + adj[i]
+            for i in range(nd)]
+    y = np.zeros((n, mg * group) + tuple(full))
+    cg = c // group
+    for g in range(group):
+        wg = w[g * cg:(g + 1) * cg]
+        for pos in itertools.product(*[range(s) for s in x.shape[2:]]):
+            window = tuple(
+                slice(pos[i] * stride[i], pos[i] * stride[i] + dilation[i] * (kernel[i] - 1) + 1,
+                      dilation[i]) for i in range(nd))
+            values = x[(slice(None), slice(g * cg, (g + 1) * cg)) + pos]
+            y[(slice(None), slice(g * mg, (g + 1) * mg)) + window] += np.tensordot(
+                values, wg, axes=([1], [0]))
+    crop = tuple(slice(pads[i], full[i] - pads[nd + i]) for i in range(nd))
+    y = y[(slice(None), slice(None)) + crop]
+    if b is not None:
+        y = y + b.reshape((1, -1) + (1,) * nd)
+    return _from_channels_first(y, order)
+
+
+# ------------------------------------------------------------------ strategies
+
+
+@st.composite
+def conv_cases(draw, max_spatial=3, small=False):
+    """A random convolution: shapes, arguments (in one of Caffe2's argument
+    spellings) and the per-axis values the reference needs."""
+    nd = draw(st.integers(1, max_spatial))
+    order = draw(st.sampled_from(["NCHW", "NHWC"]))
+    group = draw(st.sampled_from([1, 1, 2]))
+    cg = draw(st.integers(1, 2))
+    mg = draw(st.integers(1, 2))
+    max_kernel = 2 if (nd == 3 or small) else 3
+    kernel = [draw(st.integers(1, max_kernel)) for _ in range(nd)]
+    stride = [draw(st.integers(1, 2)) for _ in range(nd)]
+    dilation = [draw(st.integers(1, 2)) for _ in range(nd)]
+    pads = [draw(st.integers(0, 2)) for _ in range(2 * nd)]
+    sizes = []
+    for i in range(nd):
+        reach = dilation[i] * (kernel[i] - 1) + 1
+        low = max(1, reach - pads[i] - pads[nd + i])
+        high = low + (1 if nd == 3 or small else 3)
+        sizes.append(draw(st.integers(low, high)))
+    batch = draw(st.integers(1, 2))
+    has_bias = draw(st.booleans())
+    c, m = cg * group, mg * group
+    if order == "NCHW":
+        x_shape = [batch, c] + sizes
+        w_shape = [m, cg] + kernel
+    else:
+        x_shape = [batch] + sizes + [c]
+        w_shape = [m] + kernel + [cg]
+
+    args = {"order": order}
+    if group != 1 or draw(st.booleans()):
+        args["group"] = group
+    spelling = draw(st.sampled_from(["repeated", "scalar", "hw"]))
+    if spelling == "hw" and nd == 2:
+        args.update(kernel_h=kernel[0], kernel_w=kernel[1], stride_h=stride[0],
+                    stride_w=stride[1], pad_t=pads[0], pad_l=pads[1], pad_b=pads[2],
+                    pad_r=pads[3], dilation_h=dilation[0], dilation_w=dilation[1])
+    else:
+        # Scalar spellings only where every axis agrees; otherwise lists.
+        for scalar, plural, values in (("kernel", "kernels", kernel),
+                                       ("stride", "strides", stride),
+                                       ("pad", "pads", pads),
+                                       ("dilation", "dilations", dilation)):
+            if spelling == "scalar" and len(set(values)) == 1:
+                args[scalar] = values[0]
+            elif scalar == "kernel" and draw(st.booleans()):
+                pass  # Conv infers the kernel from the filter
+            else:
+                args[plural] = values
+    return dict(nd=nd, order=order, group=group, kernel=kernel, stride=stride,
+                dilation=dilation, pads=pads, x_shape=x_shape, w_shape=w_shape,
+                has_bias=has_bias, m=m, args=args)
+
+
+def _inputs(data, case, dtype):
+    x = data.draw(h.arrays(tuple(case["x_shape"]), dtype))
+    w = data.draw(h.arrays(tuple(case["w_shape"]), dtype))
+    inputs = [x, w]
+    if case["has_bias"]:
+        inputs.append(data.draw(h.arrays((case["m"],), dtype)))
+    return inputs
+
+
+def _conv_op(case, engine=None, op_type="Conv"):
+    names = ["X", "w", "b"][:3 if case["has_bias"] else 2]
+    return h.make_op(op_type, names, ["Y"], engine=engine, **case["args"])
+
+
+def _conv_ref(case):
+    def reference(x, w, b=None):
+        return conv_reference(x, w, b, case["stride"], case["pads"], case["dilation"],
+                              case["group"], case["order"])
+    return reference
+
+
+# --------------------------------------------------------------------- Conv
+
+
+@given(conv_cases(), h.float_dtypes, st.data())
+def test_conv_matches_numpy(case, dtype, data):
+    inputs = _inputs(data, case, dtype)
+    for engine in (None, "IM2COL", "DNNL"):
+        op = _conv_op(case, engine)
+        h.check_output(op, inputs, _conv_ref(case), output_dtypes=[dtype],
+                       atol=1e-4 if dtype == np.float32 else 1e-10,
+                       rtol=1e-4 if dtype == np.float32 else 1e-10)
+    h.check_device(_conv_op(case), inputs, atol=1e-3, rtol=1e-3)
+
+
+@given(conv_cases(max_spatial=2, small=True), st.data())
+def test_conv_gradient(case, data):
+    inputs = _inputs(data, case, np.float64)
+    h.check_gradient(_conv_op(case), inputs, list(range(len(inputs))))
+
+
+@given(conv_cases(max_spatial=3, small=True), st.data())
+def test_conv_gradient_float32_paths_agree(case, data):
+    """float32 gradients (oneDNN by default) against the float64 im2col path."""
+    inputs = _inputs(data, case, np.float32)
+    op = _conv_op(case)
+    grad_ops, input_grads = h.gradient_ops(op)
+    results = []
+    for dtype, engine in ((np.float32, None), (np.float64, "IM2COL")):
+        typed = [x.astype(dtype) for x in inputs]
+        y = h.run_op(_conv_op(case, engine), typed)[0]
+        dy = np.linspace(-1, 1, y.size).reshape(y.shape).astype(dtype)
+        grad_op = grad_ops[0]
+        grad_op.engine = engine or ""
+        outputs = h.run_op(grad_op, typed[:2] + [dy])
+        results.append(outputs)
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("op_type,rank", [("Conv1D", 3), ("Conv2D", 4), ("Conv3D", 5)])
+def test_conv_aliases(op_type, rank):
+    rng = np.random.RandomState(rank)
+    x = rng.uniform(-1, 1, (2, 3) + (4,) * (rank - 2))
+    w = rng.uniform(-1, 1, (2, 3) + (2,) * (rank - 2))
+    b = rng.uniform(-1, 1, (2,))
+    op = h.make_op(op_type, ["X", "w", "b"], ["Y"], kernel=2, stride=2, pad=1)
+    nd = rank - 2
+    h.check_output(op, [x, w, b], lambda x, w, b: conv_reference(
+        x, w, b, [2] * nd, [1] * (2 * nd), [1] * nd, 1, "NCHW"))
+    h.check_gradient(op, [x, w, b], [0, 1, 2])
+
+
+def test_conv_reference_cnn_shape_float32():
+    """The reference CNN's second layer shape: every backend agrees with numpy."""
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-1, 1, (4, 32, 14, 14)).astype(np.float32)
+    w = rng.uniform(-0.1, 0.1, (64, 32, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, (64,)).astype(np.float32)
+    want = conv_reference(x, w, b, [1, 1], [1] * 4, [1, 1], 1, "NCHW")
+    for engine in (None, "IM2COL"):
+        op = h.make_op("Conv", ["X", "w", "b"], ["Y"], kernel=3, pad=1, engine=engine)
+        got = h.run_op(op, [x, w, b])[0]
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("engine", [None, "IM2COL"])
+def test_conv_empty_batch(engine):
+    x = np.zeros((0, 2, 4, 4), np.float32)
+    w = np.ones((3, 2, 3, 3), np.float32)
+    b = np.ones((3,), np.float32)
+    y = h.run_op(h.make_op("Conv", ["X", "w", "b"], ["Y"], engine=engine), [x, w, b])[0]
+    assert y.shape == (0, 3, 2, 2)
+    grad = h.make_op("ConvGradient", ["X", "w", "dY"], ["dw", "db", "dX"], engine=engine)
+    dw, db, dx = h.run_op(grad, [x, w, y])
+    assert dx.shape == x.shape and not dw.any() and not db.any() and dw.shape == w.shape
+
+
+def test_conv_legacy_padding():
+    rng = np.random.RandomState(1)
+    x = rng.uniform(-1, 1, (1, 2, 5, 6))
+    w = rng.uniform(-1, 1, (3, 2, 3, 2))
+    # VALID: no padding.
+    op = h.make_op("Conv", ["X", "w"], ["Y"], legacy_pad=1, stride=2)
+    h.check_output(op, [x, w], lambda x, w: conv_reference(
+        x, w, None, [2, 2], [0] * 4, [1, 1], 1, "NCHW"))
+    # SAME (stride 1): output keeps the input size, the extra pad at the end.
+    op = h.make_op("Conv", ["X", "w"], ["Y"], legacy_pad=2)
+    h.check_output(op, [x, w], lambda x, w: conv_reference(
+        x, w, None, [1, 1], [1, 0, 1, 1], [1, 1], 1, "NCHW"))
+
+
+def test_conv_gradient_maker():
+    op = h.make_op("Conv", ["X", "w"], ["Y"], kernel=3, order="NHWC")
+    grad_ops, input_grads = h.gradient_ops(op)
+    assert len(grad_ops) == 1
+    g = grad_ops[0]
+    assert g.type == "ConvGradient"
+    assert list(g.input) == ["X", "w", "Y_grad"]
+    assert list(g.output) == ["w_grad", "X_grad"]
+    args = {a.name: a for a in g.arg}
+    assert args["no_bias"].i == 1 and args["order"].s == b"NHWC" and args["kernel"].i == 3
+    assert input_grads == ["X_grad", "w_grad"]
+
+    op = h.make_op("Conv2D", ["X", "w", "b"], ["Y"], no_gradient_to_input=1)
+    grad_ops, input_grads = h.gradient_ops(op)
+    assert grad_ops[0].type == "Conv2DGradient"
+    assert list(grad_ops[0].output) == ["w_grad", "b_grad"]
+    assert input_grads[0] is None
+
+
+def test_conv_bad_input():
+    x = np.zeros((1, 3, 5, 5), np.float32)
+    w = np.zeros((4, 3, 3, 3), np.float32)
+    conv = lambda **args: h.make_op("Conv", ["X", "w"], ["Y"], **args)
+    # channel mismatch
+    h.assert_op_error(conv(), [x, np.zeros((4, 2, 3, 3), np.float32)], "'w'", "'X'",
+                      "channels per group")
+    # group does not divide the channels
+    h.assert_op_error(conv(group=2), [x, np.zeros((4, 1, 3, 3), np.float32)], "group 2",
+                      "does not divide", "'X'")
+    h.assert_op_error(conv(group=2), [np.zeros((1, 4, 5, 5), np.float32),
+                                      np.zeros((3, 2, 3, 3), np.float32)], "group 2", "'w'")
+    # kernel larger than the padded input
+    h.assert_op_error(conv(pad=0), [np.zeros((1, 3, 2, 2), np.float32), w],
+                      "larger than the padded input", "'X'")
+    # wrong rank
+    h.assert_op_error(conv(), [np.zeros((3, 5), np.float32), w], "'X'", "3 to 5 dims")
+    h.assert_op_error(conv(), [x, np.zeros((4, 3, 3), np.float32)], "'w'", "as many dims")
+    # kernel argument that contradicts the filter
+    h.assert_op_error(conv(kernel=2), [x, w], "kernel argument", "'w'")
+    h.assert_op_error(conv(kernels=[3, 3, 3]), [x, w], "kernel", "'X'")
+    # bias of the wrong size; mixed and unsupported dtypes
+    op = h.make_op("Conv", ["X", "w", "b"], ["Y"])
+    h.assert_op_error(op, [x, w, np.zeros((3,), np.float32)], "'b'", "[4]")
+    h.assert_op_error(conv(), [x, w.astype(np.float64)], "'w'", "float64")
+    h.assert_op_error(conv(), [x.astype(np.int32), w.astype(np.int32)], "'X'", "int32")
+    # bad arguments
+    h.assert_op_error(conv(order="NCWH"), [x, w], "order")
+    h.assert_op_error(conv(stride=0), [x, w], "stride")
+    h.assert_op_error(conv(pad=-1), [x, w], "pads")
+    h.assert_op_error(conv(pad=1, pads=[1, 1, 1, 1]), [x, w], "pad")
+    h.assert_op_error(conv(legacy_pad=2, pad=1), [x, w], "legacy")
+    # ConvGradient with a dY of the wrong shape
+    grad = h.make_op("ConvGradient", ["X", "w", "dY"], ["dw", "db", "dX"])
+    h.assert_op_error(grad, [x, w, np.zeros((1, 4, 2, 2), np.float32)], "'dY'", "[1, 4, 3, 3]")
+
+
+# ------------------------------------------------------------- ConvTranspose
+
+
+@st.composite
+def conv_transpose_cases(draw, max_spatial=3, small=False):
+    nd = draw(st.integers(1, max_spatial))
+    order = draw(st.sampled_from(["NCHW", "NHWC"]))
+    group = draw(st.sampled_from([1, 1, 2]))
+    cg = draw(st.integers(1, 2))
+    mg = draw(st.integers(1, 2))
+    max_kernel = 2 if (nd == 3 or small) else 3
+    kernel = [draw(st.integers(1, max_kernel)) for _ in range(nd)]
+    stride = [draw(st.integers(1, 2)) for _ in range(nd)]
+    dilation = [draw(st.sampled_from([1, 1, 2])) for _ in range(nd)]
+    adj = [draw(st.integers(0, s - 1)) for s in stride]
+    sizes = [draw(st.integers(1, 2 if (nd == 3 or small) else 4)) for _ in range(nd)]
+    pads = []
+    for i in range(nd):
+        full = (sizes[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + adj[i]
+        pads.append(draw(st.integers(0, min(2, (full - 1) // 2))))
+    pads = pads + [draw(st.integers(0, min(2, (
+        (sizes[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + adj[i] - pads[i]))))
+        for i in range(nd)]
+    batch = draw(st.integers(1, 2))
+    c = cg * group
+    if order == "NCHW":
+        x_shape = [batch, c] + sizes
+        w_shape = [c, mg] + kernel
+    else:
+        x_shape = [batch] + sizes + [c]
+        w_shape = [c] + kernel + [mg]
+    args = {"order": order, "strides": stride, "pads": pads, "adjs": adj}
+    if group != 1:
+        args["group"] = group
+    if any(d != 1 for d in dilation):
+        args["dilations"] = dilation
+    if draw(st.booleans()):
+        args["kernels"] = kernel
+    return dict(nd=nd, order=order, group=group, kernel=kernel, stride=stride, adj=adj,
+                dilation=dilation, pads=pads, x_shape=x_shape, w_shape=w_shape,
+                has_bias=draw(st.booleans()), m=mg * group, args=args)
+
+
+def _conv_transpose_op(case):
+    names = ["X", "w", "b"][:3 if case["has_bias"] else 2]
+    return h.make_op("ConvTranspose", names, ["Y"], **case["args"])
+
+
+def _conv_transpose_ref(case):
+    def reference(x, w, b=None):
+        return conv_transpose_reference(x, w, b, case["stride"], case["pads"], case["adj"],
+                                        case["dilation"], case["group"], case["order"])
+    return reference
+
+
+@given(conv_transpose_cases(), h.float_dtypes, st.data())
+def test_conv_transpose_matches_numpy(case, dtype, data):
+    inputs = _inputs(data, case, dtype)
+    op = _conv_transpose_op(case)
+    h.check_output(op, inputs, _conv_transpose_ref(case), output_dtypes=[dtype])
+    h.check_device(op, inputs, atol=1e-3, rtol=1e-3)
+
+
+@given(conv_transpose_cases(max_spatial=2, small=True), st.data())
+def test_conv_transpose_gradient(case, data):
+    inputs = _inputs(data, case, np.float64)
+    h.check_gradient(_conv_transpose_op(case), inputs, list(range(len(inputs))))
+
+
+def test_conv_transpose_caffe2_2d_args():
+    rng = np.random.RandomState(3)
+    x = rng.uniform(-1, 1, (2, 3, 3, 4))
+    w = rng.uniform(-1, 1, (3, 2, 3, 3))
+    b = rng.uniform(-1, 1, (2,))
+    op = h.make_op("ConvTranspose", ["X", "w", "b"], ["Y"], kernel=3, stride=2, pad_t=1,
+                   pad_l=0, pad_b=2, pad_r=1, adj_h=1, adj_w=0)
+    h.check_output(op, [x, w, b], lambda x, w, b: conv_transpose_reference(
+        x, w, b, [2, 2], [1, 0, 2, 1], [1, 0], [1, 1], 1, "NCHW"))
+    h.check_gradient(op, [x, w, b], [0, 1, 2])
+
+
+def test_conv_transpose_gradient_maker():
+    op = h.make_op("ConvTranspose", ["X", "w"], ["Y"], stride=2)
+    grad_ops, input_grads = h.gradient_ops(op)
+    assert [g.type for g in grad_ops] == ["ConvTransposeGradient"]
+    assert list(grad_ops[0].output) == ["w_grad", "X_grad"]
+    assert {a.name: a.i for a in grad_ops[0].arg}["no_bias"] == 1
+    assert input_grads == ["X_grad", "w_grad"]
+
+
+def test_conv_transpose_bad_input():
+    x = np.zeros((1, 3, 4, 4), np.float32)
+    w = np.zeros((3, 2, 3, 3), np.float32)
+    op = lambda **args: h.make_op("ConvTranspose", ["X", "w"], ["Y"], **args)
+    h.assert_op_error(op(), [x, np.zeros((2, 2, 3, 3), np.float32)], "'w'", "'X'",
+                      "input channels")
+    h.assert_op_error(op(group=2), [x, w], "group 2", "'X'")
+    h.assert_op_error(op(), [np.zeros((3, 4), np.float32), w], "'X'", "3 to 5 dims")
+    h.assert_op_error(op(stride=2, adj=3), [x, w], "adj")
+    h.assert_op_error(op(pad=4), [np.zeros((1, 3, 1, 1), np.float32), w], "output size")
+    h.assert_op_error(op(), [x.astype(np.int64), w.astype(np.int64)], "'X'", "int64")
+    h.assert_op_error(h.make_op("ConvTranspose", ["X", "w", "b"], ["Y"]),
+                      [x, w, np.zeros((3,), np.float32)], "'b'", "[2]")
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

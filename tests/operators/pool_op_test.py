@@ -1,0 +1,218 @@
+"""MaxPool / AveragePool (1-D to 3-D, NCHW and NHWC, global) and LRN, with
+their gradients, through the op harness against numpy."""
+import itertools
+
+import hypothesis.strategies as st
+import numpy as np
+from hypothesis import given
+
+import op_harness as h
+
+ORDERS = st.sampled_from(["NCHW", "NHWC"])
+
+
+def to_nchw(x, order):
+    return x if order == "NCHW" else np.moveaxis(x, -1, 1)
+
+
+def from_nchw(x, order):
+    return x if order == "NCHW" else np.moveaxis(x, 1, -1)
+
+
+def pool_reference(x, kind, kernel, stride, pads, order, count_include_pad=False):
+    """Direct loops over output positions; pads = begins then ends."""
+    x = to_nchw(x.astype(np.float64), order)
+    spatial = x.shape[2:]
+    nd = len(spatial)
+    out = [(spatial[i] + pads[i] + pads[nd + i] - kernel[i]) // stride[i] + 1
+           for i in range(nd)]
+    y = np.zeros(x.shape[:2] + tuple(out))
+    axes = tuple(range(2, 2 + nd))
+    for o in itertools.product(*[range(s) for s in out]):
+        starts = [o[i] * stride[i] - pads[i] for i in range(nd)]
+        window = x[(Ellipsis,) + tuple(slice(max(s, 0), min(s + k, n))
+                                       for s, k, n in zip(starts, kernel, spatial))]
+        index = (Ellipsis,) + o
+        if kind == "Max":
+            y[index] = window.max(axis=axes)
+        else:
+            count = np.prod(kernel) if count_include_pad else np.prod(window.shape[2:])
+            y[index] = window.sum(axis=axes) / count
+    return from_nchw(y, order)
+
+
+@st.composite
+def pool_case(draw, dtype=None):
+    """A pooling op with arguments in any of Caffe2's spellings, and its
+    input and reference arguments."""
+    kind = draw(st.sampled_from(["Max", "Average"]))
+    nd = draw(st.integers(1, 3))
+    order = draw(ORDERS)
+    kernel = [draw(st.integers(1, 3)) for _ in range(nd)]
+    stride = [draw(st.integers(1, 2)) for _ in range(nd)]
+    pads = ([draw(st.integers(0, k - 1)) for k in kernel] +
+            [draw(st.integers(0, k - 1)) for k in kernel])
+    spatial = []
+    for i in range(nd):
+        low = max(1, kernel[i] - pads[i] - pads[nd + i])
+        spatial.append(draw(st.integers(low, low + 3)))
+    n, c = draw(st.integers(1, 2)), draw(st.integers(1, 3))
+    shape = [n, c] + spatial if order == "NCHW" else [n] + spatial + [c]
+    dtype = dtype or draw(h.float_dtypes)
+    x = np.random.RandomState(draw(st.integers(0, 2**31 - 1))).randn(*shape).astype(dtype)
+    args = {"order": order}
+    uniform = len(set(kernel)) == 1 and len(set(stride)) == 1 and len(set(pads)) == 1
+    if uniform and draw(st.booleans()):
+        args.update(kernel=kernel[0], stride=stride[0], pad=pads[0])
+    elif nd == 2 and draw(st.booleans()):
+        args.update(kernel_h=kernel[0], kernel_w=kernel[1], stride_h=stride[0],
+                    stride_w=stride[1], pad_t=pads[0], pad_l=pads[1], pad_b=pads[2],
+                    pad_r=pads[3])
+    else:
+        args.update(kernels=kernel, strides=stride, pads=pads)
+    include_pad = kind == "Average" and draw(st.booleans())
+    if include_pad:
+        args["count_include_pad"] = 1
+    op_type = kind + "Pool" + draw(st.sampled_from(["", "%dD" % nd]))
+    op = h.make_op(op_type, ["X"], ["Y"], **args)
+    reference = lambda x: pool_reference(x, kind, kernel, stride, pads, order, include_pad)
+    return op, x, reference
+
+
+@given(pool_case())
+def test_pool_matches_numpy(case):
+    op, x, reference = case
+    h.check_output(op, [x], reference)
+    assert h.check_inplace(op, [x]) == 0  # pooling never runs in place
+
+
+@given(pool_case(dtype=np.float64))
+def test_pool_gradient(case):
+    op, x, _ = case
+    h.check_gradient(op, [x], [0])
+    grad_ops, _ = h.gradient_ops(op)
+    assert [g.type for g in grad_ops] == [op.type + "Gradient"]
+    assert list(grad_ops[0].input) == ["X", "Y", "Y_grad"]
+
+
+@given(st.sampled_from(["Max", "Average"]), st.integers(1, 3), ORDERS, h.float_dtypes,
+       st.integers(0, 2**31 - 1))
+def test_global_pooling(kind, nd, order, dtype, seed):
+    rng = np.random.RandomState(seed)
+    spatial = list(rng.randint(1, 4, nd))
+    shape = [2, 3] + spatial if order == "NCHW" else [2] + spatial + [3]
+    x = rng.randn(*shape).astype(dtype)
+    op = h.make_op(kind + "Pool", ["X"], ["Y"], global_pooling=1, order=order)
+    axes = tuple(range(2, 2 + nd)) if order == "NCHW" else tuple(range(1, 1 + nd))
+    reduce = np.max if kind == "Max" else np.mean
+    h.check_output(op, [x], lambda x: reduce(x.astype(np.float64), axis=axes, keepdims=True))
+    h.check_gradient(op, [x.astype(np.float64)], [0])
+
+
+def test_max_pool_gradient_goes_to_every_tied_maximum():
+    # Caffe2's rule: each input equal to its window's maximum gets dY.
+    x = np.array([[[1.0, 3.0, 3.0, 0.0]]])
+    op = h.make_op("MaxPool", ["X"], ["Y"], kernel=4)
+    grad_op = h.gradient_ops(op)[0][0]
+    dx = h.run_op(grad_op, [x, np.array([[[3.0]]]), np.array([[[2.0]]])])[0]
+    np.testing.assert_array_equal(dx, [[[0.0, 2.0, 2.0, 0.0]]])
+
+
+def test_pool_bad_inputs():
+    x = np.zeros((1, 2, 4, 4), np.float32)
+    h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"], kernel=2), [np.zeros((2, 4))],
+                      "'X'", "3 to 5 dims")
+    h.assert_op_error(h.make_op("AveragePool2D", ["X"], ["Y"], kernel=2),
+                      [np.zeros((1, 2, 4, 4, 4))], "'X'", "AveragePool2D needs 4 dims")
+    h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"], kernel=7, pad=1), [x],
+                      "larger than the padded input", "'X'")
+    h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"], kernel=2, pad=2), [x],
+                      "smaller than the kernel")
+    h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"], kernel=2, dilation=2), [x],
+                      "dilation")
+    h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"], kernel=2, order="HWCN"), [x],
+                      "order", "HWCN")
+    h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"]), [x], "kernel")
+    h.assert_op_error(h.make_op("AveragePool", ["X"], ["Y"], kernel=2),
+                      [x.astype(np.int32)], "'X'", "int32")
+    h.assert_op_error(h.make_op("AveragePool", ["X"], ["Y"], kernels=[2, 2, 2]), [x],
+                      "kernel", "'X'")
+    # The gradient op checks Y and dY against the pooled shape.
+    grad = h.make_op("MaxPoolGradient", ["X", "Y", "dY"], ["dX"], kernel=2, stride=2)
+    y = np.zeros((1, 2, 2, 2), np.float32)
+    h.assert_op_error(grad, [x, y, np.zeros((1, 2, 3, 2), np.float32)], "'dY'")
+
+
+# ---------------------------------------------------------------------- LRN
+
+
+def lrn_reference(x, size, alpha, beta, bias, order):
+    x = to_nchw(x.astype(np.float64), order)
+    half = (size - 1) // 2
+    C = x.shape[1]
+    scale = np.empty_like(x)
+    for c in range(C):
+        window = x[:, max(0, c - half):min(C, c + half + 1)]
+        scale[:, c] = bias + alpha / size * (window ** 2).sum(axis=1)
+    return [from_nchw(x * scale ** -beta, order), from_nchw(scale, order)]
+
+
+@st.composite
+def lrn_case(draw, dtype=None):
+    order = draw(ORDERS)
+    shape = draw(h.dims(4, 4, 1, 4))
+    shape[1 if order == "NCHW" else 3] = draw(st.integers(1, 6))
+    dtype = dtype or draw(h.float_dtypes)
+    x = np.random.RandomState(draw(st.integers(0, 2**31 - 1))).randn(*shape).astype(dtype)
+    args = dict(size=draw(st.sampled_from([1, 3, 5])),
+                alpha=_f32(draw(st.floats(0.01, 1.0))),
+                beta=_f32(draw(st.floats(0.1, 1.0))),
+                bias=_f32(draw(st.floats(0.5, 2.0))), order=order)
+    return x, args
+
+
+def _f32(value):
+    return float(np.float32(value))
+
+
+@given(lrn_case())
+def test_lrn_matches_numpy(case):
+    x, args = case
+    op = h.make_op("LRN", ["X"], ["Y", "Y_scale"], **args)
+    h.check_output(op, [x], lambda x: lrn_reference(x, **args))
+    single = h.make_op("LRN", ["X"], ["Y"], **args)
+    h.check_output(single, [x], lambda x: lrn_reference(x, **args)[0])
+
+
+@given(lrn_case(dtype=np.float64))
+def test_lrn_gradient(case):
+    x, args = case
+    h.check_gradient(h.make_op("LRN", ["X"], ["Y"], **args), [x], [0])
+    grad_ops, _ = h.gradient_ops(h.make_op("LRN", ["X"], ["Y"], **args))
+    assert [g.type for g in grad_ops] == ["LRNGradient"]
+
+
+def test_lrn_bad_inputs():
+    x = np.ones((1, 3, 2, 2), np.float32)
+    h.assert_op_error(h.make_op("LRN", ["X"], ["Y"], size=2), [x], "size", "odd")
+    h.assert_op_error(h.make_op("LRN", ["X"], ["Y"]), [x], "size")
+    h.assert_op_error(h.make_op("LRN", ["X"], ["Y"], size=3), [np.ones((3, 2, 2))],
+                      "'X'", "4-D")
+    h.assert_op_error(h.make_op("LRN", ["X"], ["Y"], size=3, order="nchw"), [x], "order")
+    h.assert_op_error(h.make_op("LRN", ["X"], ["Y"], size=3), [x.astype(np.int64)],
+                      "'X'", "int64")
+    grad = h.make_op("LRNGradient", ["X", "Y", "dY"], ["dX"], size=3)
+    h.assert_op_error(grad, [x, x, np.ones((1, 3, 2, 3), np.float32)], "'dY'")
+
+
+def test_device():
+    # Outside @given: check_device skips the whole test without a GPU.
+    x = np.random.RandomState(3).randn(2, 3, 5, 4).astype(np.float32)
+    for op in [h.make_op("MaxPool", ["X"], ["Y"], kernel=3, stride=2, pad=1),
+               h.make_op("AveragePool", ["X"], ["Y"], kernels=[2, 3], order="NHWC"),
+               h.make_op("LRN", ["X"], ["Y", "Y_scale"], size=3, alpha=0.1, beta=0.75)]:
+        h.check_device(op, [x])
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)
