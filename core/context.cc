@@ -15,8 +15,12 @@ Device DeviceFromOption(const DeviceOption& option) {
 
 CPUContext::CPUContext(const DeviceOption& option)
     : device_{DeviceKind::kCPU, 0},
-      generator_(option.has_random_seed() ? option.random_seed()
-                                          : std::random_device{}()) {}
+      has_seed_(option.has_random_seed()),
+      seed_(option.random_seed()) {}
+
+void CPUContext::CreateGenerator() {
+  generator_ = std::make_unique<std::mt19937>(has_seed_ ? seed_ : std::random_device{}());
+}
 
 void CPUContext::CopyBytes(size_t nbytes, const void* source, void* destination) {
   if (nbytes > 0) std::memcpy(destination, source, nbytes);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 
 #include "core/allocator.h"
@@ -31,13 +32,22 @@ class CPUContext {
 
   // The op's random generator: seeded from random_seed when the option sets
   // one, else from a process-wide nondeterministic source.
-  std::mt19937& RandGenerator() { return generator_; }
+  std::mt19937& RandGenerator() {
+    if (!generator_) CreateGenerator();
+    return *generator_;
+  }
 
   void CopyBytes(size_t nbytes, const void* source, void* destination);
 
  private:
+  void CreateGenerator();
+
   Device device_;
-  std::mt19937 generator_;
+  // Made on first use: most ops draw no random numbers, and a generator's
+  // 5 KB state in every op would spread a net's ops over many cache lines.
+  bool has_seed_ = false;
+  uint32_t seed_ = 0;
+  std::unique_ptr<std::mt19937> generator_;
 };
 
 }  // namespace doppio

@@ -67,14 +67,29 @@ std::unique_ptr<OperatorBase> NetBase::CreateOpAt(int index,
   }
 }
 
+void NetBase::SetOpObserver(OpObserver observer) {
+  if (!observer) {
+    observer_ = nullptr;
+    return;
+  }
+  observer_ = [observer = std::move(observer)](const OpEvent& event) {
+    observer(event.op_index, *event.op, event.seconds);
+  };
+}
+
 void NetBase::RunOpAt(int index, OperatorBase& op) const {
   try {
     if (observer_) {
-      const auto start = std::chrono::steady_clock::now();
+      OpEvent event;
+      event.op_index = index;
+      event.op = &op;
+      event.start = std::chrono::steady_clock::now();
       op.Run();
       const std::chrono::duration<double> elapsed =
-          std::chrono::steady_clock::now() - start;
-      observer_(index, op, elapsed.count());
+          std::chrono::steady_clock::now() - event.start;
+      event.seconds = elapsed.count();
+      std::lock_guard<std::mutex> lock(observer_mutex_);
+      observer_(event);
     } else {
       op.Run();
     }

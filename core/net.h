@@ -7,12 +7,14 @@
 // an external input or produced by an earlier op.
 //
 // Errors raised while running carry the op's index, type, name, blobs and the
-// net's name. Thread-safety: one Run() at a time per net.
+// net's name. Thread-safety: one Run() at a time per net; set observers
+// between runs, not during one.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,14 @@ class NetBase {
   // Called after each op with its index in the net and its wall time.
   using OpObserver = std::function<void(int op_index, const OperatorBase& op,
                                         double seconds)>;
+  // The same report with the op's start time, for profilers and traces.
+  struct OpEvent {
+    int op_index = 0;
+    const OperatorBase* op = nullptr;
+    std::chrono::steady_clock::time_point start;
+    double seconds = 0;
+  };
+  using OpEventObserver = std::function<void(const OpEvent& event)>;
 
   NetBase(const NetDef& def, Workspace* workspace);
   virtual ~NetBase() = default;
@@ -40,7 +50,12 @@ class NetBase {
 
   const std::string& name() const { return def_.name(); }
   const NetDef& def() const { return def_; }
-  void SetOpObserver(OpObserver observer) { observer_ = std::move(observer); }
+  // One observer per net: setting either kind replaces the other; nullptr
+  // removes it. Calls come from the thread that ran the op, right after it,
+  // and are serialized: never two at once, even when an executor runs ops
+  // concurrently.
+  void SetOpObserver(OpObserver observer);
+  void SetOpEventObserver(OpEventObserver observer) { observer_ = std::move(observer); }
 
  protected:
   // The op's definition as the net runs it (net device option applied).
@@ -53,7 +68,8 @@ class NetBase {
   void RunOpAt(int index, OperatorBase& op) const;
 
   NetDef def_;
-  OpObserver observer_;
+  OpEventObserver observer_;
+  mutable std::mutex observer_mutex_;
 };
 
 using NetCreator =

@@ -68,6 +68,9 @@ int64_t Tensor::SizeBetweenDims(int begin, int end) const {
 }
 
 void Tensor::Resize(const std::vector<int64_t>& dims) {
+  // Ops resize their outputs on every run, mostly to the shape they have.
+  // (Not for {}: a fresh tensor has those dims but no element yet.)
+  if (!dims.empty() && dims == dims_) return;
   const int64_t count = CheckedNumElements(dims);
   const size_t item = std::max<size_t>(ItemSize(dtype_), 1);
   DOPPIO_ENFORCE(static_cast<uint64_t>(count) <=

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/net.h"
+#include "core/plan.h"
 #include "core/registry.h"
 
 namespace doppio {
@@ -128,5 +129,7 @@ void Workspace::RunOperatorOnce(const OperatorDef& def) {
     throw;
   }
 }
+
+void Workspace::RunPlan(const PlanDef& plan) { doppio::RunPlan(plan, this); }
 
 }  // namespace doppio

@@ -56,6 +56,8 @@ class Workspace {
   // Creates, runs and drops a net.
   void RunNetOnce(const NetDef& def);
   void RunOperatorOnce(const OperatorDef& def);
+  // Runs a PlanDef's execution steps here (see core/plan.h).
+  void RunPlan(const PlanDef& plan);
 
   Workspace* parent() const { return parent_; }
 

@@ -9,103 +9,124 @@
 
 namespace doppio {
 
-// ---- Relu ----
+namespace activation {
 
-template <typename T>
-void ReluFunctor::Forward(int64_t n, const T* x, T* y) const {
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+void CheckGradientMatchesOutput(const OperatorBase& op, const Tensor& Y, const Tensor& dY) {
+  DOPPIO_ENFORCE(Y.dims() == dY.dims(), "op ", op.type(), ": gradient '", op.input_name(1),
+                 "' has shape ", dY.dims(), " but the forward output '", op.input_name(0),
+                 "' has shape ", Y.dims());
+  DOPPIO_ENFORCE(Y.dtype() == dY.dtype(), "op ", op.type(), ": '", op.input_name(0),
+                 "' holds ", DataTypeName(Y.dtype()), " but '", op.input_name(1), "' holds ",
+                 DataTypeName(dY.dtype()));
 }
 
-template <typename T>
-void ReluFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
-  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
-}
+}  // namespace activation
 
-// ---- LeakyRelu ----
+namespace {
 
-LeakyReluFunctor::LeakyReluFunctor(const OperatorBase& op)
-    : alpha(op.GetSingleArgument<float>("alpha", 0.01f)) {}
+// max(x, 0); the gradient passes where y > 0.
+struct ReluFunctor {
+  explicit ReluFunctor(const OperatorBase&) {}
+  template <typename T>
+  void Forward(int64_t n, const T* x, T* y) const {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+  }
+  template <typename T>
+  void Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+    for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+  }
+};
 
-template <typename T>
-void LeakyReluFunctor::Forward(int64_t n, const T* x, T* y) const {
-  const T a = static_cast<T>(alpha);
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : a * x[i];
-}
+// x for x > 0, alpha * x otherwise (argument alpha, default 0.01).
+struct LeakyReluFunctor {
+  explicit LeakyReluFunctor(const OperatorBase& op)
+      : alpha(op.GetSingleArgument<float>("alpha", 0.01f)) {}
+  template <typename T>
+  void Forward(int64_t n, const T* x, T* y) const {
+    const T a = static_cast<T>(alpha);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : a * x[i];
+  }
+  template <typename T>
+  void Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+    // Caffe2 lets y == 0 through unscaled; a positive alpha keeps the sign of
+    // x in y, so y tells the two branches apart.
+    const T a = static_cast<T>(alpha);
+    for (int64_t i = 0; i < n; ++i) dx[i] = y[i] >= T(0) ? dy[i] : a * dy[i];
+  }
+  float alpha;
+};
 
-template <typename T>
-void LeakyReluFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
-  // Caffe2 lets y == 0 through unscaled; a positive alpha keeps the sign of
-  // x in y, so y tells the two branches apart.
-  const T a = static_cast<T>(alpha);
-  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] >= T(0) ? dy[i] : a * dy[i];
-}
-
-// ---- Sigmoid ----
-
-template <typename T>
-void SigmoidFunctor::Forward(int64_t n, const T* x, T* y) const {
-  for (int64_t i = 0; i < n; ++i) {
-    // exp of a non-positive number only, so large |x| cannot overflow.
-    if (x[i] >= T(0)) {
-      y[i] = T(1) / (T(1) + std::exp(-x[i]));
-    } else {
-      const T e = std::exp(x[i]);
-      y[i] = e / (T(1) + e);
+// 1 / (1 + exp(-x)); dx = dy * y * (1 - y).
+struct SigmoidFunctor {
+  explicit SigmoidFunctor(const OperatorBase&) {}
+  template <typename T>
+  void Forward(int64_t n, const T* x, T* y) const {
+    for (int64_t i = 0; i < n; ++i) {
+      // exp of a non-positive number only, so large |x| cannot overflow.
+      if (x[i] >= T(0)) {
+        y[i] = T(1) / (T(1) + std::exp(-x[i]));
+      } else {
+        const T e = std::exp(x[i]);
+        y[i] = e / (T(1) + e);
+      }
     }
   }
-}
-
-template <typename T>
-void SigmoidFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
-  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (T(1) - y[i]);
-}
-
-// ---- Tanh ----
-
-template <typename T>
-void TanhFunctor::Forward(int64_t n, const T* x, T* y) const {
-  for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
-}
-
-template <typename T>
-void TanhFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
-  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(1) - y[i] * y[i]);
-}
-
-// ---- Elu ----
-
-EluFunctor::EluFunctor(const OperatorBase& op)
-    : alpha(op.GetSingleArgument<float>("alpha", 1.0f)) {}
-
-template <typename T>
-void EluFunctor::Forward(int64_t n, const T* x, T* y) const {
-  const T a = static_cast<T>(alpha);
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] < T(0) ? a * std::expm1(x[i]) : x[i];
-}
-
-template <typename T>
-void EluFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
-  // For x < 0, dy/dx = alpha * exp(x) = y + alpha.
-  const T a = static_cast<T>(alpha);
-  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] < T(0) ? dy[i] * (y[i] + a) : dy[i];
-}
-
-// ---- Softplus ----
-
-template <typename T>
-void SoftplusFunctor::Forward(int64_t n, const T* x, T* y) const {
-  // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large x, no
-  // precision loss for very negative x.
-  for (int64_t i = 0; i < n; ++i) {
-    y[i] = std::max(x[i], T(0)) + std::log1p(std::exp(-std::abs(x[i])));
+  template <typename T>
+  void Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (T(1) - y[i]);
   }
-}
+};
 
-template <typename T>
-void SoftplusFunctor::Backward(int64_t n, const T* y, const T* dy, T* dx) const {
-  // sigmoid(x) = 1 - e^-y; -expm1 keeps it accurate where y is tiny.
-  for (int64_t i = 0; i < n; ++i) dx[i] = -std::expm1(-y[i]) * dy[i];
-}
+// tanh(x); dx = dy * (1 - y^2).
+struct TanhFunctor {
+  explicit TanhFunctor(const OperatorBase&) {}
+  template <typename T>
+  void Forward(int64_t n, const T* x, T* y) const {
+    for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+  }
+  template <typename T>
+  void Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(1) - y[i] * y[i]);
+  }
+};
+
+// x for x >= 0, alpha * (exp(x) - 1) otherwise (argument alpha, default 1).
+struct EluFunctor {
+  explicit EluFunctor(const OperatorBase& op)
+      : alpha(op.GetSingleArgument<float>("alpha", 1.0f)) {}
+  template <typename T>
+  void Forward(int64_t n, const T* x, T* y) const {
+    const T a = static_cast<T>(alpha);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] < T(0) ? a * std::expm1(x[i]) : x[i];
+  }
+  template <typename T>
+  void Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+    // For x < 0, dy/dx = alpha * exp(x) = y + alpha.
+    const T a = static_cast<T>(alpha);
+    for (int64_t i = 0; i < n; ++i) dx[i] = y[i] < T(0) ? dy[i] * (y[i] + a) : dy[i];
+  }
+  float alpha;
+};
+
+// log(1 + exp(x)); dx = dy * (1 - exp(-y)).
+struct SoftplusFunctor {
+  explicit SoftplusFunctor(const OperatorBase&) {}
+  template <typename T>
+  void Forward(int64_t n, const T* x, T* y) const {
+    // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large x, no
+    // precision loss for very negative x.
+    for (int64_t i = 0; i < n; ++i) {
+      y[i] = std::max(x[i], T(0)) + std::log1p(std::exp(-std::abs(x[i])));
+    }
+  }
+  template <typename T>
+  void Backward(int64_t n, const T* y, const T* dy, T* dx) const {
+    // sigmoid(x) = 1 - e^-y; -expm1 keeps it accurate where y is tiny.
+    for (int64_t i = 0; i < n; ++i) dx[i] = -std::expm1(-y[i]) * dy[i];
+  }
+};
+
+}  // namespace
 
 // ---- registration ----
 
@@ -188,26 +209,17 @@ OPERATOR_SCHEMA(SoftplusGradient)
 
 namespace {
 
-// <Op>Gradient(Y, dY) -> dX, with the forward op's arguments (alpha).
-class GetActivationGradient final : public GradientMakerBase {
-  using GradientMakerBase::GradientMakerBase;
-  std::vector<OperatorDef> GetGradientDefs() override {
-    return SingleGradientDef(Def().type() + "Gradient", "", {O(0), GO(0)}, {GI(0)},
-                             Def().arg());
-  }
-};
-
 constexpr const char kSecondOrder[] =
     "it is a gradient op; second derivatives are not supported";
 
 }  // namespace
 
-REGISTER_GRADIENT(Relu, GetActivationGradient);
-REGISTER_GRADIENT(LeakyRelu, GetActivationGradient);
-REGISTER_GRADIENT(Sigmoid, GetActivationGradient);
-REGISTER_GRADIENT(Tanh, GetActivationGradient);
-REGISTER_GRADIENT(Elu, GetActivationGradient);
-REGISTER_GRADIENT(Softplus, GetActivationGradient);
+REGISTER_GRADIENT(Relu, GetGradientFromOutput);
+REGISTER_GRADIENT(LeakyRelu, GetGradientFromOutput);
+REGISTER_GRADIENT(Sigmoid, GetGradientFromOutput);
+REGISTER_GRADIENT(Tanh, GetGradientFromOutput);
+REGISTER_GRADIENT(Elu, GetGradientFromOutput);
+REGISTER_GRADIENT(Softplus, GetGradientFromOutput);
 SHOULD_NOT_DO_GRADIENT(ReluGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(LeakyReluGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(SigmoidGradient, kSecondOrder);

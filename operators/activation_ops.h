@@ -1,7 +1,8 @@
 // Elementwise activations and their gradients: Relu, LeakyRelu, Sigmoid,
 // Tanh, Elu, Softplus (PRelu, which has a parameter, is in prelu_op.h).
 //
-// Each activation is a functor plugged into two shared kernels:
+// Each activation is a functor (in activation_ops.cc) plugged into two
+// shared kernels:
 //   UnaryActivationOp<F>:    Y = F(X), float32 or float64, X -> Y in place;
 //   ActivationGradientOp<F>: dX from the forward *output* Y and dY, as
 //                            Caffe2's <Op>Gradient ops take (Y, dY), so the
@@ -12,11 +13,16 @@
 //                                       T* dx) const;
 // Both loops work element by element, so they are safe when y aliases x or
 // dx aliases dy.
+//
+// The helpers in namespace activation serve every float-only op whose
+// output follows its input elementwise or whose gradient reads (Y, dY):
+// Softmax, Dropout, the losses.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "core/gradient.h"
 #include "core/operator.h"
 
 namespace doppio {
@@ -35,7 +41,36 @@ void DispatchFloat(const OperatorBase& op, const std::string& blob, DataType dty
                op.type(), " supports float32 and float64");
 }
 
+// For an op whose output `out` takes the shape of its input 0, `in`:
+// resizes `out` and calls fn(in_data, out_data, count) with the float type
+// of `in`. `out` may alias `in` (its storage is kept).
+template <typename Fn>
+void DispatchFloatLikeInput(const OperatorBase& op, const Tensor& in, Tensor* out, Fn&& fn) {
+  DispatchFloat(op, op.input_name(0), in.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in_data = in.data<T>();
+    const int64_t count = in.numel();
+    out->Resize(in.dims());
+    fn(in_data, out->template mutable_data<T>(), count);
+  });
+}
+
+// Throws unless dY (input 1) has the shape and type of the forward output Y
+// (input 0), as every <Op>Gradient(Y, dY) op needs.
+void CheckGradientMatchesOutput(const OperatorBase& op, const Tensor& Y, const Tensor& dY);
+
 }  // namespace activation
+
+// <Op>Gradient(Y, dY) -> dX, passing the forward op's arguments along: the
+// maker of every op whose gradient reads its output rather than its input.
+class GetGradientFromOutput final : public GradientMakerBase {
+ public:
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef(Def().type() + "Gradient", "", {O(0), GO(0)}, {GI(0)},
+                             Def().arg());
+  }
+};
 
 template <typename Functor>
 class UnaryActivationOp final : public Operator<CPUContext> {
@@ -44,15 +79,8 @@ class UnaryActivationOp final : public Operator<CPUContext> {
       : Operator<CPUContext>(def, workspace), functor_(*this) {}
 
   void RunOnDevice() override {
-    const Tensor& X = Input(0);
-    activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* x = X.data<T>();
-      const int64_t n = X.numel();
-      Tensor* Y = Output(0);
-      Y->Resize(X.dims());
-      functor_.Forward(n, x, Y->template mutable_data<T>());
-    });
+    activation::DispatchFloatLikeInput(
+        *this, Input(0), Output(0), [&](auto x, auto y, int64_t n) { functor_.Forward(n, x, y); });
   }
 
  private:
@@ -68,12 +96,7 @@ class ActivationGradientOp final : public Operator<CPUContext> {
   void RunOnDevice() override {
     const Tensor& Y = Input(0);
     const Tensor& dY = Input(1);
-    DOPPIO_ENFORCE(Y.dims() == dY.dims(), "op ", type(), ": gradient '", input_name(1),
-                   "' has shape ", dY.dims(), " but the forward output '", input_name(0),
-                   "' has shape ", Y.dims());
-    DOPPIO_ENFORCE(Y.dtype() == dY.dtype(), "op ", type(), ": '", input_name(0), "' holds ",
-                   DataTypeName(Y.dtype()), " but '", input_name(1), "' holds ",
-                   DataTypeName(dY.dtype()));
+    activation::CheckGradientMatchesOutput(*this, Y, dY);
     activation::DispatchFloat(*this, input_name(0), Y.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* y = Y.data<T>();
@@ -87,64 +110,6 @@ class ActivationGradientOp final : public Operator<CPUContext> {
 
  private:
   Functor functor_;
-};
-
-// ---- the functors ----
-
-// max(x, 0); the gradient passes where y > 0.
-struct ReluFunctor {
-  explicit ReluFunctor(const OperatorBase&) {}
-  template <typename T>
-  void Forward(int64_t n, const T* x, T* y) const;
-  template <typename T>
-  void Backward(int64_t n, const T* y, const T* dy, T* dx) const;
-};
-
-// x for x > 0, alpha * x otherwise (argument alpha, default 0.01).
-struct LeakyReluFunctor {
-  explicit LeakyReluFunctor(const OperatorBase& op);
-  template <typename T>
-  void Forward(int64_t n, const T* x, T* y) const;
-  template <typename T>
-  void Backward(int64_t n, const T* y, const T* dy, T* dx) const;
-  float alpha;
-};
-
-// 1 / (1 + exp(-x)); dx = dy * y * (1 - y).
-struct SigmoidFunctor {
-  explicit SigmoidFunctor(const OperatorBase&) {}
-  template <typename T>
-  void Forward(int64_t n, const T* x, T* y) const;
-  template <typename T>
-  void Backward(int64_t n, const T* y, const T* dy, T* dx) const;
-};
-
-// tanh(x); dx = dy * (1 - y^2).
-struct TanhFunctor {
-  explicit TanhFunctor(const OperatorBase&) {}
-  template <typename T>
-  void Forward(int64_t n, const T* x, T* y) const;
-  template <typename T>
-  void Backward(int64_t n, const T* y, const T* dy, T* dx) const;
-};
-
-// x for x >= 0, alpha * (exp(x) - 1) otherwise (argument alpha, default 1).
-struct EluFunctor {
-  explicit EluFunctor(const OperatorBase& op);
-  template <typename T>
-  void Forward(int64_t n, const T* x, T* y) const;
-  template <typename T>
-  void Backward(int64_t n, const T* y, const T* dy, T* dx) const;
-  float alpha;
-};
-
-// log(1 + exp(x)); dx = dy * (1 - exp(-y)).
-struct SoftplusFunctor {
-  explicit SoftplusFunctor(const OperatorBase&) {}
-  template <typename T>
-  void Forward(int64_t n, const T* x, T* y) const;
-  template <typename T>
-  void Backward(int64_t n, const T* y, const T* dy, T* dx) const;
 };
 
 }  // namespace doppio

@@ -1,7 +1,6 @@
 // ConvGradient (and Conv1D/2D/3DGradient): the filter, bias and input
 // gradients of Conv.
 #include <algorithm>
-#include <cstring>
 
 #include "core/argument.h"
 #include "core/gradient.h"
@@ -15,10 +14,7 @@
 namespace doppio {
 
 ConvGradientOp::ConvGradientOp(const OperatorDef& def, Workspace* workspace)
-    : ConvOpBase(def, workspace), no_bias_(GetSingleArgument<bool>("no_bias", false)) {
-  DOPPIO_ENFORCE(!(no_bias_ && OutputSize() == 3), "op ", type(),
-                 ": with no_bias there is no bias gradient; give 1 or 2 outputs, not 3");
-}
+    : ConvOpBase(def, workspace), no_bias_(ReadNoBias(*this)) {}
 
 ConvGradientOp::~ConvGradientOp() = default;
 
@@ -27,36 +23,22 @@ void ConvGradientOp::RunOnDevice() {
   const Tensor& filter = Input(1);
   const Tensor& dY = Input(2);
   const ConvProblem p = ResolveConv(X, filter, nullptr);
-  const std::vector<int64_t> y_dims = p.geometry.OutputDims(p.out_channels);
-  EnforceSameType(*this, 0, X, 2, dY);
-  DOPPIO_ENFORCE(dY.dims() == y_dims, "op ", type(), ": output gradient '", input_name(2),
-                 "' has shape ", dY.dims(), " but the convolution's output has shape ", y_dims);
-  Tensor* dfilter = Output(0);
-  dfilter->Resize(filter.dims());
-  Tensor* dbias = nullptr;
-  if (!no_bias_) {
-    DOPPIO_ENFORCE(OutputSize() >= 2, "op ", type(),
-                   ": without no_bias the second output is the bias gradient");
-    dbias = Output(1);
-    dbias->Resize({p.out_channels});
-  }
-  Tensor* dX = nullptr;
-  if (OutputSize() == (no_bias_ ? 2 : 3)) {
-    dX = Output(OutputSize() - 1);
-    dX->Resize(X.dims());
-  }
+  CheckOutputGradient(*this, X, dY, p.geometry.OutputDims(p.out_channels),
+                      "the convolution's output");
+  const ConvGradientOutputs out = ResizeConvGradientOutputs(
+      *this, no_bias_, X, filter, p.out_channels, [this](int i) { return Output(i); });
   if (X.dtype() == DataType::kFloat && !force_im2col() && X.numel() > 0 && dY.numel() > 0) {
     if (dnnl_ == nullptr) dnnl_ = std::make_unique<DnnlConvBackward>();
     if (dnnl_->Run(p, X.data<float>(), filter.data<float>(), dY.data<float>(),
-                   dfilter->mutable_data<float>(),
-                   dbias != nullptr ? dbias->mutable_data<float>() : nullptr,
-                   dX != nullptr ? dX->mutable_data<float>() : nullptr)) {
+                   out.dfilter->mutable_data<float>(),
+                   out.dbias != nullptr ? out.dbias->mutable_data<float>() : nullptr,
+                   out.dX != nullptr ? out.dX->mutable_data<float>() : nullptr)) {
       return;
     }
   }
   DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    RunIm2Col<T>(p, X, filter, dY, dfilter, dbias, dX);
+    RunIm2Col<T>(p, X, filter, dY, out.dfilter, out.dbias, out.dX);
   });
 }
 
@@ -85,13 +67,8 @@ void ConvGradientOp::RunIm2Col(const ConvProblem& p, const Tensor& X, const Tens
 
   const bool nchw = g.order == StorageOrder::kNCHW;
   const bool identity = p.col.IsIdentity() && (nchw || G == 1);
-  col_buffer_.Resize({K * image_out});
-  T* col = col_buffer_.template mutable_data<T>();
-  T* dy_group = nullptr;
-  if (!nchw && G > 1) {
-    group_buffer_.Resize({image_out * Mg});
-    dy_group = group_buffer_.template mutable_data<T>();
-  }
+  T* col = ScratchBuffer<T>(col_buffer_, K * image_out);
+  T* dy_group = (!nchw && G > 1) ? ScratchBuffer<T>(group_buffer_, image_out * Mg) : nullptr;
   for (int64_t n = 0; n < g.batch; ++n) {
     const T* xn = x + n * C * image_in;
     const T* dyn = dy + n * M * image_out;
@@ -129,9 +106,7 @@ void ConvGradientOp::RunIm2Col(const ConvProblem& p, const Tensor& X, const Tens
     } else {
       for (int64_t gi = 0; gi < G; ++gi) {
         // This group's slice of dY, made contiguous: [P x Mg].
-        for (int64_t i = 0; i < image_out; ++i) {
-          std::memcpy(dy_group + i * Mg, dyn + i * M + gi * Mg, Mg * sizeof(T));
-        }
+        GatherGroupChannels(image_out, M, Mg, gi, dyn, dy_group);
         const T* wg = w + gi * Mg * K;
         Im2ColNd(g.order, p.col, xn + gi * Cg, col);
         blas::Gemm<T>(true, false, Mg, K, image_out, T(1), dy_group, col, T(1),
@@ -156,22 +131,13 @@ namespace {
 // dfilter has the filter's shape, dbias [M], dX the input's shape.
 std::vector<TensorShape> InferConvGradient(const OperatorDef& def,
                                            const std::vector<TensorShape>& inputs) {
-  std::vector<TensorShape> outputs(def.output_size());
-  for (TensorShape& shape : outputs) shape.set_unknown_shape(true);
   if (inputs.size() < 3 || inputs[0].unknown_shape() || inputs[1].unknown_shape() ||
       inputs[1].dims_size() == 0) {
+    std::vector<TensorShape> outputs(def.output_size());
+    for (TensorShape& shape : outputs) shape.set_unknown_shape(true);
     return outputs;
   }
-  const bool no_bias = ArgumentHelper(def).GetSingle<bool>("no_bias", false);
-  outputs[0] = inputs[1];
-  if (!no_bias && outputs.size() >= 2) {
-    TensorShape bias;
-    bias.add_dims(inputs[1].dims(0));
-    bias.set_data_type(inputs[1].data_type());
-    outputs[1] = bias;
-  }
-  if (static_cast<int>(outputs.size()) == (no_bias ? 2 : 3)) outputs.back() = inputs[0];
-  return outputs;
+  return ConvGradientShapes(def, inputs[0], inputs[1], /*bias_channels=*/inputs[1].dims(0));
 }
 
 void ConvGradientSchemaCommon(OpSchema& schema) {

@@ -1,7 +1,6 @@
 #include "operators/conv_op.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/argument.h"
 #include "core/gradient.h"
@@ -38,16 +37,60 @@ ConvOpBase::ConvOpBase(const OperatorDef& def, Workspace* workspace)
                  ": legacy_pad CAFFE_LEGACY_POOLING applies to pooling ops, not convolution");
 }
 
+void CheckConvInputAndFilter(const OperatorBase& op, StorageOrder order, const Tensor& X,
+                             const Tensor& filter) {
+  const int rank = X.ndim();
+  DOPPIO_ENFORCE(rank >= 3 && rank <= 5, "op ", op.type(), ": input '", op.input_name(0),
+                 "' has shape ", X.dims(), "; expected 3 to 5 dims (", StorageOrderName(order),
+                 " with 1 to 3 spatial dims)");
+  DOPPIO_ENFORCE(filter.ndim() == rank, "op ", op.type(), ": filter '", op.input_name(1),
+                 "' has shape ", filter.dims(), " but input '", op.input_name(0),
+                 "' has shape ", X.dims(), "; the filter needs as many dims as the input");
+  EnforceSameType(op, 0, X, 1, filter);
+}
+
+void CheckChannelBias(const OperatorBase& op, const Tensor& X, const Tensor& bias,
+                      int64_t out_channels) {
+  EnforceSameType(op, 0, X, 2, bias);
+  DOPPIO_ENFORCE(bias.ndim() == 1 && bias.dim(0) == out_channels, "op ", op.type(),
+                 ": bias '", op.input_name(2), "' has shape ", bias.dims(), "; expected [",
+                 out_channels, "] (one value per output channel)");
+}
+
+bool ReadNoBias(const OperatorBase& op) {
+  const bool no_bias = op.GetSingleArgument<bool>("no_bias", false);
+  DOPPIO_ENFORCE(!(no_bias && op.OutputSize() == 3), "op ", op.type(),
+                 ": with no_bias there is no bias gradient; give 1 or 2 outputs, not 3");
+  return no_bias;
+}
+
+void CheckOutputGradient(const OperatorBase& op, const Tensor& X, const Tensor& dY,
+                         const std::vector<int64_t>& y_dims, const char* forward_output) {
+  EnforceSameType(op, 0, X, 2, dY);
+  DOPPIO_ENFORCE(dY.dims() == y_dims, "op ", op.type(), ": output gradient '",
+                 op.input_name(2), "' has shape ", dY.dims(), " but ", forward_output,
+                 " has shape ", y_dims);
+}
+
+std::vector<TensorShape> ConvGradientShapes(const OperatorDef& def, const TensorShape& X,
+                                            const TensorShape& filter, int64_t bias_channels) {
+  std::vector<TensorShape> outputs(def.output_size());
+  for (TensorShape& shape : outputs) shape.set_unknown_shape(true);
+  const bool no_bias = ArgumentHelper(def).GetSingle<bool>("no_bias", false);
+  outputs[0] = filter;
+  if (!no_bias && outputs.size() >= 2 && bias_channels >= 0) {
+    TensorShape bias;
+    bias.add_dims(bias_channels);
+    bias.set_data_type(filter.data_type());
+    outputs[1] = bias;
+  }
+  if (static_cast<int>(outputs.size()) == (no_bias ? 2 : 3)) outputs.back() = X;
+  return outputs;
+}
+
 ConvProblem ConvOpBase::ResolveConv(const Tensor& X, const Tensor& filter,
                                     const Tensor* bias) const {
-  const int rank = X.ndim();
-  DOPPIO_ENFORCE(rank >= 3 && rank <= 5, "op ", type(), ": input '", input_name(0),
-                 "' has shape ", X.dims(), "; expected 3 to 5 dims (",
-                 StorageOrderName(order()), " with 1 to 3 spatial dims)");
-  DOPPIO_ENFORCE(filter.ndim() == rank, "op ", type(), ": filter '", input_name(1),
-                 "' has shape ", filter.dims(), " but input '", input_name(0), "' has shape ",
-                 X.dims(), "; the filter needs as many dims as the input");
-  EnforceSameType(*this, 0, X, 1, filter);
+  CheckConvInputAndFilter(*this, order(), X, filter);
   const bool nchw = order() == StorageOrder::kNCHW;
   const std::vector<int64_t>& fdims = filter.dims();
   const std::vector<int64_t> filter_kernel(fdims.begin() + (nchw ? 2 : 1),
@@ -75,12 +118,7 @@ ConvProblem ConvOpBase::ResolveConv(const Tensor& X, const Tensor& filter,
                  "' of shape ", fdims, " takes ", filter_channels,
                  " channels per group but input '", input_name(0), "' has ", g.channels,
                  " channels in ", p.group, " group(s) (", p.in_per_group, " per group)");
-  if (bias != nullptr) {
-    EnforceSameType(*this, 0, X, 2, *bias);
-    DOPPIO_ENFORCE(bias->ndim() == 1 && bias->dim(0) == p.out_channels, "op ", type(),
-                   ": bias '", input_name(2), "' has shape ", bias->dims(), "; expected [",
-                   p.out_channels, "] (one value per output channel)");
-  }
+  if (bias != nullptr) CheckChannelBias(*this, X, *bias, p.out_channels);
   p.col = Im2ColShape::FromGeometry(g, p.in_per_group);
   p.kernel_dim = p.in_per_group * g.kernel_size();
   return p;
@@ -175,16 +213,8 @@ void ConvOp::RunIm2Col(const ConvProblem& p, const Tensor& X, const Tensor& filt
   // (except NHWC groups, whose channels interleave).
   const bool nchw = g.order == StorageOrder::kNCHW;
   const bool identity = p.col.IsIdentity() && (nchw || G == 1);
-  T* col = nullptr;
-  if (!identity) {
-    col_buffer_.Resize({K * image_out});
-    col = col_buffer_.template mutable_data<T>();
-  }
-  T* group_out = nullptr;
-  if (!nchw && G > 1) {
-    group_buffer_.Resize({image_out * Mg});
-    group_out = group_buffer_.template mutable_data<T>();
-  }
+  T* col = identity ? nullptr : ScratchBuffer<T>(col_buffer_, K * image_out);
+  T* group_out = (!nchw && G > 1) ? ScratchBuffer<T>(group_buffer_, image_out * Mg) : nullptr;
   for (int64_t n = 0; n < g.batch; ++n) {
     const T* xn = x + n * C * image_in;
     T* yn = y + n * M * image_out;
@@ -205,9 +235,7 @@ void ConvOp::RunIm2Col(const ConvProblem& p, const Tensor& X, const Tensor& filt
         Im2ColNd(g.order, p.col, xn + gi * Cg, col);
         blas::Gemm<T>(false, true, image_out, Mg, K, T(1), col, w + gi * Mg * K, T(0),
                       group_out);
-        for (int64_t i = 0; i < image_out; ++i) {
-          std::memcpy(yn + i * M + gi * Mg, group_out + i * Mg, Mg * sizeof(T));
-        }
+        ScatterGroupChannels(image_out, M, Mg, gi, group_out, yn);
       }
     }
   }
@@ -251,30 +279,27 @@ void ConvSchemaCommon(OpSchema& schema) {
            "for float64 or engine \"IM2COL\", on im2col + GEMM.");
 }
 
-class GetConvGradient final : public GradientMakerBase {
-  using GradientMakerBase::GradientMakerBase;
-  std::vector<OperatorDef> GetGradientDefs() override {
-    const ArgumentHelper args(Def());
-    const bool compute_dX = !args.GetSingle<bool>("no_gradient_to_input", false);
-    const bool has_bias = Def().input_size() == 3;
-    std::vector<std::string> outputs{GI(1)};
-    if (has_bias) outputs.push_back(GI(2));
-    if (compute_dX) outputs.push_back(GI(0));
-    google::protobuf::RepeatedPtrField<Argument> gradient_args;
-    for (const Argument& arg : Def().arg()) {
-      if (arg.name() != "no_bias") *gradient_args.Add() = arg;
-    }
-    if (!has_bias) {
-      Argument* no_bias = gradient_args.Add();
-      no_bias->set_name("no_bias");
-      no_bias->set_i(1);
-    }
-    return SingleGradientDef(Def().type() + "Gradient", "", {I(0), I(1), GO(0)}, outputs,
-                             gradient_args);
-  }
-};
-
 }  // namespace
+
+std::vector<OperatorDef> GetConvGradient::GetGradientDefs() {
+  const ArgumentHelper args(Def());
+  const bool compute_dX = !args.GetSingle<bool>("no_gradient_to_input", false);
+  const bool has_bias = Def().input_size() == 3;
+  std::vector<std::string> outputs{GI(1)};
+  if (has_bias) outputs.push_back(GI(2));
+  if (compute_dX) outputs.push_back(GI(0));
+  google::protobuf::RepeatedPtrField<Argument> gradient_args;
+  for (const Argument& arg : Def().arg()) {
+    if (arg.name() != "no_bias") *gradient_args.Add() = arg;
+  }
+  if (!has_bias) {
+    Argument* no_bias = gradient_args.Add();
+    no_bias->set_name("no_bias");
+    no_bias->set_i(1);
+  }
+  return SingleGradientDef(Def().type() + "Gradient", "", {I(0), I(1), GO(0)}, outputs,
+                           gradient_args);
+}
 
 OPERATOR_SCHEMA(Conv).Apply(ConvSchemaCommon);
 OPERATOR_SCHEMA(Conv1D).Apply(ConvSchemaCommon);

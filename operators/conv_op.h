@@ -13,8 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <vector>
 
+#include "core/gradient.h"
 #include "operators/conv_pool_op_base.h"
 #include "operators/im2col.h"
 
@@ -93,5 +96,97 @@ void AddChannelBias(StorageOrder order, int64_t batch, int64_t channels, int64_t
 template <typename T>
 void SumPerChannel(StorageOrder order, int64_t batch, int64_t channels, int64_t image_size,
                    const T* dY, T* dbias);
+
+// A per-op scratch buffer (kept across runs, so its storage is reused) of
+// `count` elements of T.
+template <typename T>
+T* ScratchBuffer(Tensor& buffer, int64_t count) {
+  buffer.Resize({count});
+  return buffer.template mutable_data<T>();
+}
+
+// NHWC with groups, where a group's channels interleave with the others':
+// copies the `group_channels` channels of group `group` at each of `pixels`
+// positions of an image of `channels` channels into a dense
+// [pixels x group_channels] buffer, and back.
+template <typename T>
+void GatherGroupChannels(int64_t pixels, int64_t channels, int64_t group_channels,
+                         int64_t group, const T* image, T* dense) {
+  for (int64_t i = 0; i < pixels; ++i) {
+    std::memcpy(dense + i * group_channels, image + i * channels + group * group_channels,
+                group_channels * sizeof(T));
+  }
+}
+template <typename T>
+void ScatterGroupChannels(int64_t pixels, int64_t channels, int64_t group_channels,
+                          int64_t group, const T* dense, T* image) {
+  for (int64_t i = 0; i < pixels; ++i) {
+    std::memcpy(image + i * channels + group * group_channels, dense + i * group_channels,
+                group_channels * sizeof(T));
+  }
+}
+
+// ---- shared by Conv and ConvTranspose (and their gradients) ----
+
+// X (input 0) has 1 to 3 spatial dims in `order`; the filter (input 1) has
+// X's rank and type.
+void CheckConvInputAndFilter(const OperatorBase& op, StorageOrder order, const Tensor& X,
+                             const Tensor& filter);
+// The bias (input 2) has X's type and one value per output channel.
+void CheckChannelBias(const OperatorBase& op, const Tensor& X, const Tensor& bias,
+                      int64_t out_channels);
+
+// The gradient ops' argument no_bias; with it there is no bias gradient, so
+// there are at most two outputs.
+bool ReadNoBias(const OperatorBase& op);
+
+// dY (input 2) has X's type and the forward output's shape `y_dims`;
+// `forward_output` names that output in errors.
+void CheckOutputGradient(const OperatorBase& op, const Tensor& X, const Tensor& dY,
+                         const std::vector<int64_t>& y_dims, const char* forward_output);
+
+// Caffe2's order of the gradient outputs: dfilter, then dbias unless
+// no_bias, then dX when one more output is given. Absent ones are null.
+struct ConvGradientOutputs {
+  Tensor* dfilter = nullptr;
+  Tensor* dbias = nullptr;
+  Tensor* dX = nullptr;
+};
+
+// Picks and resizes the gradient outputs; output(i) returns the op's output
+// i (Output is protected, so the op passes it in).
+template <typename OutputFn>
+ConvGradientOutputs ResizeConvGradientOutputs(const OperatorBase& op, bool no_bias,
+                                              const Tensor& X, const Tensor& filter,
+                                              int64_t out_channels, OutputFn&& output) {
+  ConvGradientOutputs outputs;
+  outputs.dfilter = output(0);
+  outputs.dfilter->Resize(filter.dims());
+  if (!no_bias) {
+    DOPPIO_ENFORCE(op.OutputSize() >= 2, "op ", op.type(),
+                   ": without no_bias the second output is the bias gradient");
+    outputs.dbias = output(1);
+    outputs.dbias->Resize({out_channels});
+  }
+  if (op.OutputSize() == (no_bias ? 2 : 3)) {
+    outputs.dX = output(op.OutputSize() - 1);
+    outputs.dX->Resize(X.dims());
+  }
+  return outputs;
+}
+
+// Shape inference of those outputs from the forward X and filter shapes;
+// `bias_channels` < 0 leaves dbias unknown.
+std::vector<TensorShape> ConvGradientShapes(const OperatorDef& def, const TensorShape& X,
+                                            const TensorShape& filter, int64_t bias_channels);
+
+// <Op>Gradient(X, filter, dY) -> (dfilter[, dbias][, dX]) for Conv, its
+// Conv1D/2D/3D aliases and ConvTranspose; no_bias tells the gradient op
+// whether the forward op had a bias.
+class GetConvGradient final : public GradientMakerBase {
+ public:
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override;
+};
 
 }  // namespace doppio

@@ -3,6 +3,7 @@
 #include <dnnl.hpp>
 
 #include <numeric>
+#include <string>
 #include <unordered_map>
 
 namespace doppio {
@@ -115,6 +116,33 @@ struct ConvDescs {
     return dnnl::convolution_forward::primitive_desc(desc, CpuEngine());
   }
 };
+
+// The data-gradient primitive. oneDNN's blocked kernels pad the input
+// channels to 16, so for first layers (1 to 3 channel images, NCHW, one
+// group) most of their work is padding; there its GEMM kernel on our own
+// layout is 1.5-4.5x faster, and dX needs no reorder. Should that layout get
+// only the reference implementation, the blocked one is used after all.
+dnnl::convolution_backward_data::primitive_desc DataGradientPrimitive(
+    const ConvProblem& p, const ConvDescs& descs,
+    const dnnl::convolution_forward::primitive_desc& hint) {
+  const auto make = [&](const memory::desc& diff_src) {
+    const dnnl::convolution_backward_data::desc desc(
+        dnnl::algorithm::convolution_direct, diff_src, AnyLike(descs.weights),
+        AnyLike(descs.dst), descs.strides, descs.dilates, descs.pad_l, descs.pad_r);
+    return dnnl::convolution_backward_data::primitive_desc(desc, CpuEngine(), hint);
+  };
+  const bool few_input_channels =
+      p.geometry.order == StorageOrder::kNCHW && p.group == 1 && p.in_per_group < 4;
+  if (few_input_channels) {
+    try {
+      auto plain = make(descs.src);
+      if (std::string(plain.impl_info_str()).compare(0, 3, "ref") != 0) return plain;
+    } catch (const dnnl::error&) {
+      // No implementation for our layout: take the blocked one below.
+    }
+  }
+  return make(AnyLike(descs.src));
+}
 
 // One argument of a primitive: the user's buffer in our layout and, when the
 // primitive wants another layout, its own buffer plus the reorder between.
@@ -252,11 +280,7 @@ bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w,
       s.has_dx = dx != nullptr;
       s.share_diff_dst = false;
       if (s.has_dx) {
-        const dnnl::convolution_backward_data::desc data_desc(
-            dnnl::algorithm::convolution_direct, AnyLike(descs.src), AnyLike(descs.weights),
-            AnyLike(descs.dst), descs.strides, descs.dilates, descs.pad_l, descs.pad_r);
-        const dnnl::convolution_backward_data::primitive_desc data_pd(data_desc, CpuEngine(),
-                                                                      hint);
+        const auto data_pd = DataGradientPrimitive(p, descs, hint);
         s.data_primitive = dnnl::convolution_backward_data(data_pd);
         s.d_diff_dst.Init(descs.dst, data_pd.diff_dst_desc(), true);
         // Both primitives usually want dY in one layout: convert it once.

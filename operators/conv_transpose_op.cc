@@ -1,7 +1,6 @@
 #include "operators/conv_transpose_op.h"
 
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 
 #include "core/argument.h"
@@ -68,15 +67,8 @@ std::vector<int64_t> ConvTransposeOpBase::Adj(int num_spatial) const {
 
 ConvTransposeProblem ConvTransposeOpBase::Resolve(const Tensor& X, const Tensor& filter,
                                                   const Tensor* bias) const {
-  const int rank = X.ndim();
-  DOPPIO_ENFORCE(rank >= 3 && rank <= 5, "op ", type(), ": input '", input_name(0),
-                 "' has shape ", X.dims(), "; expected 3 to 5 dims (",
-                 StorageOrderName(order()), " with 1 to 3 spatial dims)");
-  DOPPIO_ENFORCE(filter.ndim() == rank, "op ", type(), ": filter '", input_name(1),
-                 "' has shape ", filter.dims(), " but input '", input_name(0), "' has shape ",
-                 X.dims(), "; the filter needs as many dims as the input");
-  EnforceSameType(*this, 0, X, 1, filter);
-  const int num_spatial = rank - 2;
+  CheckConvInputAndFilter(*this, order(), X, filter);
+  const int num_spatial = X.ndim() - 2;
   const bool nchw = order() == StorageOrder::kNCHW;
   const std::vector<int64_t>& xdims = X.dims();
   const std::vector<int64_t>& fdims = filter.dims();
@@ -125,12 +117,7 @@ ConvTransposeProblem ConvTransposeOpBase::Resolve(const Tensor& X, const Tensor&
                    " on spatial dim ", axis, " (pads ", pads[axis], " + ",
                    pads[num_spatial + axis], " remove all of it)");
   }
-  if (bias != nullptr) {
-    EnforceSameType(*this, 0, X, 2, *bias);
-    DOPPIO_ENFORCE(bias->ndim() == 1 && bias->dim(0) == p.out_channels, "op ", type(),
-                   ": bias '", input_name(2), "' has shape ", bias->dims(), "; expected [",
-                   p.out_channels, "] (one value per output channel)");
-  }
+  if (bias != nullptr) CheckChannelBias(*this, X, *bias, p.out_channels);
   p.col.image = p.output;
   p.col.output = p.input;
   p.col.kernel = kernel;
@@ -167,13 +154,8 @@ void ConvTransposeOp::Compute(const ConvTransposeProblem& p, const Tensor& X,
   T* y = Y->mutable_data<T>();
   std::fill(y, y + Y->numel(), T(0));
   const bool nchw = p.order == StorageOrder::kNCHW;
-  col_buffer_.Resize({R * image_in});
-  T* col = col_buffer_.template mutable_data<T>();
-  T* x_group = nullptr;
-  if (!nchw && G > 1) {
-    group_buffer_.Resize({image_in * Cg});
-    x_group = group_buffer_.template mutable_data<T>();
-  }
+  T* col = ScratchBuffer<T>(col_buffer_, R * image_in);
+  T* x_group = (!nchw && G > 1) ? ScratchBuffer<T>(group_buffer_, image_in * Cg) : nullptr;
   for (int64_t n = 0; n < p.batch; ++n) {
     const T* xn = x + n * C * image_in;
     T* yn = y + n * M * image_out;
@@ -187,8 +169,7 @@ void ConvTransposeOp::Compute(const ConvTransposeProblem& p, const Tensor& X,
       } else {
         const T* xg = xn;
         if (G > 1) {
-          for (int64_t i = 0; i < image_in; ++i)
-            std::memcpy(x_group + i * Cg, xn + i * C + gi * Cg, Cg * sizeof(T));
+          GatherGroupChannels(image_in, C, Cg, gi, xn, x_group);
           xg = x_group;
         }
         // col [Pin x R] = X_g [Pin x Cg] * W_g [Cg x R]
@@ -201,37 +182,19 @@ void ConvTransposeOp::Compute(const ConvTransposeProblem& p, const Tensor& X,
 }
 
 ConvTransposeGradientOp::ConvTransposeGradientOp(const OperatorDef& def, Workspace* workspace)
-    : ConvTransposeOpBase(def, workspace), no_bias_(GetSingleArgument<bool>("no_bias", false)) {
-  DOPPIO_ENFORCE(!(no_bias_ && OutputSize() == 3), "op ", type(),
-                 ": with no_bias there is no bias gradient; give 1 or 2 outputs, not 3");
-}
+    : ConvTransposeOpBase(def, workspace), no_bias_(ReadNoBias(*this)) {}
 
 void ConvTransposeGradientOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& filter = Input(1);
   const Tensor& dY = Input(2);
   const ConvTransposeProblem p = Resolve(X, filter, nullptr);
-  EnforceSameType(*this, 0, X, 2, dY);
-  DOPPIO_ENFORCE(dY.dims() == p.OutputDims(), "op ", type(), ": output gradient '",
-                 input_name(2), "' has shape ", dY.dims(),
-                 " but the transposed convolution's output has shape ", p.OutputDims());
-  Tensor* dfilter = Output(0);
-  dfilter->Resize(filter.dims());
-  Tensor* dbias = nullptr;
-  if (!no_bias_) {
-    DOPPIO_ENFORCE(OutputSize() >= 2, "op ", type(),
-                   ": without no_bias the second output is the bias gradient");
-    dbias = Output(1);
-    dbias->Resize({p.out_channels});
-  }
-  Tensor* dX = nullptr;
-  if (OutputSize() == (no_bias_ ? 2 : 3)) {
-    dX = Output(OutputSize() - 1);
-    dX->Resize(X.dims());
-  }
+  CheckOutputGradient(*this, X, dY, p.OutputDims(), "the transposed convolution's output");
+  const ConvGradientOutputs out = ResizeConvGradientOutputs(
+      *this, no_bias_, X, filter, p.out_channels, [this](int i) { return Output(i); });
   DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    Compute<T>(p, X, filter, dY, dfilter, dbias, dX);
+    Compute<T>(p, X, filter, dY, out.dfilter, out.dbias, out.dX);
   });
 }
 
@@ -252,15 +215,12 @@ void ConvTransposeGradientOp::Compute(const ConvTransposeProblem& p, const Tenso
     SumPerChannel<T>(p.order, p.batch, M, image_out, dy, dbias->mutable_data<T>());
   }
   const bool nchw = p.order == StorageOrder::kNCHW;
-  col_buffer_.Resize({R * image_in});
-  T* col = col_buffer_.template mutable_data<T>();
+  T* col = ScratchBuffer<T>(col_buffer_, R * image_in);
   T* x_group = nullptr;
   T* dx_group = nullptr;
   if (!nchw && G > 1) {
-    group_buffer_.Resize({image_in * Cg});
-    x_group = group_buffer_.template mutable_data<T>();
-    group_out_buffer_.Resize({image_in * Cg});
-    dx_group = group_out_buffer_.template mutable_data<T>();
+    x_group = ScratchBuffer<T>(group_buffer_, image_in * Cg);
+    dx_group = ScratchBuffer<T>(group_out_buffer_, image_in * Cg);
   }
   for (int64_t n = 0; n < p.batch; ++n) {
     const T* xn = x + n * C * image_in;
@@ -283,8 +243,7 @@ void ConvTransposeGradientOp::Compute(const ConvTransposeProblem& p, const Tenso
         Im2ColNd(p.order, p.col, dyn + gi * Mg, col);  // [Pin x R]
         const T* xg = xn;
         if (G > 1) {
-          for (int64_t i = 0; i < image_in; ++i)
-            std::memcpy(x_group + i * Cg, xn + i * C + gi * Cg, Cg * sizeof(T));
+          GatherGroupChannels(image_in, C, Cg, gi, xn, x_group);
           xg = x_group;
         }
         // dW_g [Cg x R] += X_g^T [Cg x Pin] * col;  dX_g [Pin x Cg] = col * W_g^T
@@ -294,8 +253,7 @@ void ConvTransposeGradientOp::Compute(const ConvTransposeProblem& p, const Tenso
           blas::Gemm<T>(false, true, image_in, Cg, R, T(1), col, wg, T(0), dxn);
         } else {
           blas::Gemm<T>(false, true, image_in, Cg, R, T(1), col, wg, T(0), dx_group);
-          for (int64_t i = 0; i < image_in; ++i)
-            std::memcpy(dxn + i * C + gi * Cg, dx_group + i * Cg, Cg * sizeof(T));
+          ScatterGroupChannels(image_in, C, Cg, gi, dx_group, dxn);
         }
       }
     }
@@ -354,51 +312,21 @@ std::vector<TensorShape> InferConvTranspose(const OperatorDef& def,
 
 std::vector<TensorShape> InferConvTransposeGradient(const OperatorDef& def,
                                                     const std::vector<TensorShape>& inputs) {
-  std::vector<TensorShape> outputs(def.output_size());
-  for (TensorShape& shape : outputs) shape.set_unknown_shape(true);
   if (inputs.size() < 3 || inputs[0].unknown_shape() || inputs[1].unknown_shape() ||
       inputs[2].unknown_shape()) {
+    std::vector<TensorShape> outputs(def.output_size());
+    for (TensorShape& shape : outputs) shape.set_unknown_shape(true);
     return outputs;
   }
-  const ArgumentHelper helper(def);
-  const bool no_bias = helper.GetSingle<bool>("no_bias", false);
-  outputs[0] = inputs[1];
-  if (!no_bias && outputs.size() >= 2) {
-    const bool nchw = helper.GetSingle<std::string>("order", "NCHW") == "NCHW";
-    const auto& dy = inputs[2];
-    if (dy.dims_size() >= 3) {
-      TensorShape bias;
-      bias.add_dims(nchw ? dy.dims(1) : dy.dims(dy.dims_size() - 1));
-      bias.set_data_type(inputs[1].data_type());
-      outputs[1] = bias;
-    }
+  // M is the channel dim of dY (the filter holds only M / group).
+  const TensorShape& dy = inputs[2];
+  int64_t bias_channels = -1;
+  if (dy.dims_size() >= 3) {
+    const bool nchw = ArgumentHelper(def).GetSingle<std::string>("order", "NCHW") == "NCHW";
+    bias_channels = nchw ? dy.dims(1) : dy.dims(dy.dims_size() - 1);
   }
-  if (static_cast<int>(outputs.size()) == (no_bias ? 2 : 3)) outputs.back() = inputs[0];
-  return outputs;
+  return ConvGradientShapes(def, inputs[0], inputs[1], bias_channels);
 }
-
-class GetConvTransposeGradient final : public GradientMakerBase {
-  using GradientMakerBase::GradientMakerBase;
-  std::vector<OperatorDef> GetGradientDefs() override {
-    const ArgumentHelper args(Def());
-    const bool compute_dX = !args.GetSingle<bool>("no_gradient_to_input", false);
-    const bool has_bias = Def().input_size() == 3;
-    std::vector<std::string> outputs{GI(1)};
-    if (has_bias) outputs.push_back(GI(2));
-    if (compute_dX) outputs.push_back(GI(0));
-    google::protobuf::RepeatedPtrField<Argument> gradient_args;
-    for (const Argument& arg : Def().arg()) {
-      if (arg.name() != "no_bias") *gradient_args.Add() = arg;
-    }
-    if (!has_bias) {
-      Argument* no_bias = gradient_args.Add();
-      no_bias->set_name("no_bias");
-      no_bias->set_i(1);
-    }
-    return SingleGradientDef("ConvTransposeGradient", "", {I(0), I(1), GO(0)}, outputs,
-                             gradient_args);
-  }
-};
 
 }  // namespace
 
@@ -440,7 +368,7 @@ OPERATOR_SCHEMA(ConvTransposeGradient)
     .Doc("Gradients of ConvTranspose: dfilter, then dbias unless no_bias, then dX if one "
          "more output is given.");
 
-REGISTER_GRADIENT(ConvTranspose, GetConvTransposeGradient);
+REGISTER_GRADIENT(ConvTranspose, GetConvGradient);
 SHOULD_NOT_DO_GRADIENT(ConvTransposeGradient, "ConvTransposeGradient is itself a gradient op");
 
 }  // namespace doppio

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <type_traits>
 #include <vector>
 
 #include "core/gradient.h"
@@ -67,6 +69,22 @@ void CheckRowGradient(const OperatorBase& op, int index, const Tensor& dY, int64
                  DataTypeName(dtype));
 }
 
+// Calls fn(x, labels) with X's float type and label's integer type, after
+// checking every label names one of the shape.d classes.
+template <typename Fn>
+void DispatchClassLabels(const OperatorBase& op, const Tensor& X, const Tensor& label,
+                         const BatchShape& shape, Fn&& fn) {
+  activation::DispatchFloat(op, op.input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    loss::DispatchLabelType(op, op.input_name(1), label.dtype(), [&](auto label_tag) {
+      using L = typename decltype(label_tag)::type;
+      const L* labels = label.data<L>();
+      loss::CheckLabelRange(op, op.input_name(1), labels, shape.n, shape.d);
+      fn(X.data<T>(), labels);
+    });
+  });
+}
+
 }  // namespace
 
 // ---- LabelCrossEntropy ----
@@ -76,20 +94,14 @@ void LabelCrossEntropyOp::RunOnDevice() {
   const Tensor& label = Input(1);
   const BatchShape shape = BatchShapeOf(*this, X);
   CheckClassLabelShape(*this, label, shape.n);
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    loss::DispatchLabelType(*this, input_name(1), label.dtype(), [&](auto label_tag) {
-      using L = typename decltype(label_tag)::type;
-      const L* labels = label.data<L>();
-      loss::CheckLabelRange(*this, input_name(1), labels, shape.n, shape.d);
-      const T* x = X.data<T>();
-      Tensor* Y = Output(0);
-      Y->Resize({shape.n});
-      T* y = Y->template mutable_data<T>();
-      for (int64_t i = 0; i < shape.n; ++i) {
-        y[i] = -std::log(ClampedProbability(x[i * shape.d + labels[i]]));
-      }
-    });
+  DispatchClassLabels(*this, X, label, shape, [&](auto x, auto labels) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(x)>>;
+    Tensor* Y = Output(0);
+    Y->Resize({shape.n});
+    T* y = Y->template mutable_data<T>();
+    for (int64_t i = 0; i < shape.n; ++i) {
+      y[i] = -std::log(ClampedProbability(x[i * shape.d + labels[i]]));
+    }
   });
 }
 
@@ -100,23 +112,17 @@ void LabelCrossEntropyGradientOp::RunOnDevice() {
   const BatchShape shape = BatchShapeOf(*this, X);
   CheckClassLabelShape(*this, label, shape.n);
   CheckRowGradient(*this, 2, dY, shape.n, X.dtype());
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    loss::DispatchLabelType(*this, input_name(1), label.dtype(), [&](auto label_tag) {
-      using L = typename decltype(label_tag)::type;
-      const L* labels = label.data<L>();
-      loss::CheckLabelRange(*this, input_name(1), labels, shape.n, shape.d);
-      const T* x = X.data<T>();
-      const T* dy = dY.data<T>();
-      Tensor* dX = Output(0);
-      dX->Resize(X.dims());
-      T* dx = dX->template mutable_data<T>();
-      std::fill(dx, dx + X.numel(), T(0));
-      for (int64_t i = 0; i < shape.n; ++i) {
-        const int64_t at = i * shape.d + labels[i];
-        dx[at] = -dy[i] / ClampedProbability(x[at]);
-      }
-    });
+  DispatchClassLabels(*this, X, label, shape, [&](auto x, auto labels) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(x)>>;
+    const T* dy = dY.data<T>();
+    Tensor* dX = Output(0);
+    dX->Resize(X.dims());
+    T* dx = dX->template mutable_data<T>();
+    std::fill(dx, dx + X.numel(), T(0));
+    for (int64_t i = 0; i < shape.n; ++i) {
+      const int64_t at = i * shape.d + labels[i];
+      dx[at] = -dy[i] / ClampedProbability(x[at]);
+    }
   });
 }
 
@@ -325,6 +331,19 @@ std::vector<TensorShape> LikeFirstInput(const OperatorDef&, const std::vector<Te
   return {in.at(0)};
 }
 
+// <forward>Gradient(X, label, dY) -> dX; the caller documents dX.
+std::function<void(OpSchema&)> RowLossGradientSchema(const char* forward) {
+  return [forward](OpSchema& schema) {
+    schema.NumInputs(3)
+        .NumOutputs(1)
+        .TensorInferenceFunction(LikeFirstInput)
+        .Input(0, "X", MakeString(forward, "'s X"))
+        .Input(1, "label", MakeString(forward, "'s label"))
+        .Input(2, "dY", "gradient of Y, [N]")
+        .Doc(MakeString("Gradient of ", forward, " for X."));
+  };
+}
+
 }  // namespace
 
 OPERATOR_SCHEMA(LabelCrossEntropy)
@@ -338,14 +357,8 @@ OPERATOR_SCHEMA(LabelCrossEntropy)
          "1e-20)).");
 
 OPERATOR_SCHEMA(LabelCrossEntropyGradient)
-    .NumInputs(3)
-    .NumOutputs(1)
-    .TensorInferenceFunction(LikeFirstInput)
-    .Input(0, "X", "LabelCrossEntropy's X")
-    .Input(1, "label", "LabelCrossEntropy's label")
-    .Input(2, "dY", "gradient of Y, [N]")
-    .Output(0, "dX", "-dY_i / X[i, label_i] at each label, 0 elsewhere")
-    .Doc("Gradient of LabelCrossEntropy for X.");
+    .Apply(RowLossGradientSchema("LabelCrossEntropy"))
+    .Output(0, "dX", "-dY_i / X[i, label_i] at each label, 0 elsewhere");
 
 OPERATOR_SCHEMA(CrossEntropy)
     .NumInputs(2)
@@ -357,14 +370,8 @@ OPERATOR_SCHEMA(CrossEntropy)
     .Doc("Cross entropy against soft (probability) labels; logs are of max(X, 1e-20).");
 
 OPERATOR_SCHEMA(CrossEntropyGradient)
-    .NumInputs(3)
-    .NumOutputs(1)
-    .TensorInferenceFunction(LikeFirstInput)
-    .Input(0, "X", "CrossEntropy's X")
-    .Input(1, "label", "CrossEntropy's label")
-    .Input(2, "dY", "gradient of Y, [N]")
-    .Output(0, "dX", "-label * dY_i / X")
-    .Doc("Gradient of CrossEntropy for X.");
+    .Apply(RowLossGradientSchema("CrossEntropy"))
+    .Output(0, "dX", "-label * dY_i / X");
 
 OPERATOR_SCHEMA(SigmoidCrossEntropyWithLogits)
     .NumInputs(2)
@@ -401,17 +408,11 @@ OPERATOR_SCHEMA(SigmoidCrossEntropyWithLogitsGradient)
 
 namespace {
 
-class GetLabelCrossEntropyGradient final : public GradientMakerBase {
-  using GradientMakerBase::GradientMakerBase;
-  std::vector<OperatorDef> GetGradientDefs() override {
-    return SingleGradientDef("LabelCrossEntropyGradient", "", {I(0), I(1), GO(0)}, {GI(0)});
-  }
-};
-
+// <Op>Gradient(X, label, dY) -> dX for LabelCrossEntropy and CrossEntropy.
 class GetCrossEntropyGradient final : public GradientMakerBase {
   using GradientMakerBase::GradientMakerBase;
   std::vector<OperatorDef> GetGradientDefs() override {
-    return SingleGradientDef("CrossEntropyGradient", "", {I(0), I(1), GO(0)}, {GI(0)});
+    return SingleGradientDef(Def().type() + "Gradient", "", {I(0), I(1), GO(0)}, {GI(0)});
   }
 };
 
@@ -428,7 +429,7 @@ constexpr const char kSecondOrder[] =
 
 }  // namespace
 
-REGISTER_GRADIENT(LabelCrossEntropy, GetLabelCrossEntropyGradient);
+REGISTER_GRADIENT(LabelCrossEntropy, GetCrossEntropyGradient);
 REGISTER_GRADIENT(CrossEntropy, GetCrossEntropyGradient);
 REGISTER_GRADIENT(SigmoidCrossEntropyWithLogits, GetSigmoidCrossEntropyWithLogitsGradient);
 SHOULD_NOT_DO_GRADIENT(LabelCrossEntropyGradient, kSecondOrder);

@@ -1,6 +1,7 @@
 #include "operators/dropout_op.h"
 
 #include <random>
+#include <type_traits>
 
 #include "core/gradient.h"
 #include "core/registry.h"
@@ -32,13 +33,8 @@ DropoutOp::DropoutOp(const OperatorDef& def, Workspace* workspace)
 
 void DropoutOp::RunOnDevice() {
   const Tensor& X = Input(0);
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* x = X.data<T>();
-    const int64_t n = X.numel();
-    Tensor* Y = Output(0);
-    Y->Resize(X.dims());
-    T* y = Y->template mutable_data<T>();
+  activation::DispatchFloatLikeInput(*this, X, Output(0), [&](auto x, auto y, int64_t n) {
+    using T = std::remove_pointer_t<decltype(y)>;
     bool* mask = nullptr;
     if (OutputSize() == 2) {
       Tensor* mask_tensor = Output(1);
@@ -86,13 +82,8 @@ void DropoutGradientOp::RunOnDevice() {
                    "' has shape ", dY.dims());
     mask = mask_tensor.data<bool>();
   }
-  activation::DispatchFloat(*this, input_name(0), dY.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* dy = dY.data<T>();
-    const int64_t n = dY.numel();
-    Tensor* dX = Output(0);
-    dX->Resize(dY.dims());
-    T* dx = dX->template mutable_data<T>();
+  activation::DispatchFloatLikeInput(*this, dY, Output(0), [&](auto dy, auto dx, int64_t n) {
+    using T = std::remove_pointer_t<decltype(dx)>;
     if (is_test_) {
       if (dx != dy) {
         for (int64_t i = 0; i < n; ++i) dx[i] = dy[i];

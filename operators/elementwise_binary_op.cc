@@ -10,6 +10,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/shape_inference_utils.h"
 
 namespace doppio {
 
@@ -70,11 +71,16 @@ namespace {
 
 // ---- functors ----
 
-struct AddFunctor : BinaryFunctorBase {
+// Add, Sub and Mul take every numeric type both ways and their gradient ops
+// (dC, A, B); Div overrides what differs.
+struct ArithmeticFunctorBase : BinaryFunctorBase {
   using Types = NumericTypes;
   using GradTypes = NumericTypes;
-  static constexpr bool kNeedsA = false, kNeedsB = false, kNeedsC = false;
   static GradientSlots Slots(int) { return {}; }
+};
+
+struct AddFunctor : ArithmeticFunctorBase {
+  static constexpr bool kNeedsA = false, kNeedsB = false, kNeedsC = false;
   template <typename T>
   T operator()(T a, T b) const {
     return static_cast<T>(a + b);
@@ -86,11 +92,8 @@ struct AddFunctor : BinaryFunctorBase {
   }
 };
 
-struct SubFunctor : BinaryFunctorBase {
-  using Types = NumericTypes;
-  using GradTypes = NumericTypes;
+struct SubFunctor : ArithmeticFunctorBase {
   static constexpr bool kNeedsA = false, kNeedsB = false, kNeedsC = false;
-  static GradientSlots Slots(int) { return {}; }
   template <typename T>
   T operator()(T a, T b) const {
     return static_cast<T>(a - b);
@@ -102,11 +105,8 @@ struct SubFunctor : BinaryFunctorBase {
   }
 };
 
-struct MulFunctor : BinaryFunctorBase {
-  using Types = NumericTypes;
-  using GradTypes = NumericTypes;
+struct MulFunctor : ArithmeticFunctorBase {
   static constexpr bool kNeedsA = true, kNeedsB = true, kNeedsC = false;
-  static GradientSlots Slots(int) { return {}; }
   template <typename T>
   T operator()(T a, T b) const {
     return static_cast<T>(a * b);
@@ -118,8 +118,7 @@ struct MulFunctor : BinaryFunctorBase {
   }
 };
 
-struct DivFunctor : BinaryFunctorBase {
-  using Types = NumericTypes;
+struct DivFunctor : ArithmeticFunctorBase {
   using GradTypes = FloatTypes;
   static constexpr bool kNeedsA = false, kNeedsB = true, kNeedsC = true;
   static GradientSlots Slots(int num_inputs) {
@@ -284,11 +283,7 @@ OPERATOR_SCHEMA(DivGradient)
 OPERATOR_SCHEMA(SumReduceLike)
     .NumInputs(2)
     .NumOutputs(1)
-    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
-      TensorShape out = in.at(1);
-      out.set_data_type(in.at(0).data_type());
-      return std::vector<TensorShape>{out};
-    })
+    .TensorInferenceFunction(ShapeOfInput(1))
     .Arg("axis", "(int, default -1) the dim of A where B's dims start")
     .Arg("axis_str", "(string) the axis as a letter of `order`")
     .Arg("order", "(string, default NCHW) the layout axis_str refers to")

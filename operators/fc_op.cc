@@ -7,7 +7,8 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
-#include "operators/blas.h"
+#include "operators/matrix_utils.h"
+#include "operators/shape_inference_utils.h"
 
 namespace doppio {
 
@@ -22,22 +23,6 @@ struct FCShape {
   std::vector<int64_t> y_dims;
 };
 
-int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
-  int64_t product = 1;
-  for (size_t i = begin; i < end; ++i) product *= dims[i];
-  return product;
-}
-
-// Maps `axis` (argument `arg` of op `op`, applied to blob `blob`) onto
-// [0, rank), with an error naming all three.
-int CanonicalAxisOf(const std::string& op, const char* arg, int axis, const std::string& blob,
-                    const std::vector<int64_t>& dims) {
-  const int rank = static_cast<int>(dims.size());
-  DOPPIO_ENFORCE(axis >= -rank && axis < rank, "op ", op, ": argument ", arg, " = ", axis,
-                 " is out of range for '", blob, "' of shape ", dims, " (rank ", rank, ")");
-  return axis < 0 ? axis + rank : axis;
-}
-
 // Validates X and W against each other and derives M, K, N and Y's shape.
 FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
                        const std::vector<int64_t>& x_dims, const std::string& w_name,
@@ -46,10 +31,10 @@ FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
   const int x_axis = CanonicalAxisOf(op, "axis", axis, x_name, x_dims);
   const int w_axis = CanonicalAxisOf(op, "axis_w", axis_w, w_name, w_dims);
   FCShape shape;
-  shape.M = Product(x_dims, 0, x_axis);
-  shape.K = Product(x_dims, x_axis, x_dims.size());
-  const int64_t w_rows = Product(w_dims, 0, w_axis);
-  const int64_t w_cols = Product(w_dims, w_axis, w_dims.size());
+  shape.M = DimsProduct(x_dims, 0, x_axis);
+  shape.K = DimsProduct(x_dims, x_axis, x_dims.size());
+  const int64_t w_rows = DimsProduct(w_dims, 0, w_axis);
+  const int64_t w_cols = DimsProduct(w_dims, w_axis, w_dims.size());
   shape.N = weight_is_k_by_n ? w_cols : w_rows;
   const int64_t w_k = weight_is_k_by_n ? w_rows : w_cols;
   DOPPIO_ENFORCE(w_k == shape.K, "op ", op, ": input X ('", x_name, "') of shape ", x_dims,
@@ -62,12 +47,6 @@ FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
   return shape;
 }
 
-void EnforceFloatType(const OperatorBase& op, int input, DataType dtype) {
-  DOPPIO_ENFORCE(dtype == DataType::kFloat || dtype == DataType::kDouble, "op ", op.type(),
-                 ": input ", input, " ('", op.input_name(input), "') holds ",
-                 DataTypeName(dtype), "; ", op.type(), " supports float32 and float64");
-}
-
 void EnforceSameType(const OperatorBase& op, const std::vector<const Tensor*>& tensors) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     EnforceFloatType(op, static_cast<int>(i), tensors[i]->dtype());
@@ -77,38 +56,6 @@ void EnforceSameType(const OperatorBase& op, const std::vector<const Tensor*>& t
                    "') holds ", DataTypeName(tensors[0]->dtype()),
                    "; all inputs must have one type");
   }
-}
-
-// C = op(A) op(B) with C [rows x cols] and `inner` the summed dim; an empty
-// sum writes zeros (BLAS need not touch C when inner is 0).
-template <typename T>
-void MatrixProduct(bool trans_a, bool trans_b, int64_t rows, int64_t cols, int64_t inner,
-                   const T* a, const T* b, T* c) {
-  if (inner == 0) {
-    std::fill(c, c + rows * cols, T(0));
-    return;
-  }
-  blas::Gemm<T>(trans_a, trans_b, rows, cols, inner, T(1), a, b, T(0), c);
-}
-
-template <typename Fn>
-void DispatchFloat(DataType dtype, Fn&& fn) {
-  if (dtype == DataType::kDouble) {
-    fn(TypeTag<double>{});
-  } else {
-    fn(TypeTag<float>{});
-  }
-}
-
-std::vector<int64_t> DimsOf(const TensorShape& shape) {
-  return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
-}
-
-TensorShape MakeShape(const std::vector<int64_t>& dims, TensorProto::DataType dtype) {
-  TensorShape shape;
-  for (int64_t d : dims) shape.add_dims(d);
-  shape.set_data_type(dtype);
-  return shape;
 }
 
 }  // namespace
@@ -132,7 +79,7 @@ void FCOp::RunOnDevice() {
                  input_name(2), "') has shape ", b.dims(), " but should be [", shape.N,
                  "], one entry per output unit N of weight W ('", input_name(1), "') ",
                  W.dims());
-  DispatchFloat(X.dtype(), [&](auto tag) {
+  DispatchCheckedFloat(X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Tensor* Y = Output(0);
     Y->Resize(shape.y_dims);
@@ -167,7 +114,7 @@ void FCGradientOp::RunOnDevice() {
   DOPPIO_ENFORCE(dY.numel() == shape.M * shape.N, "op ", type(), ": output gradient dY ('",
                  input_name(2), "') has shape ", dY.dims(), " but the FC output has shape ",
                  shape.y_dims);
-  DispatchFloat(X.dtype(), [&](auto tag) {
+  DispatchCheckedFloat(X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     const T* w = W.data<T>();

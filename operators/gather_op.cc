@@ -28,8 +28,7 @@ void GatherOp::RunOnDevice() {
   EnforceHasRows(*this, 0, data);
   const int64_t rows = data.dim(0);
   const int64_t row_size = data.SizeFromDim(1);
-  std::vector<int64_t> output_dims = indices.dims();
-  for (int64_t d : RowDims(data)) output_dims.push_back(d);
+  const std::vector<int64_t> output_dims = ShapeOfRows(indices.dims(), data);
 
   DispatchIndexType(*this, 1, indices.dtype(), [&](auto index_tag) {
     using Index = typename decltype(index_tag)::type;

@@ -66,8 +66,8 @@ void LengthsReducerOp<kSparse, kMean>::RunOnDevice() {
                    "' has ", rows, " rows; they must match");
   }
 
-  std::vector<int64_t> output_dims = {static_cast<int64_t>(lengths.size())};
-  for (int64_t d : RowDims(data)) output_dims.push_back(d);
+  const std::vector<int64_t> output_dims =
+      ShapeOfRows({static_cast<int64_t>(lengths.size())}, data);
   DispatchTypes(FloatTypes{}, *this, input_name(0), data.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* source = data.data<T>();
@@ -110,8 +110,7 @@ void LengthsReducerGradientOp<kMean>::RunOnDevice() {
                    Input(2).numel(), " indices");
   }
   const int64_t row_size = output_grad.SizeFromDim(1);
-  std::vector<int64_t> grad_dims = {total};
-  for (int64_t d : RowDims(output_grad)) grad_dims.push_back(d);
+  const std::vector<int64_t> grad_dims = ShapeOfRows({total}, output_grad);
 
   DispatchTypes(FloatTypes{}, *this, input_name(0), output_grad.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -152,21 +151,10 @@ REGISTER_CPU_OPERATOR(SparseLengthsMeanGradient, LengthsMeanGradientOp);
 
 namespace {
 
-// One output row per segment: [len(LENGTHS)] + DATA.shape[1:].
-OpSchema::InferenceFunction InferSegments(int lengths_input) {
-  return [lengths_input](const OperatorDef&, const std::vector<TensorShape>& in) {
-    TensorShape out;
-    out.add_dims(in[lengths_input].dims_size() > 0 ? in[lengths_input].dims(0) : 0);
-    for (int i = 1; i < in[0].dims_size(); ++i) out.add_dims(in[0].dims(i));
-    out.set_data_type(in[0].data_type());
-    return std::vector<TensorShape>{out};
-  };
-}
-
 void DenseLengthsSchema(OpSchema& schema) {
   schema.NumInputs(2)
       .NumOutputs(1)
-      .TensorInferenceFunction(InferSegments(1))
+      .TensorInferenceFunction(InferRowsPerEntry(1))
       .Input(0, "DATA", "float32 or float64 tensor of rank >= 1")
       .Input(1, "LENGTHS", "int32 or int64 vector of non-negative lengths summing to "
                            "DATA.shape[0]")
@@ -176,7 +164,7 @@ void DenseLengthsSchema(OpSchema& schema) {
 void SparseLengthsSchema(OpSchema& schema) {
   schema.NumInputs(3)
       .NumOutputs(1)
-      .TensorInferenceFunction(InferSegments(2))
+      .TensorInferenceFunction(InferRowsPerEntry(2))
       .Input(0, "DATA", "float32 or float64 tensor of rank >= 1")
       .Input(1, "INDICES", "int32 or int64 vector of rows of DATA, each in "
                            "[0, DATA.shape[0])")

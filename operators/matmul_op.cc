@@ -8,57 +8,21 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
-#include "operators/blas.h"
+#include "operators/matrix_utils.h"
+#include "operators/shape_inference_utils.h"
 
 namespace doppio {
 
 namespace {
 
-int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
-  int64_t product = 1;
-  for (size_t i = begin; i < end; ++i) product *= dims[i];
-  return product;
-}
-
 template <typename Fn>
 void DispatchFloat(const OperatorBase& op, const Tensor& A, const Tensor& B, Fn&& fn) {
-  for (int i = 0; i < 2; ++i) {
-    const DataType dtype = (i == 0 ? A : B).dtype();
-    DOPPIO_ENFORCE(dtype == DataType::kFloat || dtype == DataType::kDouble, "op ", op.type(),
-                   ": input ", i, " ('", op.input_name(i), "') holds ", DataTypeName(dtype),
-                   "; ", op.type(), " supports float32 and float64");
-  }
+  EnforceFloatType(op, 0, A.dtype());
+  EnforceFloatType(op, 1, B.dtype());
   DOPPIO_ENFORCE(A.dtype() == B.dtype(), "op ", op.type(), ": A ('", op.input_name(0),
                  "') holds ", DataTypeName(A.dtype()), " but B ('", op.input_name(1),
                  "') holds ", DataTypeName(B.dtype()), "; both must have one type");
-  if (A.dtype() == DataType::kDouble) {
-    fn(TypeTag<double>{});
-  } else {
-    fn(TypeTag<float>{});
-  }
-}
-
-// C[rows x cols] = op(A) op(B); an empty inner dim gives zeros (BLAS need not
-// write C then). lda/ldb follow from the stored (untransposed) shapes.
-template <typename T>
-void MatrixProduct(bool trans_a, bool trans_b, int64_t rows, int64_t cols, int64_t inner,
-                   const T* a, const T* b, T* c) {
-  if (inner == 0) {
-    std::fill(c, c + rows * cols, T(0));
-    return;
-  }
-  blas::Gemm<T>(trans_a, trans_b, rows, cols, inner, T(1), a, b, T(0), c);
-}
-
-std::vector<int64_t> DimsOf(const TensorShape& shape) {
-  return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
-}
-
-TensorShape MakeShape(const std::vector<int64_t>& dims, TensorProto::DataType dtype) {
-  TensorShape shape;
-  for (int64_t d : dims) shape.add_dims(d);
-  shape.set_data_type(dtype);
-  return shape;
+  DispatchCheckedFloat(A.dtype(), fn);
 }
 
 // ---------------------------------------------------------------- MatMul
@@ -67,24 +31,16 @@ struct MatMulShape {
   int64_t M = 0, K = 0, N = 0;
 };
 
-int CanonicalAxisOf(const std::string& op, const char* arg, int axis, const std::string& blob,
-                    const std::vector<int64_t>& dims) {
-  const int rank = static_cast<int>(dims.size());
-  DOPPIO_ENFORCE(axis >= -rank && axis < rank, "op ", op, ": argument ", arg, " = ", axis,
-                 " is out of range for '", blob, "' of shape ", dims, " (rank ", rank, ")");
-  return axis < 0 ? axis + rank : axis;
-}
-
 MatMulShape ComputeMatMulShape(const std::string& op, const std::string& a_name,
                                const std::vector<int64_t>& a_dims, const std::string& b_name,
                                const std::vector<int64_t>& b_dims, int axis_a, int axis_b,
                                bool trans_a, bool trans_b) {
   const int a_axis = CanonicalAxisOf(op, "axis_a", axis_a, a_name, a_dims);
   const int b_axis = CanonicalAxisOf(op, "axis_b", axis_b, b_name, b_dims);
-  const int64_t a_rows = Product(a_dims, 0, a_axis);
-  const int64_t a_cols = Product(a_dims, a_axis, a_dims.size());
-  const int64_t b_rows = Product(b_dims, 0, b_axis);
-  const int64_t b_cols = Product(b_dims, b_axis, b_dims.size());
+  const int64_t a_rows = DimsProduct(a_dims, 0, a_axis);
+  const int64_t a_cols = DimsProduct(a_dims, a_axis, a_dims.size());
+  const int64_t b_rows = DimsProduct(b_dims, 0, b_axis);
+  const int64_t b_cols = DimsProduct(b_dims, b_axis, b_dims.size());
   MatMulShape shape;
   shape.M = trans_a ? a_cols : a_rows;
   shape.K = trans_a ? a_rows : a_cols;
@@ -168,7 +124,7 @@ BatchPlan PlanBatchMatMul(const std::string& op, const std::string& a_name,
 
   // Walk Y's batch index like an odometer; a stretched dim keeps its
   // input's index at 0.
-  const int64_t batch_count = Product(y_batch, 0, batch_rank);
+  const int64_t batch_count = DimsProduct(y_batch, 0, batch_rank);
   plan.a_index.reserve(batch_count);
   plan.b_index.reserve(batch_count);
   std::vector<int64_t> index(batch_rank, 0);
@@ -208,7 +164,7 @@ void MatMulOp::RunOnDevice() {
   if (InputSize() == 3) {
     // The gradient form: Y takes the shape of the input it is the gradient of.
     const std::vector<int64_t>& like = Input(2).dims();
-    DOPPIO_ENFORCE(Product(like, 0, like.size()) == shape.M * shape.N, "op ", type(),
+    DOPPIO_ENFORCE(DimsProduct(like, 0, like.size()) == shape.M * shape.N, "op ", type(),
                    ": the product is [", shape.M, ", ", shape.N, "] but input 2 ('",
                    input_name(2), "'), whose shape it should take, has shape ", like);
     y_dims = like;

@@ -11,13 +11,6 @@ namespace doppio {
 
 namespace {
 
-const Tensor& TensorInput(const OperatorBase& op, int i) {
-  const Blob& blob = op.InputBlob(i);
-  DOPPIO_ENFORCE(blob.IsTensor(), "op ", op.type(), ": input ", i, " ('", op.input_name(i),
-                 "') should be a tensor but holds ", blob.TypeName());
-  return blob.GetTensor();
-}
-
 // Inputs [first, InputSize()) must have input `reference`'s shape and type.
 void EnforceLikeInput(const OperatorBase& op, int reference, int first) {
   const Tensor& expected = TensorInput(op, reference);

@@ -40,12 +40,23 @@ void CheckGradAndMoment(const OperatorBase& op, const Tensor& grad, const Tensor
 
 }  // namespace
 
-// ---- MomentumSGD ----
-
-MomentumSGDOp::MomentumSGDOp(const OperatorDef& def, Workspace* workspace)
+MomentumSGDOpBase::MomentumSGDOpBase(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       momentum_(GetSingleArgument<float>("momentum", 0.0f)),
       nesterov_(GetSingleArgument<int>("nesterov", 0) != 0) {}
+
+template <typename T>
+void MomentumSGDOpBase::DenseStep(const Tensor& grad, const Tensor& moment, double lr,
+                                  T* param) {
+  Tensor* new_grad = Output(0);
+  Tensor* new_moment = Output(1);
+  new_grad->Resize(grad.dims());
+  new_moment->Resize(moment.dims());
+  MomentumUpdate<T>(grad.numel(), grad.data<T>(), moment.data<T>(), new_grad->mutable_data<T>(),
+                    new_moment->mutable_data<T>(), lr, momentum_, nesterov_, param);
+}
+
+// ---- MomentumSGD ----
 
 void MomentumSGDOp::RunOnDevice() {
   const Tensor& grad = Input(0);
@@ -54,22 +65,11 @@ void MomentumSGDOp::RunOnDevice() {
   const double lr = ReadLearningRate(*this, 2, Input(2));
   DispatchTypes(FloatTypes{}, *this, input_name(0), grad.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    Tensor* new_grad = Output(0);
-    Tensor* new_moment = Output(1);
-    new_grad->Resize(grad.dims());
-    new_moment->Resize(moment.dims());
-    MomentumUpdate<T>(grad.numel(), grad.data<T>(), moment.data<T>(),
-                      new_grad->mutable_data<T>(), new_moment->mutable_data<T>(), lr,
-                      momentum_, nesterov_, nullptr);
+    DenseStep<T>(grad, moment, lr, nullptr);
   });
 }
 
 // ---- MomentumSGDUpdate ----
-
-MomentumSGDUpdateOp::MomentumSGDUpdateOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      momentum_(GetSingleArgument<float>("momentum", 0.0f)),
-      nesterov_(GetSingleArgument<int>("nesterov", 0) != 0) {}
 
 void MomentumSGDUpdateOp::RunOnDevice() {
   const Tensor& grad = Input(0);
@@ -84,23 +84,11 @@ void MomentumSGDUpdateOp::RunOnDevice() {
     // unset, which only works in place).
     Tensor* new_param = Output(2);
     if (!IsInputOutputAlias(3, 2)) new_param->CopyFrom(param);
-    Tensor* new_grad = Output(0);
-    Tensor* new_moment = Output(1);
-    new_grad->Resize(grad.dims());
-    new_moment->Resize(moment.dims());
-    MomentumUpdate<T>(grad.numel(), grad.data<T>(), moment.data<T>(),
-                      new_grad->mutable_data<T>(), new_moment->mutable_data<T>(), lr,
-                      momentum_, nesterov_, new_param->mutable_data<T>());
+    DenseStep<T>(grad, moment, lr, new_param->mutable_data<T>());
   });
 }
 
 // ---- SparseMomentumSGDUpdate ----
-
-SparseMomentumSGDUpdateOp::SparseMomentumSGDUpdateOp(const OperatorDef& def,
-                                                     Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      momentum_(GetSingleArgument<float>("momentum", 0.0f)),
-      nesterov_(GetSingleArgument<int>("nesterov", 0) != 0) {}
 
 void SparseMomentumSGDUpdateOp::RunOnDevice() {
   const Tensor& grad = Input(0);

@@ -15,34 +15,38 @@
 
 namespace doppio {
 
-class MomentumSGDOp final : public Operator<CPUContext> {
+// The arguments every momentum op reads (momentum, default 0; nesterov,
+// default 0) and the dense step MomentumSGD and MomentumSGDUpdate share.
+class MomentumSGDOpBase : public Operator<CPUContext> {
  public:
-  MomentumSGDOp(const OperatorDef& def, Workspace* workspace);
-  void RunOnDevice() override;
+  MomentumSGDOpBase(const OperatorDef& def, Workspace* workspace);
 
- private:
+ protected:
+  // Outputs 0 and 1 get the step and the new moment of inputs 0 (grad) and
+  // 1 (moment); `param`, when not null, takes the step.
+  template <typename T>
+  void DenseStep(const Tensor& grad, const Tensor& moment, double lr, T* param);
+
   float momentum_;
   bool nesterov_;
 };
 
-class MomentumSGDUpdateOp final : public Operator<CPUContext> {
+class MomentumSGDOp final : public MomentumSGDOpBase {
  public:
-  MomentumSGDUpdateOp(const OperatorDef& def, Workspace* workspace);
+  using MomentumSGDOpBase::MomentumSGDOpBase;
   void RunOnDevice() override;
-
- private:
-  float momentum_;
-  bool nesterov_;
 };
 
-class SparseMomentumSGDUpdateOp final : public Operator<CPUContext> {
+class MomentumSGDUpdateOp final : public MomentumSGDOpBase {
  public:
-  SparseMomentumSGDUpdateOp(const OperatorDef& def, Workspace* workspace);
+  using MomentumSGDOpBase::MomentumSGDOpBase;
   void RunOnDevice() override;
+};
 
- private:
-  float momentum_;
-  bool nesterov_;
+class SparseMomentumSGDUpdateOp final : public MomentumSGDOpBase {
+ public:
+  using MomentumSGDOpBase::MomentumSGDOpBase;
+  void RunOnDevice() override;
 };
 
 }  // namespace doppio

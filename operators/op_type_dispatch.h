@@ -42,6 +42,15 @@ void DispatchTypes(TypeList<Ts...> types, const OperatorBase& op, const std::str
   }
 }
 
+// Input i of `op` as a tensor, for helpers that hold the op as an
+// OperatorBase (where Operator::Input is out of reach).
+inline const Tensor& TensorInput(const OperatorBase& op, int i) {
+  const Blob& blob = op.InputBlob(i);
+  DOPPIO_ENFORCE(blob.IsTensor(), "op ", op.type(), ": input ", i, " ('", op.input_name(i),
+                 "') should be a tensor but holds ", blob.TypeName());
+  return blob.GetTensor();
+}
+
 // Both inputs of a binary op must hold one dtype.
 inline void EnforceSameType(const OperatorBase& op, int first, const Tensor& a, int second,
                             const Tensor& b) {

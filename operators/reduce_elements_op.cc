@@ -1,6 +1,7 @@
 #include "operators/reduce_elements_op.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/shape_inference_utils.h"
 
 namespace doppio {
 
@@ -167,30 +169,44 @@ REGISTER_CPU_OPERATOR(ColwiseMaxGradient, ColwiseMaxGradientOp);
 
 namespace {
 
-// Output 0 has input `index`'s shape and input 0's type.
-OpSchema::InferenceFunction ShapeOfInput(int index) {
-  return [index](const OperatorDef&, const std::vector<TensorShape>& in) {
-    TensorShape out = in.at(index);
-    out.set_data_type(in.at(0).data_type());
-    return std::vector<TensorShape>{out};
-  };
-}
-
 OpSchema::InferenceFunction MatrixMaxInference(bool rowwise) {
   return [rowwise](const OperatorDef& def, const std::vector<TensorShape>& in) {
-    const auto& dims = in.at(0).dims();
-    const MatrixMaxPlan plan = PlanMatrixMax(
-        def.type(), def.input(0), std::vector<int64_t>(dims.begin(), dims.end()), rowwise);
-    TensorShape out;
-    for (int64_t d : plan.y_dims) out.add_dims(d);
-    out.set_data_type(in[0].data_type());
-    return std::vector<TensorShape>{out};
+    const MatrixMaxPlan plan = PlanMatrixMax(def.type(), def.input(0), DimsOf(in.at(0)), rowwise);
+    return std::vector<TensorShape>{MakeShape(plan.y_dims, in[0].data_type())};
   };
 }
 
-constexpr const char kMatrixInput[] =
-    "float32 or float64 tensor [B, M, N]: B matrices of M rows and N columns "
-    "([M, N] is one matrix)";
+// RowwiseMax and ColwiseMax differ only in the axis they reduce.
+std::function<void(OpSchema&)> MatrixMaxSchema(bool rowwise) {
+  return [rowwise](OpSchema& schema) {
+    schema.NumInputs(1)
+        .NumOutputs(1)
+        .TensorInferenceFunction(MatrixMaxInference(rowwise))
+        .Input(0, "X",
+               "float32 or float64 tensor [B, M, N]: B matrices of M rows and N columns "
+               "([M, N] is one matrix)")
+        .Output(0, "Y",
+                rowwise ? "[B, M]: the max of each row of each matrix ([M] for one matrix)"
+                        : "[B, N]: the max of each column of each matrix ([N] for one matrix)")
+        .Doc(rowwise ? "Row-wise max of a batch of matrices."
+                     : "Column-wise max of a batch of matrices.");
+  };
+}
+
+std::function<void(OpSchema&)> MatrixMaxGradientSchema(bool rowwise) {
+  return [rowwise](OpSchema& schema) {
+    const char* forward = rowwise ? "RowwiseMax" : "ColwiseMax";
+    schema.NumInputs(3)
+        .NumOutputs(1)
+        .TensorInferenceFunction(ShapeOfInput(0))
+        .Input(0, "X", MakeString(forward, "'s input"))
+        .Input(1, "Y", MakeString(forward, "'s output"))
+        .Input(2, "dY", "gradient of Y")
+        .Output(0, "dX", MakeString("dY at each element equal to its ",
+                                    rowwise ? "row" : "column", "'s max, else 0"))
+        .Doc(MakeString("Gradient of ", forward, "."));
+  };
+}
 
 }  // namespace
 
@@ -217,41 +233,10 @@ OPERATOR_SCHEMA(SumElementsGradient)
     .Output(0, "X_grad", "sum_grad (over X's size with average=1) at every element")
     .Doc("Gradient of SumElements.");
 
-OPERATOR_SCHEMA(RowwiseMax)
-    .NumInputs(1)
-    .NumOutputs(1)
-    .TensorInferenceFunction(MatrixMaxInference(true))
-    .Input(0, "X", kMatrixInput)
-    .Output(0, "Y", "[B, M]: the max of each row of each matrix ([M] for one matrix)")
-    .Doc("Row-wise max of a batch of matrices.");
-
-OPERATOR_SCHEMA(ColwiseMax)
-    .NumInputs(1)
-    .NumOutputs(1)
-    .TensorInferenceFunction(MatrixMaxInference(false))
-    .Input(0, "X", kMatrixInput)
-    .Output(0, "Y", "[B, N]: the max of each column of each matrix ([N] for one matrix)")
-    .Doc("Column-wise max of a batch of matrices.");
-
-OPERATOR_SCHEMA(RowwiseMaxGradient)
-    .NumInputs(3)
-    .NumOutputs(1)
-    .TensorInferenceFunction(ShapeOfInput(0))
-    .Input(0, "X", "RowwiseMax's input")
-    .Input(1, "Y", "RowwiseMax's output")
-    .Input(2, "dY", "gradient of Y")
-    .Output(0, "dX", "dY at each element equal to its row's max, else 0")
-    .Doc("Gradient of RowwiseMax.");
-
-OPERATOR_SCHEMA(ColwiseMaxGradient)
-    .NumInputs(3)
-    .NumOutputs(1)
-    .TensorInferenceFunction(ShapeOfInput(0))
-    .Input(0, "X", "ColwiseMax's input")
-    .Input(1, "Y", "ColwiseMax's output")
-    .Input(2, "dY", "gradient of Y")
-    .Output(0, "dX", "dY at each element equal to its column's max, else 0")
-    .Doc("Gradient of ColwiseMax.");
+OPERATOR_SCHEMA(RowwiseMax).Apply(MatrixMaxSchema(/*rowwise=*/true));
+OPERATOR_SCHEMA(ColwiseMax).Apply(MatrixMaxSchema(/*rowwise=*/false));
+OPERATOR_SCHEMA(RowwiseMaxGradient).Apply(MatrixMaxGradientSchema(/*rowwise=*/true));
+OPERATOR_SCHEMA(ColwiseMaxGradient).Apply(MatrixMaxGradientSchema(/*rowwise=*/false));
 
 namespace {
 

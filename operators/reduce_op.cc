@@ -8,6 +8,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/shape_inference_utils.h"
 
 namespace doppio {
 
@@ -227,27 +228,13 @@ REGISTER_CPU_OPERATOR(ReduceMaxGradient, ReduceMaxGradientOp);
 
 namespace {
 
-std::vector<int64_t> DimsOf(const TensorShape& shape) {
-  return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
-}
-
 std::vector<TensorShape> ReduceInference(const OperatorDef& def,
                                          const std::vector<TensorShape>& in) {
   ArgumentHelper args(def);
   const ReducePlan plan =
       PlanReduce(def.type(), def.input(0), DimsOf(in.at(0)), args.GetRepeated<int>("axes"),
                  args.GetSingle<int>("keepdims", 1) != 0);
-  TensorShape out;
-  for (int64_t d : plan.y_dims) out.add_dims(d);
-  out.set_data_type(in[0].data_type());
-  return {out};
-}
-
-std::vector<TensorShape> ReduceGradientInference(const OperatorDef&,
-                                                 const std::vector<TensorShape>& in) {
-  TensorShape out = in.at(1);
-  out.set_data_type(in.at(0).data_type());
-  return {out};
+  return {MakeShape(plan.y_dims, in[0].data_type())};
 }
 
 void ReduceSchema(OpSchema& schema, const char* what, const char* types) {
@@ -267,7 +254,7 @@ void ReduceSchema(OpSchema& schema, const char* what, const char* types) {
 void ReduceGradientSchema(OpSchema& schema, const char* forward) {
   schema.NumInputs(3)
       .NumOutputs(1)
-      .TensorInferenceFunction(ReduceGradientInference)
+      .TensorInferenceFunction(ShapeOfInput(1))
       .Arg("axes", "the forward op's axes")
       .Arg("keepdims", "the forward op's keepdims")
       .Input(0, "dY", "gradient of the reduced output")

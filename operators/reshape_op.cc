@@ -4,6 +4,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/op_type_dispatch.h"
+#include "operators/shape_inference_utils.h"
 
 namespace doppio {
 
@@ -133,21 +134,10 @@ REGISTER_CPU_OPERATOR(ResizeLike, ResizeLikeOp);
 
 namespace {
 
-TensorShape ShapeOf(const std::vector<int64_t>& dims, int data_type) {
-  TensorShape shape;
-  for (int64_t d : dims) shape.add_dims(d);
-  shape.set_data_type(static_cast<TensorProto::DataType>(data_type));
-  return shape;
-}
-
-std::vector<int64_t> DimsOf(const TensorShape& shape) {
-  return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
-}
-
 std::vector<TensorShape> ReshapeInference(const OperatorDef& def,
                                           const std::vector<TensorShape>& in) {
   const std::vector<int64_t> old_dims = DimsOf(in.at(0));
-  TensorShape old_shape = ShapeOf({static_cast<int64_t>(old_dims.size())}, TensorProto::INT64);
+  TensorShape old_shape = MakeShape({static_cast<int64_t>(old_dims.size())}, TensorProto::INT64);
   ArgumentHelper args(def);
   if (!args.Has("shape")) {
     // The new shape is data; only its type is known.
@@ -159,7 +149,7 @@ std::vector<TensorShape> ReshapeInference(const OperatorDef& def,
   }
   const std::vector<int64_t> dims =
       ResolveReshape(def.type(), old_dims, args.GetRepeated<int64_t>("shape"));
-  return {ShapeOf(dims, in[0].data_type()), old_shape};
+  return {MakeShape(dims, in[0].data_type()), old_shape};
 }
 
 }  // namespace
@@ -188,7 +178,7 @@ OPERATOR_SCHEMA(Flatten)
       if (axis < 0) axis += static_cast<int>(dims.size());
       int64_t outer = 1, inner = 1;
       for (size_t i = 0; i < dims.size(); ++i) (static_cast<int>(i) < axis ? outer : inner) *= dims[i];
-      return std::vector<TensorShape>{ShapeOf({outer, inner}, in[0].data_type())};
+      return std::vector<TensorShape>{MakeShape({outer, inner}, in[0].data_type())};
     })
     .Arg("axis", "(int, default 1) dims before it form the rows, dims from it the columns")
     .Input(0, "input", "tensor of any type")
@@ -200,7 +190,7 @@ OPERATOR_SCHEMA(FlattenToVec)
     .NumOutputs(1)
     .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
       return std::vector<TensorShape>{
-          ShapeOf({CheckedNumElements(DimsOf(in.at(0)))}, in[0].data_type())};
+          MakeShape({CheckedNumElements(DimsOf(in.at(0)))}, in[0].data_type())};
     })
     .Input(0, "input", "tensor of rank >= 1")
     .Output(0, "output", "1-D tensor of the input's elements")
@@ -209,11 +199,7 @@ OPERATOR_SCHEMA(FlattenToVec)
 OPERATOR_SCHEMA(ResizeLike)
     .NumInputs(2)
     .NumOutputs(1)
-    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
-      TensorShape out = in.at(1);
-      out.set_data_type(in.at(0).data_type());
-      return std::vector<TensorShape>{out};
-    })
+    .TensorInferenceFunction(ShapeOfInput(1))
     .Input(0, "data", "tensor whose elements are copied")
     .Input(1, "shape_tensor", "tensor whose shape the output takes (same element count)")
     .Output(0, "output", "data's elements in shape_tensor's shape")

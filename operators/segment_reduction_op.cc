@@ -56,8 +56,7 @@ void UnsortedSegmentSumOp::RunOnDevice() {
                    segments, ")");
   }
   const int64_t row_size = data.SizeFromDim(1);
-  std::vector<int64_t> output_dims = {segments};
-  for (int64_t d : RowDims(data)) output_dims.push_back(d);
+  const std::vector<int64_t> output_dims = ShapeOfRows({segments}, data);
 
   DispatchTypes(FloatTypes{}, *this, input_name(0), data.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -116,8 +115,7 @@ void UnsortedSegmentSumGradientOp::RunOnDevice() {
                    segments, ") of the rows of '", input_name(0), "'");
   }
   const int64_t row_size = output_grad.SizeFromDim(1);
-  std::vector<int64_t> grad_dims = {rows};
-  for (int64_t d : RowDims(output_grad)) grad_dims.push_back(d);
+  const std::vector<int64_t> grad_dims = ShapeOfRows({rows}, output_grad);
 
   DispatchTypes(FloatTypes{}, *this, input_name(0), output_grad.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -137,13 +135,7 @@ REGISTER_CPU_OPERATOR(UnsortedSegmentSumGradient, UnsortedSegmentSumGradientOp);
 OPERATOR_SCHEMA(UnsortedSegmentSumGradient)
     .NumInputs(2)
     .NumOutputs(1)
-    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
-      TensorShape out;
-      out.add_dims(in[1].dims_size() > 0 ? in[1].dims(0) : 0);
-      for (int i = 1; i < in[0].dims_size(); ++i) out.add_dims(in[0].dims(i));
-      out.set_data_type(in[0].data_type());
-      return std::vector<TensorShape>{out};
-    })
+    .TensorInferenceFunction(InferRowsPerEntry(1))
     .Input(0, "SEGMENT_GRADS", "gradient of UnsortedSegmentSum's output")
     .Input(1, "SEGMENT_IDS", "the forward op's SEGMENT_IDS")
     .Output(0, "DATA_GRAD", "[len(SEGMENT_IDS)] + SEGMENT_GRADS.shape[1:]: row i is "

@@ -58,13 +58,9 @@ SoftmaxFamilyOp<kLog>::SoftmaxFamilyOp(const OperatorDef& def, Workspace* worksp
 template <bool kLog>
 void SoftmaxFamilyOp<kLog>::RunOnDevice() {
   const Tensor& X = Input(0);
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  activation::DispatchFloatLikeInput(*this, X, Output(0), [&](auto x, auto y, int64_t) {
     const RowsAndCols shape = SplitAtAxis(*this, input_name(0), X, axis_);
-    const T* x = X.data<T>();
-    Tensor* Y = Output(0);
-    Y->Resize(X.dims());
-    SoftmaxRows(shape.rows, shape.cols, x, Y->template mutable_data<T>(), kLog);
+    SoftmaxRows(shape.rows, shape.cols, x, y, kLog);
   });
 }
 
@@ -79,12 +75,7 @@ template <bool kLog>
 void SoftmaxFamilyGradientOp<kLog>::RunOnDevice() {
   const Tensor& Y = Input(0);
   const Tensor& dY = Input(1);
-  DOPPIO_ENFORCE(Y.dims() == dY.dims(), "op ", type(), ": gradient '", input_name(1),
-                 "' has shape ", dY.dims(), " but the forward output '", input_name(0),
-                 "' has shape ", Y.dims());
-  DOPPIO_ENFORCE(Y.dtype() == dY.dtype(), "op ", type(), ": '", input_name(0), "' holds ",
-                 DataTypeName(Y.dtype()), " but '", input_name(1), "' holds ",
-                 DataTypeName(dY.dtype()));
+  activation::CheckGradientMatchesOutput(*this, Y, dY);
   activation::DispatchFloat(*this, input_name(0), Y.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const RowsAndCols shape = SplitAtAxis(*this, input_name(0), Y, axis_);
@@ -167,21 +158,8 @@ OPERATOR_SCHEMA(LogSoftmaxGradient)
     .Output(0, "dX", "gradient of X: dY - exp(Y) * sum_row(dY)")
     .Doc("Gradient of LogSoftmax.");
 
-namespace {
-
-// <Op>Gradient(Y, dY) -> dX with the forward op's axis.
-class GetSoftmaxFamilyGradient final : public GradientMakerBase {
-  using GradientMakerBase::GradientMakerBase;
-  std::vector<OperatorDef> GetGradientDefs() override {
-    return SingleGradientDef(Def().type() + "Gradient", "", {O(0), GO(0)}, {GI(0)},
-                             Def().arg());
-  }
-};
-
-}  // namespace
-
-REGISTER_GRADIENT(Softmax, GetSoftmaxFamilyGradient);
-REGISTER_GRADIENT(LogSoftmax, GetSoftmaxFamilyGradient);
+REGISTER_GRADIENT(Softmax, GetGradientFromOutput);
+REGISTER_GRADIENT(LogSoftmax, GetGradientFromOutput);
 SHOULD_NOT_DO_GRADIENT(SoftmaxGradient,
                        "it is a gradient op; second derivatives are not supported");
 SHOULD_NOT_DO_GRADIENT(LogSoftmaxGradient,

@@ -13,9 +13,21 @@ void EnforceVector(const OperatorBase& op, int input, const Tensor& tensor) {
                  "' must be a vector, but has shape ", tensor.dims());
 }
 
-std::vector<int64_t> RowDims(const Tensor& tensor) {
-  if (tensor.ndim() == 0) return {};
-  return std::vector<int64_t>(tensor.dims().begin() + 1, tensor.dims().end());
+std::vector<int64_t> ShapeOfRows(std::vector<int64_t> leading, const Tensor& tensor) {
+  if (tensor.ndim() > 0) {
+    leading.insert(leading.end(), tensor.dims().begin() + 1, tensor.dims().end());
+  }
+  return leading;
+}
+
+OpSchema::InferenceFunction InferRowsPerEntry(int count_input) {
+  return [count_input](const OperatorDef&, const std::vector<TensorShape>& in) {
+    TensorShape out;
+    out.add_dims(in[count_input].dims_size() > 0 ? in[count_input].dims(0) : 0);
+    for (int i = 1; i < in[0].dims_size(); ++i) out.add_dims(in[0].dims(i));
+    out.set_data_type(in[0].data_type());
+    return std::vector<TensorShape>{out};
+  };
 }
 
 }  // namespace doppio

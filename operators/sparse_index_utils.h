@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/operator.h"
+#include "core/schema.h"
 
 namespace doppio {
 
@@ -49,7 +50,13 @@ void EnforceHasRows(const OperatorBase& op, int input, const Tensor& tensor);
 // Throws unless input `input` is one-dimensional.
 void EnforceVector(const OperatorBase& op, int input, const Tensor& tensor);
 
-// dims[1:] of a tensor: the shape of one row.
-std::vector<int64_t> RowDims(const Tensor& tensor);
+// `leading` followed by dims[1:] of `tensor`: the shape of a tensor that
+// holds one row of `tensor` (or of its gradient) per position of `leading`.
+std::vector<int64_t> ShapeOfRows(std::vector<int64_t> leading, const Tensor& tensor);
+
+// Shape inference for such an output when `leading` is the length of the
+// vector input `count_input` (a segment's lengths or ids) and the rows are
+// input 0's.
+OpSchema::InferenceFunction InferRowsPerEntry(int count_input);
 
 }  // namespace doppio

@@ -9,13 +9,6 @@ namespace doppio {
 
 namespace {
 
-const Tensor& TensorInput(const OperatorBase& op, int i) {
-  const Blob& blob = op.InputBlob(i);
-  DOPPIO_ENFORCE(blob.IsTensor(), "op ", op.type(), ": input ", i, " ('", op.input_name(i),
-                 "') should be a tensor but holds ", blob.TypeName());
-  return blob.GetTensor();
-}
-
 // A weight: one element, float32 (as Caffe2 writes them) or the data's type.
 template <typename T>
 T ReadWeight(const OperatorBase& op, int i) {

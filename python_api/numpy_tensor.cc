@@ -37,20 +37,11 @@ DataType DataTypeOfArray(const py::array& array, const std::string& blob_name) {
                "int8/16/32/64, uint8/16, bool or str)");
 }
 
+// numpy's name for a numeric or bool dtype is DataTypeName's; strings (and
+// anything numpy has no fixed-size type for) come back as object arrays.
 const char* NumpyName(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat: return "float32";
-    case DataType::kDouble: return "float64";
-    case DataType::kFloat16: return "float16";
-    case DataType::kInt8: return "int8";
-    case DataType::kInt16: return "int16";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
-    case DataType::kUint8: return "uint8";
-    case DataType::kUint16: return "uint16";
-    case DataType::kBool: return "bool";
-    default: return "object";
-  }
+  const bool fixed_size = IsStorableType(dtype) && dtype != DataType::kString;
+  return fixed_size ? DataTypeName(dtype) : "object";
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// run_net: runs a serialized Doppio/Caffe2 net on the CPU, feeding inputs
-// from .npy or TensorProto files and writing outputs as .npy, optionally
-// timing it per operator type.
+// run_net: runs a serialized Doppio/Caffe2 net (or a PlanDef) on the CPU,
+// feeding inputs from .npy or TensorProto files and writing outputs as .npy,
+// optionally timing the net per operator type.
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +15,7 @@
 
 #include "core/enforce.h"
 #include "core/net.h"
+#include "core/net_trace.h"
 #include "core/npy.h"
 #include "core/workspace.h"
 #include "proto/doppio.pb.h"
@@ -23,7 +24,11 @@
 DEFINE_string(init_net, "",
               "NetDef file (binary or text protobuf) run once before anything "
               "else, e.g. to fill parameters");
-DEFINE_string(net, "", "NetDef file (binary or text protobuf) to run; required");
+DEFINE_string(net, "",
+              "NetDef file (binary or text protobuf) to run; this or --plan is required");
+DEFINE_string(plan, "",
+              "PlanDef file (binary or text protobuf) to run once instead of --net; its "
+              "execution steps set their own iteration counts");
 DEFINE_string(input, "",
               "NAME=FILE: feeds blob NAME from FILE (.npy, or a TensorProto in "
               "binary or text protobuf). Repeatable, or comma-separated");
@@ -34,6 +39,10 @@ DEFINE_int32(iters, 1, "timed runs of --net");
 DEFINE_int32(warmup, 0, "untimed runs of --net before the timed ones");
 DEFINE_bool(report_per_op, false,
             "after the timed runs, print the time spent per operator type");
+DEFINE_string(trace, "",
+              "FILE: after the warmup, runs --net once more (untimed) and writes a "
+              "chrome://tracing JSON of that run to FILE: one event per op with its "
+              "device, worker thread, start and duration");
 
 namespace doppio {
 namespace {
@@ -45,10 +54,13 @@ constexpr const char* kUsage =
     "\n"
     "  run_net --net=predict.pb [--init_net=init.pb] \\\n"
     "          [--input data=x.npy --input label=y.pb] [--output softmax=out.npy] \\\n"
-    "          [--iters=N] [--warmup=N] [--report_per_op]\n"
+    "          [--iters=N] [--warmup=N] [--report_per_op] [--trace=trace.json]\n"
+    "  run_net --plan=plan.pbtxt [--init_net=init.pb] [--input ...] [--output ...]\n"
     "\n"
     "Order: init_net runs once, inputs are fed, the net is created, then runs\n"
-    "--warmup times untimed and --iters times timed; outputs are written last.\n"
+    "--warmup times untimed, once traced (--trace) and --iters times timed;\n"
+    "outputs are written last.\n"
+    "With --plan, the plan runs once in place of the net (same order otherwise).\n"
     "Net files may be binary or text protobuf (detected from their content).\n"
     "Exit status: 0 success, 1 failure (one line on stderr names the file, op\n"
     "or blob), 2 command-line error.";
@@ -57,6 +69,23 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> inputs;
   std::vector<std::pair<std::string, std::string>> outputs;
 };
+
+// Exactly one of --net and --plan; the net-only timing flags make no sense
+// for a plan, whose steps set their own iteration counts.
+void CheckNetOrPlan() {
+  if (FLAGS_plan.empty()) {
+    if (FLAGS_net.empty()) throw cli::UsageError("--net (or --plan) is required");
+    return;
+  }
+  if (!FLAGS_net.empty()) throw cli::UsageError("--net and --plan are mutually exclusive");
+  for (const char* flag : {"iters", "warmup", "report_per_op", "trace"}) {
+    if (!gflags::GetCommandLineFlagInfoOrDie(flag).is_default) {
+      throw cli::UsageError(std::string("--") + flag +
+                            " applies to --net only; a plan's steps set their own "
+                            "iteration counts (num_iter)");
+    }
+  }
+}
 
 Options ParseOptions(int argc, char** argv) {
   cli::ParsedCommandLine parsed = cli::ParseCommandLine(argc, argv, {"input", "output"});
@@ -67,7 +96,7 @@ Options ParseOptions(int argc, char** argv) {
   if (!parsed.positional.empty()) {
     throw cli::UsageError("unexpected argument '" + parsed.positional.front() + "'");
   }
-  if (FLAGS_net.empty()) throw cli::UsageError("--net is required");
+  CheckNetOrPlan();
   if (FLAGS_iters < 0) throw cli::UsageError("--iters must be >= 0");
   if (FLAGS_warmup < 0) throw cli::UsageError("--warmup must be >= 0");
   Options options;
@@ -161,13 +190,14 @@ class OpTimer {
   std::vector<double> seconds_;
 };
 
+// `what_ran` names the net or plan in errors: "net 'main'".
 void WriteOutputs(const std::vector<std::pair<std::string, std::string>>& outputs,
-                  const std::string& net_name, const Workspace& workspace) {
+                  const std::string& what_ran, const Workspace& workspace) {
   for (const auto& output : outputs) {
     const std::string& name = output.first;
     const Blob* blob = workspace.GetBlob(name);
     DOPPIO_ENFORCE(blob != nullptr, "--output blob '", name,
-                   "' does not exist after running net '", net_name, "'");
+                   "' does not exist after running ", what_ran);
     DOPPIO_ENFORCE(blob->IsTensor(), "--output blob '", name, "' holds ",
                    blob->TypeName(), ", not a tensor; only tensors can be written as .npy");
     try {
@@ -179,6 +209,20 @@ void WriteOutputs(const std::vector<std::pair<std::string, std::string>>& output
   }
 }
 
+// --plan: runs the plan once, timed as a whole.
+void RunPlanFile(const Options& options, Workspace* workspace) {
+  PlanDef plan;
+  cli::ReadProtoFile(FLAGS_plan, &plan);
+  const auto start = std::chrono::steady_clock::now();
+  WithNetContext("while running the plan", FLAGS_plan, [&] { workspace->RunPlan(plan); });
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  WriteOutputs(options.outputs, "plan '" + plan.name() + "'", *workspace);
+  std::printf("plan '%s': %d network(s), %d execution step(s), %.4f ms\n",
+              plan.name().c_str(), plan.network_size(), plan.execution_step_size(),
+              elapsed.count() * 1e3);
+  std::fflush(stdout);
+}
+
 void Run(const Options& options) {
   Workspace workspace;
   if (!FLAGS_init_net.empty()) {
@@ -187,6 +231,10 @@ void Run(const Options& options) {
                    [&] { workspace.RunNetOnce(init_net); });
   }
   FeedInputs(options.inputs, &workspace);
+  if (!FLAGS_plan.empty()) {
+    RunPlanFile(options, &workspace);
+    return;
+  }
 
   const NetDef net_def = LoadNet(FLAGS_net);
   CheckExternalInputs(net_def, FLAGS_net, workspace);
@@ -196,6 +244,10 @@ void Run(const Options& options) {
   WithNetContext("during warmup of the net", FLAGS_net, [&] {
     for (int i = 0; i < FLAGS_warmup; ++i) net->Run();
   });
+  if (!FLAGS_trace.empty()) {
+    WithNetContext("while tracing the net", FLAGS_net,
+                   [&] { WriteChromeTrace(net, FLAGS_trace); });
+  }
 
   OpTimer timer(*net);
   if (FLAGS_report_per_op) {
@@ -210,7 +262,7 @@ void Run(const Options& options) {
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   net->SetOpObserver(nullptr);
 
-  WriteOutputs(options.outputs, net_def.name(), workspace);
+  WriteOutputs(options.outputs, "net '" + net_def.name() + "'", workspace);
 
   const double per_iter_ms = FLAGS_iters > 0 ? elapsed.count() * 1e3 / FLAGS_iters : 0.0;
   std::printf("net '%s': %d op(s), %d warmup + %d timed iteration(s), %.4f ms/iter\n",

@@ -96,6 +96,30 @@ TEST(TensorTest, EmptyTensor) {
   EXPECT_EQ(copy.dims(), (std::vector<int64_t>{0, 4}));
 }
 
+// Resize skips its checks when the shape does not change; a fresh tensor's
+// dims are {} too, but it has no element until resized to a scalar.
+TEST(TensorTest, ResizeToTheSameShapeKeepsDataAndFreshScalarGetsOneElement) {
+  Tensor t;
+  EXPECT_EQ(t.numel(), 0);
+  t.Resize({});
+  EXPECT_EQ(t.numel(), 1);
+  t.mutable_data<float>()[0] = 2.5f;
+  t.Resize({});
+  EXPECT_EQ(t.data<float>()[0], 2.5f);
+
+  Tensor v;
+  v.Resize({2, 3});
+  v.mutable_data<int32_t>()[5] = 7;
+  const void* storage = v.raw_data();
+  v.Resize({2, 3});
+  EXPECT_EQ(v.numel(), 6);
+  EXPECT_EQ(v.raw_data(), storage);
+  EXPECT_EQ(v.data<int32_t>()[5], 7);
+  v.Resize({3, 2});
+  EXPECT_EQ(v.dims(), (std::vector<int64_t>{3, 2}));
+  EXPECT_THROW(v.Resize({-1}), Error);
+}
+
 TEST(TensorTest, HalfConversionMatchesIeee) {
   // Bit patterns from the IEEE 754 binary16 definition.
   EXPECT_EQ(FloatToHalf(1.0f).bits, 0x3c00);

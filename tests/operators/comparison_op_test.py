@@ -17,16 +17,6 @@ LOGICAL = {"And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor}
 comparable_dtypes = st.sampled_from([np.float32, np.float64, np.int32, np.int64, np.bool_])
 
 
-@st.composite
-def broadcastable_shapes(draw):
-    shape = draw(h.dims(0, 4, 1, 4))
-    start = draw(st.integers(0, len(shape)))
-    other = [1 if draw(st.booleans()) else d for d in shape[start:]]
-    if draw(st.booleans()):
-        return tuple(shape), tuple(other)
-    return tuple(other), tuple(shape)
-
-
 def small_values(dtype):
     """Few distinct values, so equal pairs are common."""
     if np.dtype(dtype) == np.bool_:
@@ -34,7 +24,7 @@ def small_values(dtype):
     return st.integers(-2, 2)
 
 
-@given(st.sampled_from(sorted(COMPARISONS)), broadcastable_shapes(), comparable_dtypes,
+@given(st.sampled_from(sorted(COMPARISONS)), h.broadcastable_shapes(), comparable_dtypes,
        st.data())
 def test_comparisons_match_numpy(name, shapes, dtype, data):
     a = data.draw(h.arrays(shapes[0], dtype, elements=small_values(dtype)))
@@ -64,7 +54,7 @@ def test_comparisons_legacy_broadcast(name, shape, data):
     h.check_output(op, [a, b], lambda a, b: COMPARISONS[name](a, b[expand]))
 
 
-@given(st.sampled_from(sorted(LOGICAL)), broadcastable_shapes(), st.data())
+@given(st.sampled_from(sorted(LOGICAL)), h.broadcastable_shapes(), st.data())
 def test_logical_ops_match_numpy(name, shapes, data):
     a = data.draw(h.arrays(shapes[0], np.bool_))
     b = data.draw(h.arrays(shapes[1], np.bool_))

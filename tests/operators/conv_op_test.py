@@ -83,10 +83,9 @@ def conv_transpose_reference(x, w, b, stride, pads, adj, dilation, group, order)
 # ------------------------------------------------------------------ strategies
 
 
-@st.composite
-def conv_cases(draw, max_spatial=3, small=False):
-    """A random convolution: shapes, arguments (in one of Caffe2's argument
-    spellings) and the per-axis values the reference needs."""
+def _draw_layout(draw, max_spatial, small):
+    """What Conv and ConvTranspose cases share: rank, order, groups, channels
+    per group (input, output), kernel and stride."""
     nd = draw(st.integers(1, max_spatial))
     order = draw(st.sampled_from(["NCHW", "NHWC"]))
     group = draw(st.sampled_from([1, 1, 2]))
@@ -95,6 +94,21 @@ def conv_cases(draw, max_spatial=3, small=False):
     max_kernel = 2 if (nd == 3 or small) else 3
     kernel = [draw(st.integers(1, max_kernel)) for _ in range(nd)]
     stride = [draw(st.integers(1, 2)) for _ in range(nd)]
+    return nd, order, group, cg, mg, kernel, stride
+
+
+def _channels_placed(order, lead, channels, spatial):
+    """[lead, channels, spatial...] (NCHW) or [lead, spatial..., channels]."""
+    if order == "NCHW":
+        return [lead, channels] + spatial
+    return [lead] + spatial + [channels]
+
+
+@st.composite
+def conv_cases(draw, max_spatial=3, small=False):
+    """A random convolution: shapes, arguments (in one of Caffe2's argument
+    spellings) and the per-axis values the reference needs."""
+    nd, order, group, cg, mg, kernel, stride = _draw_layout(draw, max_spatial, small)
     dilation = [draw(st.integers(1, 2)) for _ in range(nd)]
     pads = [draw(st.integers(0, 2)) for _ in range(2 * nd)]
     sizes = []
@@ -106,12 +120,8 @@ def conv_cases(draw, max_spatial=3, small=False):
     batch = draw(st.integers(1, 2))
     has_bias = draw(st.booleans())
     c, m = cg * group, mg * group
-    if order == "NCHW":
-        x_shape = [batch, c] + sizes
-        w_shape = [m, cg] + kernel
-    else:
-        x_shape = [batch] + sizes + [c]
-        w_shape = [m] + kernel + [cg]
+    x_shape = _channels_placed(order, batch, c, sizes)
+    w_shape = _channels_placed(order, m, cg, kernel)
 
     args = {"order": order}
     if group != 1 or draw(st.booleans()):
@@ -224,6 +234,32 @@ def test_conv_reference_cnn_shape_float32():
         np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("channels", [1, 3])
+def test_conv_first_layer_gradient_float32(channels):
+    """The reference CNN's first layer (few input channels, where oneDNN's
+    data gradient runs on our own layout) against numpy's gradients."""
+    rng = np.random.RandomState(channels)
+    x = rng.uniform(-1, 1, (3, channels, 28, 28)).astype(np.float32)
+    w = rng.uniform(-1, 1, (32, channels, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, (32,)).astype(np.float32)
+    dy = rng.uniform(-1, 1, (3, 32, 28, 28))
+    # Y[n,m,h,w] = sum_{c,i,j} W[m,c,i,j] X[n,c,h+i-1,w+j-1] + b[m]
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    dyp = np.pad(dy, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want_dw = np.zeros(w.shape)
+    want_dx = np.zeros(x.shape)
+    for i in range(3):
+        for j in range(3):
+            want_dw[:, :, i, j] = np.einsum("nmhw,nchw->mc", dy, xp[:, :, i:i + 28, j:j + 28])
+            want_dx += np.einsum("mc,nmhw->nchw", w[:, :, i, j].astype(np.float64),
+                                 dyp[:, :, 2 - i:30 - i, 2 - j:30 - j])
+    op = h.make_op("ConvGradient", ["X", "w", "dY"], ["dw", "db", "dX"], kernel=3, pad=1)
+    dw, db, dx = h.run_op(op, [x, w, dy.astype(np.float32)])
+    np.testing.assert_allclose(dw, want_dw, atol=1e-3, rtol=1e-4)
+    np.testing.assert_allclose(db, dy.sum(axis=(0, 2, 3)), atol=1e-3, rtol=1e-4)
+    np.testing.assert_allclose(dx, want_dx, atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("engine", [None, "IM2COL"])
 def test_conv_empty_batch(engine):
     x = np.zeros((0, 2, 4, 4), np.float32)
@@ -311,14 +347,7 @@ def test_conv_bad_input():
 
 @st.composite
 def conv_transpose_cases(draw, max_spatial=3, small=False):
-    nd = draw(st.integers(1, max_spatial))
-    order = draw(st.sampled_from(["NCHW", "NHWC"]))
-    group = draw(st.sampled_from([1, 1, 2]))
-    cg = draw(st.integers(1, 2))
-    mg = draw(st.integers(1, 2))
-    max_kernel = 2 if (nd == 3 or small) else 3
-    kernel = [draw(st.integers(1, max_kernel)) for _ in range(nd)]
-    stride = [draw(st.integers(1, 2)) for _ in range(nd)]
+    nd, order, group, cg, mg, kernel, stride = _draw_layout(draw, max_spatial, small)
     dilation = [draw(st.sampled_from([1, 1, 2])) for _ in range(nd)]
     adj = [draw(st.integers(0, s - 1)) for s in stride]
     sizes = [draw(st.integers(1, 2 if (nd == 3 or small) else 4)) for _ in range(nd)]
@@ -331,12 +360,8 @@ def conv_transpose_cases(draw, max_spatial=3, small=False):
         for i in range(nd)]
     batch = draw(st.integers(1, 2))
     c = cg * group
-    if order == "NCHW":
-        x_shape = [batch, c] + sizes
-        w_shape = [c, mg] + kernel
-    else:
-        x_shape = [batch] + sizes + [c]
-        w_shape = [c] + kernel + [mg]
+    x_shape = _channels_placed(order, batch, c, sizes)
+    w_shape = _channels_placed(order, c, mg, kernel)
     args = {"order": order, "strides": stride, "pads": pads, "adjs": adj}
     if group != 1:
         args["group"] = group

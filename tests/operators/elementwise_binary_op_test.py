@@ -19,17 +19,6 @@ op_names = st.sampled_from(sorted(NUMPY_OPS))
 NONZERO = st.one_of(st.floats(-2, -0.5, width=32), st.floats(0.5, 2, width=32))
 
 
-@st.composite
-def broadcastable_shapes(draw):
-    """Two shapes that broadcast numpy-style, in either order."""
-    shape = draw(h.dims(0, 4, 1, 4))
-    start = draw(st.integers(0, len(shape)))
-    other = [1 if draw(st.booleans()) else d for d in shape[start:]]
-    if draw(st.booleans()):
-        return tuple(shape), tuple(other)
-    return tuple(other), tuple(shape)
-
-
 def operands(draw, name, a_shape, b_shape, dtype):
     a = draw(h.arrays(a_shape, dtype))
     b = draw(h.arrays(b_shape, dtype, elements=NONZERO if name == "Div" else None))
@@ -47,7 +36,7 @@ def legacy_reference(fn, axis):
     return reference
 
 
-@given(op_names, broadcastable_shapes(), h.float_dtypes, st.data())
+@given(op_names, h.broadcastable_shapes(), h.float_dtypes, st.data())
 def test_float_forward_matches_numpy(name, shapes, dtype, data):
     a, b = operands(data.draw, name, shapes[0], shapes[1], dtype)
     op = h.make_op(name, ["A", "B"], ["C"])
@@ -56,7 +45,7 @@ def test_float_forward_matches_numpy(name, shapes, dtype, data):
     h.check_device(op, [a, b])
 
 
-@given(st.sampled_from(["Add", "Sub", "Mul"]), broadcastable_shapes(),
+@given(st.sampled_from(["Add", "Sub", "Mul"]), h.broadcastable_shapes(),
        st.sampled_from([np.int32, np.int64]), st.data())
 def test_integer_forward_matches_numpy(name, shapes, dtype, data):
     a, b = operands(data.draw, name, shapes[0], shapes[1], dtype)
@@ -65,7 +54,7 @@ def test_integer_forward_matches_numpy(name, shapes, dtype, data):
     h.check_inplace(op, [a, b])
 
 
-@given(op_names, broadcastable_shapes(), st.data())
+@given(op_names, h.broadcastable_shapes(), st.data())
 def test_gradient_matches_finite_differences(name, shapes, data):
     a, b = operands(data.draw, name, shapes[0], shapes[1], np.float64)
     h.check_gradient(h.make_op(name, ["A", "B"], ["C"]), [a, b], [0, 1])
@@ -151,7 +140,7 @@ def test_div_gradient_legacy_three_input_form():
 
 
 @given(st.sampled_from(["AddGradient", "SubGradient", "MulGradient", "DivGradient"]),
-       broadcastable_shapes(), st.data())
+       h.broadcastable_shapes(), st.data())
 def test_gradient_ops_in_place_over_dc(name, shapes, data):
     a, b = operands(data.draw, "Div", shapes[0], shapes[1], np.float64)
     fn = NUMPY_OPS[name[:-len("Gradient")]]

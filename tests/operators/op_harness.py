@@ -340,6 +340,17 @@ def arrays(shape, dtype=np.float32, elements=None):
 float_dtypes = st.sampled_from([np.float32, np.float64])
 
 
+@st.composite
+def broadcastable_shapes(draw):
+    """Two shapes that broadcast numpy-style, in either order."""
+    shape = draw(dims(0, 4, 1, 4))
+    start = draw(st.integers(0, len(shape)))
+    other = [1 if draw(st.booleans()) else d for d in shape[start:]]
+    if draw(st.booleans()):
+        return tuple(shape), tuple(other)
+    return tuple(other), tuple(shape)
+
+
 def run_main(path):
     """py_test entry point: runs pytest on the test file."""
     import sys

@@ -46,24 +46,24 @@ def distinct_values(shape, dtype, seed):
     return values.reshape(shape).astype(dtype)
 
 
-@pytest.mark.parametrize("op_type", sorted(NUMPY_REDUCTION))
-@given(case=reduce_case(), dtype=h.float_dtypes, data=st.data())
-def test_reduce_matches_numpy(op_type, case, dtype, data):
+def check_reduce_against_numpy(op_type, case, dtype, data):
     shape, axes, keepdims = case
     x = data.draw(h.arrays(shape, dtype))
     op = reduce_op(op_type, axes, keepdims)
     h.check_output(op, [x], lambda x: reduce_reference(op_type, x, axes, keepdims),
                    output_dtypes=[dtype])
+
+
+@pytest.mark.parametrize("op_type", sorted(NUMPY_REDUCTION))
+@given(case=reduce_case(), dtype=h.float_dtypes, data=st.data())
+def test_reduce_matches_numpy(op_type, case, dtype, data):
+    check_reduce_against_numpy(op_type, case, dtype, data)
 
 
 @pytest.mark.parametrize("op_type", ["ReduceSum", "ReduceMax"])
 @given(case=reduce_case(), dtype=st.sampled_from([np.int32, np.int64]), data=st.data())
 def test_reduce_integers(op_type, case, dtype, data):
-    shape, axes, keepdims = case
-    x = data.draw(h.arrays(shape, dtype))
-    op = reduce_op(op_type, axes, keepdims)
-    h.check_output(op, [x], lambda x: reduce_reference(op_type, x, axes, keepdims),
-                   output_dtypes=[dtype])
+    check_reduce_against_numpy(op_type, case, dtype, data)
 
 
 @pytest.mark.parametrize("op_type", sorted(NUMPY_REDUCTION))

@@ -237,7 +237,8 @@ class RunNetTest(ToolTestCase):
     def test_help(self):
         result = self.run_tool(RUN_NET, ["--help"])
         self.assertEqual(result.returncode, 0)
-        for flag in ("init_net", "net", "input", "output", "iters", "warmup", "report_per_op"):
+        for flag in ("init_net", "net", "plan", "input", "output", "iters", "warmup",
+                     "report_per_op"):
             self.assertIn("-" + flag, result.stdout)
 
 
@@ -346,6 +347,99 @@ class RunNetErrorTest(ToolTestCase):
                                    "abc", exit_code=2)
         self.assert_one_line_error(self.run_tool(RUN_NET, ["--net", net, "--input", "x"]),
                                    "NAME=FILE", exit_code=2)
+
+
+def _plan(name, networks, steps):
+    plan = doppio_pb2.PlanDef(name=name)
+    plan.network.extend(networks)
+    plan.execution_step.extend(steps)
+    return plan
+
+
+def _accumulate_plan(iterations):
+    """acc = 0; repeat `iterations` times: acc = 0.5 * acc + x, it += 1;
+    then out = acc + w + b (w and b from the init net)."""
+    zero = _net("zero", [_op("ConstantFill", [], ["acc"], shape=[2, 3], value=0.0)])
+    step = _net("step", [
+        _op("Scale", ["acc"], ["acc"], scale=0.5),
+        _op("Add", ["acc", "x"], ["acc"]),
+        _op("Iter", [], ["it"]),
+    ])
+    finish = _net("finish", [_op("Sum", ["acc", "w", "b"], ["out"])])
+    return _plan("accumulate", [zero, step, finish], [
+        doppio_pb2.ExecutionStep(name="zero", network=["zero"]),
+        doppio_pb2.ExecutionStep(name="loop", substep=[
+            doppio_pb2.ExecutionStep(name="body", network=["step"], num_iter=iterations)]),
+        doppio_pb2.ExecutionStep(name="finish", network=["finish"]),
+    ])
+
+
+class RunPlanTest(ToolTestCase):
+
+    def run_plan(self, plan_file, extra=()):
+        np.save(self.path("x.npy"), self.x)
+        return self.run_tool(RUN_NET, [
+            "--init_net", self.write_net("init.pb", _init_net()), "--plan", plan_file,
+            "--input", "x=" + self.path("x.npy"),
+        ] + list(extra))
+
+    def check_accumulated(self, plan_file, iterations):
+        result = self.run_plan(plan_file, [
+            "--output", "acc=%s,out=%s,it=%s" % (
+                self.path("acc.npy"), self.path("out.npy"), self.path("it.npy"))])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stderr, "")
+        self.assertIn("plan 'accumulate': 3 network(s), 3 execution step(s)", result.stdout)
+        acc = np.zeros((2, 3), np.float32)
+        for _ in range(iterations):
+            acc = np.float32(0.5) * acc + self.x
+        got_acc = np.load(self.path("acc.npy"))
+        self.assertEqual(got_acc.dtype, np.float32)
+        np.testing.assert_allclose(got_acc, acc, rtol=1e-6)
+        np.testing.assert_allclose(np.load(self.path("out.npy")), acc + W + np.float32(0.5),
+                                   rtol=1e-6)
+        np.testing.assert_array_equal(np.load(self.path("it.npy")),
+                                      np.array([iterations], np.int64))
+
+    def test_text_plan_runs_a_net_num_iter_times(self):
+        self.check_accumulated(self.write_net("plan.pbtxt", _accumulate_plan(7), text=True), 7)
+
+    def test_binary_plan(self):
+        self.check_accumulated(self.write_net("plan.pb", _accumulate_plan(3)), 3)
+
+    def test_step_with_substeps_and_networks_is_one_line_error(self):
+        plan = _accumulate_plan(2)
+        plan.execution_step[1].network.append("step")
+        plan_file = self.write_net("mixed.pbtxt", plan, text=True)
+        self.assert_one_line_error(self.run_plan(plan_file), "execution step 'loop'",
+                                   "both substeps and networks", "plan 'accumulate'",
+                                   plan_file)
+
+    def test_unknown_network_and_failing_op_are_one_line_errors(self):
+        plan = _accumulate_plan(2)
+        plan.execution_step[1].substep[0].network[0] = "stpe"
+        plan_file = self.write_net("typo.pb", plan)
+        self.assert_one_line_error(self.run_plan(plan_file), "execution step 'loop/body'",
+                                   "'stpe'")
+        plan = _accumulate_plan(2)
+        plan.network[2].op[0].input[1] = "missing_blob"
+        plan_file = self.write_net("missing.pb", plan)
+        self.assert_one_line_error(self.run_plan(plan_file), "'missing_blob'", "Sum",
+                                   "execution step 'finish'")
+
+    def test_malformed_plan_file(self):
+        plan_file = self.write_bytes("bad.pbtxt", b'name: "p"\nexecution_step { num_iter: x }\n')
+        self.assert_one_line_error(self.run_plan(plan_file), plan_file, "PlanDef")
+
+    def test_plan_usage_errors_exit_2(self):
+        plan_file = self.write_net("plan.pb", _accumulate_plan(1))
+        net_file = self.write_net("main.pb", _main_net())
+        self.assert_one_line_error(
+            self.run_tool(RUN_NET, ["--plan", plan_file, "--net", net_file]),
+            "--net and --plan", exit_code=2)
+        self.assert_one_line_error(
+            self.run_tool(RUN_NET, ["--plan", plan_file, "--iters=3"]), "--iters",
+            exit_code=2)
 
 
 class PrintRegisteredOpsTest(ToolTestCase):

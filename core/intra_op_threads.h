@@ -1,0 +1,57 @@
+// Intra-op threads: how many threads one op may use inside a math library.
+//
+// Libraries with thread pools of their own (OpenBLAS, oneDNN through OpenMP)
+// would each take every core by default; a net that runs ops of N devices at
+// once would then run N x cores threads. Each net therefore has an
+// intra-op thread count (the NetDef argument "intra_op_threads", by default
+// the cores divided among the workers that may run ops at the same time) and
+// applies it on the threads that run its ops.
+//
+// core/ knows no math library, so the libraries' wrappers (in operators/)
+// register a setter here, and nets call ApplyIntraOpThreads.
+//
+// Thread-safety: everything here may be called from any thread. Setters
+// registered as kPerThread act on the calling thread (OpenMP's
+// omp_set_num_threads); kProcessWide ones act on the whole process
+// (openblas_set_num_threads), so two nets with different settings running at
+// the same time share the value set last.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "proto/doppio.pb.h"
+
+namespace doppio {
+
+enum class IntraOpSetterScope { kPerThread, kProcessWide };
+
+using IntraOpThreadSetter = std::function<void(int num_threads)>;
+
+// `name` ("openblas", "openmp") only labels the setter in messages.
+void RegisterIntraOpThreadSetter(const std::string& name, IntraOpSetterScope scope,
+                                 IntraOpThreadSetter setter);
+
+// Applies `num_threads` (>= 1) through every registered setter, for ops run
+// from the calling thread. Cheap when nothing changes: setters are called
+// only when the value differs from the one applied last (per thread for
+// kPerThread, per process for kProcessWide).
+void ApplyIntraOpThreads(int num_threads);
+
+// The cores this process may run on (its CPU affinity), at least 1.
+int AvailableCores();
+
+// The net's intra-op thread count: its "intra_op_threads" argument when set
+// (an int >= 1, else an error naming the net), otherwise
+// max(1, AvailableCores() / concurrent_workers), where concurrent_workers is
+// how many ops the executor may run at once.
+int IntraOpThreadsForNet(const NetDef& net, int concurrent_workers);
+
+struct IntraOpThreadSetterRegisterer {
+  IntraOpThreadSetterRegisterer(const char* name, IntraOpSetterScope scope,
+                                IntraOpThreadSetter setter) {
+    RegisterIntraOpThreadSetter(name, scope, std::move(setter));
+  }
+};
+
+}  // namespace doppio

@@ -1,0 +1,237 @@
+#include "core/net_dag.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include "core/argument.h"
+#include "core/intra_op_threads.h"
+#include "core/net_trace.h"
+
+namespace doppio {
+namespace {
+
+// What the dependency analysis remembers about one blob name.
+struct BlobAccess {
+  int last_writer = -1;
+  // Ops that read the blob since last_writer wrote it.
+  std::vector<int> readers;
+};
+
+int WorkersPerDevice(const NetDef& net) {
+  ArgumentHelper args(net);
+  int workers = 1;
+  std::string source;
+  if (args.Has("num_workers")) {
+    try {
+      workers = args.GetSingle<int>("num_workers", 1);
+    } catch (Error& error) {
+      error.AppendContext("in the arguments of net '" + net.name() + "'");
+      throw;
+    }
+    source = "argument num_workers";
+  } else {
+    // The field is deprecated in favour of the argument but still honoured,
+    // as Caffe2 nets set it.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    if (net.has_num_workers()) {
+      workers = net.num_workers();
+      source = "field num_workers";
+    }
+#pragma GCC diagnostic pop
+  }
+  DOPPIO_ENFORCE(workers >= 1, "net '", net.name(), "': ", source,
+                 " must be >= 1 (workers per device), got ", workers);
+  return workers;
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> OpDependencies(const NetDef& net) {
+  std::vector<std::vector<int>> parents(net.op_size());
+  std::unordered_map<std::string, BlobAccess> blobs;
+  for (int i = 0; i < net.op_size(); ++i) {
+    const OperatorDef& op = net.op(i);
+    std::vector<int>& deps = parents[i];
+    auto after_writer = [&](const std::string& name) {
+      auto it = blobs.find(name);
+      if (it != blobs.end() && it->second.last_writer >= 0) {
+        deps.push_back(it->second.last_writer);
+      }
+    };
+    for (const std::string& name : op.input()) after_writer(name);
+    for (const std::string& name : op.control_input()) after_writer(name);
+    for (const std::string& name : op.output()) {
+      after_writer(name);
+      auto it = blobs.find(name);
+      if (it == blobs.end()) continue;
+      for (int reader : it->second.readers) {
+        if (reader != i) deps.push_back(reader);
+      }
+    }
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+
+    // Record reads before writes: an in-place op's write clears its own read.
+    auto note_reader = [&](const std::string& name) {
+      std::vector<int>& readers = blobs[name].readers;
+      if (readers.empty() || readers.back() != i) readers.push_back(i);
+    };
+    for (const std::string& name : op.input()) note_reader(name);
+    for (const std::string& name : op.control_input()) note_reader(name);
+    for (const std::string& name : op.output()) {
+      BlobAccess& access = blobs[name];
+      access.last_writer = i;
+      access.readers.clear();
+    }
+  }
+  return parents;
+}
+
+DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace) {
+  const int num_ops = def_.op_size();
+  workers_per_device_ = WorkersPerDevice(def_);
+  operators_.reserve(num_ops);
+  for (int i = 0; i < num_ops; ++i) operators_.push_back(CreateOpAt(i, workspace));
+
+  std::map<std::pair<int, int>, int> device_index;
+  std::vector<std::string> device_labels;
+  device_of_op_.resize(num_ops);
+  for (int i = 0; i < num_ops; ++i) {
+    const DeviceOption& option = def_.op(i).device_option();
+    const std::pair<int, int> device(option.device_type(), option.cuda_gpu_id());
+    auto inserted = device_index.emplace(device, static_cast<int>(device_labels.size()));
+    if (inserted.second) device_labels.push_back(DeviceLabel(option));
+    device_of_op_[i] = inserted.first->second;
+  }
+
+  const std::vector<std::vector<int>> parents = OpDependencies(def_);
+  successors_.resize(num_ops);
+  initial_pending_.resize(num_ops);
+  for (int i = 0; i < num_ops; ++i) {
+    initial_pending_[i] = static_cast<int>(parents[i].size());
+    if (parents[i].empty()) roots_.push_back(i);
+    for (int parent : parents[i]) successors_[parent].push_back(i);
+  }
+  pending_ = std::make_unique<std::atomic<int>[]>(num_ops);
+
+  const int devices = std::max<int>(1, static_cast<int>(device_labels.size()));
+  intra_op_threads_ = IntraOpThreadsForNet(def_, devices * workers_per_device_);
+  for (const std::string& label : device_labels) {
+    pools_.push_back(std::make_unique<ThreadPool>(workers_per_device_, label));
+  }
+}
+
+DagNet::~DagNet() {
+  // Workers hold no task between runs, but join them before members go.
+  pools_.clear();
+}
+
+const std::string& DagNet::device_label(int index) const {
+  return pools_.at(device_of_op_.at(index))->name();
+}
+
+void DagNet::Run() {
+  if (operators_.empty()) return;
+  for (size_t i = 0; i < operators_.size(); ++i) {
+    pending_[i].store(initial_pending_[i], std::memory_order_relaxed);
+  }
+  stop_.store(false, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(run_mutex_);
+    finished_ = false;
+    first_error_ = nullptr;
+  }
+  outstanding_.store(static_cast<int>(roots_.size()), std::memory_order_relaxed);
+  // Submitting takes the pool's lock, which publishes the stores above.
+  for (int root : roots_) Submit(root);
+
+  std::exception_ptr error;
+  {
+    std::unique_lock<std::mutex> lock(run_mutex_);
+    run_finished_.wait(lock, [this] { return finished_; });
+    error = std::move(first_error_);
+    first_error_ = nullptr;
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+void DagNet::RunChain(int op) {
+  try {
+    ApplyIntraOpThreads(intra_op_threads_);
+  } catch (...) {
+    RecordError(std::current_exception());
+  }
+  while (op >= 0) {
+    int next = -1;
+    if (!stop_.load(std::memory_order_acquire)) {
+      bool succeeded = false;
+      try {
+        RunOpAt(op, *operators_[op]);
+        succeeded = true;
+      } catch (...) {
+        RecordError(std::current_exception());
+      }
+      if (succeeded) ReleaseSuccessors(op, &next);
+    }
+    if (next < 0) FinishOne();
+    // Otherwise `op`'s place among the outstanding ops passes to `next`.
+    op = next;
+  }
+}
+
+void DagNet::ReleaseSuccessors(int op, int* inline_next) {
+  for (int successor : successors_[op]) {
+    if (pending_[successor].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+    if (*inline_next < 0 && device_of_op_[successor] == device_of_op_[op]) {
+      *inline_next = successor;
+    } else {
+      Schedule(successor);
+    }
+  }
+}
+
+void DagNet::Schedule(int op) {
+  // Counted before it is queued, so the run cannot look finished meanwhile.
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
+  Submit(op);
+}
+
+void DagNet::Submit(int op) {
+  try {
+    pools_[device_of_op_[op]]->Submit([this, op] { RunChain(op); });
+  } catch (...) {
+    // Out of memory for the queue: the op will never run, so it fails the
+    // run instead of leaving Run() waiting for it.
+    RecordError(std::current_exception());
+    FinishOne();
+  }
+}
+
+void DagNet::RecordError(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  if (!first_error_) first_error_ = std::move(error);
+  stop_.store(true, std::memory_order_release);
+}
+
+void DagNet::FinishOne() {
+  if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  finished_ = true;
+  // Notified under the lock: once Run() sees finished_, it may return and
+  // the net may be destroyed, so nothing here may touch it afterwards.
+  run_finished_.notify_all();
+}
+
+static NetRegisterer dag_net_registerer(
+    "dag", [](const NetDef& def, Workspace* workspace) -> std::unique_ptr<NetBase> {
+      return std::make_unique<DagNet>(def, workspace);
+    });
+static NetRegisterer async_dag_net_registerer(
+    "async_dag", [](const NetDef& def, Workspace* workspace) -> std::unique_ptr<NetBase> {
+      return std::make_unique<DagNet>(def, workspace);
+    });
+
+}  // namespace doppio

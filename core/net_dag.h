@@ -1,0 +1,103 @@
+// DagNet (net types "dag" and "async_dag"): runs each op as soon as the ops
+// it depends on are done, on a worker pool per device.
+//
+// Dependencies come from the blobs ops name (see OpDependencies) and from
+// control_input. Results are those of SimpleNet for any schedule, provided
+// ops touch only the blobs they name (an op that reaches other blobs by name
+// at run time, as Load or Save may, must be ordered with control_input).
+//
+// Devices: an op's device is its DeviceOption's (device_type, cuda_gpu_id).
+// As in Caffe2, whose Python DeviceOption(device_type, id) stores every
+// device's id in cuda_gpu_id, CPU ids there are logical devices: cpu_0 and
+// cpu_1 get separate pools, so their ops run at the same time.
+//
+// Workers: the "num_workers" NetDef argument, else the NetDef's num_workers
+// field, else 1, sets the workers of EACH device's pool (Caffe2's
+// data_parallel_model sets a total; here every device gets that many, which
+// only adds idle threads). A worker that finishes an op runs one newly
+// ready successor on the same device itself, so a chain of ops stays on one
+// thread with warm caches; other ready ops go to their device's queue.
+//
+// Intra-op threads: IntraOpThreadsForNet with one concurrent op per worker,
+// applied on each worker (see core/intra_op_threads.h).
+//
+// Errors: the first op that fails stops the scheduling of new ops; Run()
+// waits for the ops already running, then rethrows that op's error with its
+// context. The net can run again afterwards.
+//
+// Threading: one Run() at a time; Run() blocks until the net is done. The
+// pools belong to the net, so a net run from inside another net's op never
+// waits for its own workers.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/net.h"
+#include "core/thread_pool.h"
+
+namespace doppio {
+
+// For each op of `net`, the earlier ops it must wait for (ascending, no
+// duplicates): the last writer of each blob it reads or names in
+// control_input (read after write), the last writer of each blob it writes
+// (write after write), and every reader of such a blob since that writer
+// (write after read). An op that reads and writes a blob (in place) does not
+// depend on itself.
+std::vector<std::vector<int>> OpDependencies(const NetDef& net);
+
+class DagNet final : public NetBase {
+ public:
+  DagNet(const NetDef& def, Workspace* workspace);
+  ~DagNet() override;
+  void Run() override;
+  const std::vector<std::unique_ptr<OperatorBase>>& operators() const override {
+    return operators_;
+  }
+
+  int num_devices() const { return static_cast<int>(pools_.size()); }
+  int workers_per_device() const { return workers_per_device_; }
+  int intra_op_threads() const { return intra_op_threads_; }
+  // "cpu_1", "gpu_0": the device (and pool name) of op `index`.
+  const std::string& device_label(int index) const;
+
+ private:
+  // Runs `op`, then (while they become ready on its device) one successor
+  // after another on this thread.
+  void RunChain(int op);
+  void ReleaseSuccessors(int op, int* inline_next);
+  // Counts `op` as outstanding and queues it.
+  void Schedule(int op);
+  // Queues an op already counted as outstanding.
+  void Submit(int op);
+  void RecordError(std::exception_ptr error);
+  // One ready op is done or skipped; the last one ends the run.
+  void FinishOne();
+
+  std::vector<std::unique_ptr<OperatorBase>> operators_;
+  std::vector<std::vector<int>> successors_;
+  std::vector<int> initial_pending_;
+  std::vector<int> roots_;
+  std::vector<int> device_of_op_;
+  int workers_per_device_ = 1;
+  int intra_op_threads_ = 1;
+
+  // Per run.
+  std::unique_ptr<std::atomic<int>[]> pending_;
+  std::atomic<int> outstanding_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex run_mutex_;
+  std::condition_variable run_finished_;
+  bool finished_ = false;
+  std::exception_ptr first_error_;
+
+  // Last: the workers stop before anything they use is destroyed.
+  std::vector<std::unique_ptr<ThreadPool>> pools_;
+};
+
+}  // namespace doppio
