@@ -13,6 +13,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "core/backward.h"
 #include "core/gradient.h"
 #include "core/net.h"
 #include "core/registry.h"
@@ -149,6 +150,53 @@ py::tuple GetGradientDefs(const py::bytes& op_bytes, const std::vector<py::objec
   return py::make_tuple(ops, input_grads);
 }
 
+// The backward pass of a serialized NetDef: (gradient op bytes, blob ->
+// gradient), a gradient being a str or an (indices, values) tuple.
+py::tuple AddGradientOperatorsPy(const py::bytes& net_bytes, const std::vector<std::string>& losses,
+                                 const py::object& loss_grads) {
+  const NetDef net = ParseProto<NetDef>(net_bytes, "NetDef");
+  std::map<std::string, GradientWrapper> initial;
+  if (!loss_grads.is_none()) {
+    DOPPIO_ENFORCE(py::isinstance<py::dict>(loss_grads),
+                   "add_gradient_operators: loss_grads must be a dict loss -> gradient or None");
+    for (const auto& item : loss_grads.cast<py::dict>()) {
+      const std::string loss = py::str(item.first);
+      const py::handle grad = item.second;
+      GradientWrapper wrapper;
+      if (py::isinstance<py::str>(grad)) {
+        wrapper.dense = grad.cast<std::string>();
+      } else if (py::isinstance<py::tuple>(grad) || py::isinstance<py::list>(grad)) {
+        auto pair = grad.cast<std::vector<std::string>>();
+        DOPPIO_ENFORCE(pair.size() == 2, "add_gradient_operators: the gradient of loss '", loss,
+                       "' must be a name or (indices, values)");
+        wrapper.indices = pair[0];
+        wrapper.values = pair[1];
+      } else {
+        DOPPIO_ENFORCE(grad.is_none(), "add_gradient_operators: the gradient of loss '", loss,
+                       "' must be str, (indices, values) or None");
+      }
+      initial[loss] = wrapper;
+    }
+  }
+  BackwardResult result;
+  {
+    py::gil_scoped_release release;
+    result = AddGradientOperators(net, losses, initial);
+  }
+  py::list ops;
+  for (const OperatorDef& op : result.ops) ops.append(SerializeProto(op));
+  py::dict gradients;
+  for (const auto& entry : result.gradients) {
+    const GradientWrapper& grad = entry.second;
+    if (grad.IsDense()) {
+      gradients[py::str(entry.first)] = py::str(grad.dense);
+    } else {
+      gradients[py::str(entry.first)] = py::make_tuple(grad.indices, grad.values);
+    }
+  }
+  return py::make_tuple(ops, gradients);
+}
+
 py::dict SchemaInfo(const std::string& type) {
   const OpSchema* schema = OpSchemaRegistry::Schema(type);
   DOPPIO_ENFORCE(schema != nullptr, "op type '", type, "' has no schema");
@@ -195,6 +243,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("nets", [] { return Registry().Current()->Nets(); });
   m.def("delete_net", [](const std::string& name) { return Registry().Current()->DeleteNet(name); });
   m.def("get_gradient_defs", &GetGradientDefs, py::arg("op_def"), py::arg("output_grads"));
+  m.def("add_gradient_operators", &AddGradientOperatorsPy, py::arg("net_def"), py::arg("losses"),
+        py::arg("loss_grads") = py::none());
   m.def("registered_operators", [] {
     std::vector<std::string> types;
     for (const OperatorKey& key : OperatorRegistry::Keys()) {

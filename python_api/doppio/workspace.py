@@ -1,0 +1,247 @@
+"""The process's workspaces, as in caffe2.python.workspace.
+
+Nets and operators go to the C++ runtime as serialized protos; blobs cross
+as numpy arrays. Every failure inside the runtime surfaces as RuntimeError
+carrying the C++ message.
+"""
+
+import numpy as np
+
+from doppio import _C as C
+from doppio.proto import doppio_pb2 as caffe2_pb2
+from doppio import scope
+
+# Build-time capabilities, under Caffe2's names. This build's extension
+# reports a CUDA flag only when it was compiled with CUDA.
+has_cuda_support = bool(getattr(C, 'has_cuda_support', False))
+has_gpu_support = has_cuda_support
+has_hip_support = False
+
+
+def GlobalInit(args):
+    """Accepts Caffe2's command line (program name, then --caffe2_* flags).
+    Doppio needs no process-wide setup, so the flags are checked for form
+    and otherwise ignored."""
+    if isinstance(args, (str, bytes)) or not all(isinstance(a, str) for a in args):
+        raise TypeError('GlobalInit takes a list of str, e.g. '
+                        "['prog', '--caffe2_log_level=0'], got {!r}".format(args))
+    for flag in list(args)[1:]:
+        if not flag.startswith('-'):
+            raise ValueError('GlobalInit: {!r} is not a flag'.format(flag))
+    return True
+
+
+def NumCudaDevices():
+    return C.num_cuda_devices()
+
+
+def NumGpuDevices():
+    return NumCudaDevices()
+
+
+def RegisteredOperators():
+    return C.registered_operators()
+
+
+def IsImmediate():
+    """Caffe2's immediate mode is not supported; ops only run in nets."""
+    return False
+
+
+def StringifyBlobName(name):
+    if isinstance(name, bytes):
+        return name.decode('utf-8')
+    if isinstance(name, str):
+        return name
+    # BlobReference, or anything else naming a blob through str().
+    if hasattr(name, 'GetNameScope') or type(name).__name__ == 'BlobReference':
+        return str(name)
+    raise TypeError('a blob name must be str or BlobReference, got {}'.format(
+        type(name).__name__))
+
+
+def StringifyNetName(name):
+    if isinstance(name, str):
+        return name
+    if isinstance(name, bytes):
+        return name.decode('utf-8')
+    if isinstance(name, caffe2_pb2.NetDef):
+        return name.name
+    if hasattr(name, 'Name') and hasattr(name, 'Proto'):
+        return name.Name()
+    raise TypeError('not a net or net name: {!r} of type {}'.format(
+        name, type(name).__name__))
+
+
+GetNetName = StringifyNetName
+
+
+def StringifyProto(obj):
+    """Serialized bytes of a proto, of an object with Proto() (a Net), or the
+    bytes themselves."""
+    if isinstance(obj, bytes):
+        return obj
+    if hasattr(obj, 'SerializeToString'):
+        return obj.SerializeToString()
+    if hasattr(obj, 'Proto'):
+        return obj.Proto().SerializeToString()
+    raise ValueError('Unexpected argument to StringifyProto of type ' +
+                     type(obj).__name__)
+
+
+# ---- workspaces ----
+
+def CurrentWorkspace():
+    return C.current_workspace()
+
+
+def Workspaces():
+    names = list(C.workspaces())
+    # The current workspace exists (Caffe2 always lists it), even before
+    # the runtime materializes it on first use.
+    current = C.current_workspace()
+    if current not in names:
+        names.append(current)
+    return sorted(names)
+
+
+def SwitchWorkspace(name, create_if_missing=False):
+    if not isinstance(name, str):
+        raise TypeError('workspace name must be str, got {}'.format(type(name).__name__))
+    C.switch_workspace(name, bool(create_if_missing))
+    return True
+
+
+def ResetWorkspace(root_folder=None):
+    """Empties the current workspace. `root_folder` is accepted for Caffe2
+    compatibility; Doppio resolves paths against the process's directory."""
+    C.reset_workspace()
+    return True
+
+
+# ---- blobs ----
+
+def Blobs():
+    return list(C.blobs())
+
+
+def HasBlob(name):
+    return C.has_blob(StringifyBlobName(name))
+
+
+def _TensorProtoToArray(tensor):
+    dtypes = caffe2_pb2.TensorProto
+    shape = tuple(tensor.dims)
+    if tensor.data_type == dtypes.FLOAT:
+        return np.asarray(tensor.float_data, dtype=np.float32).reshape(shape)
+    if tensor.data_type == dtypes.DOUBLE:
+        return np.asarray(tensor.double_data, dtype=np.float64).reshape(shape)
+    if tensor.data_type == dtypes.INT64:
+        return np.asarray(tensor.int64_data, dtype=np.int64).reshape(shape)
+    if tensor.data_type == dtypes.STRING:
+        return np.asarray(list(tensor.string_data), dtype=object).reshape(shape)
+    small_ints = {
+        dtypes.INT32: np.int32, dtypes.INT16: np.int16, dtypes.INT8: np.int8,
+        dtypes.UINT16: np.uint16, dtypes.UINT8: np.uint8, dtypes.BOOL: np.bool_,
+    }
+    if tensor.data_type in small_ints:
+        return np.asarray(tensor.int32_data).astype(
+            small_ints[tensor.data_type]).reshape(shape)
+    raise TypeError('cannot feed a TensorProto of data_type {}'.format(tensor.data_type))
+
+
+def _AsFeedableArray(name, arr):
+    if isinstance(arr, caffe2_pb2.TensorProto):
+        return _TensorProtoToArray(arr)
+    if isinstance(arr, (str, bytes)):
+        # A lone string becomes a 0-d string tensor.
+        return np.array(arr, dtype=object)
+    if not isinstance(arr, np.ndarray):
+        # Python scalars and (nested) lists take numpy's dtype for them.
+        try:
+            arr = np.asarray(arr)
+        except Exception as error:  # ragged lists and the like
+            raise TypeError('cannot feed blob {!r}: {!r} does not convert to a '
+                            'numpy array ({})'.format(name, arr, error)) from None
+    if arr.dtype.kind in 'SU':
+        # numpy's fixed-width strings carry padding; the runtime wants objects.
+        arr = arr.astype(object)
+    return arr
+
+
+def FeedBlob(name, arr, device_option=None):
+    """Stores `arr` (numpy array, TensorProto, scalar, list or string) as a
+    tensor in blob `name` of the current workspace."""
+    name = StringifyBlobName(name)
+    arr = _AsFeedableArray(name, arr)
+    if device_option is None:
+        device_option = scope.CurrentDeviceScope()
+    if device_option is not None and device_option.device_type == caffe2_pb2.CUDA:
+        if NumCudaDevices() == 0:
+            raise RuntimeError(
+                'cannot feed blob {!r} to CUDA device {}: this process sees no CUDA '
+                'devices'.format(name, device_option.cuda_gpu_id))
+        if 'device_option' not in (C.feed_blob.__doc__ or ''):
+            raise RuntimeError(
+                'cannot feed blob {!r} to a CUDA device: this build feeds host '
+                'memory only'.format(name))
+        C.feed_blob(name, arr, device_option.SerializeToString())
+        return True
+    C.feed_blob(name, arr)
+    return True
+
+
+def FetchBlob(name):
+    """The tensor in blob `name` as a numpy array (strings as bytes objects)."""
+    return C.fetch_blob(StringifyBlobName(name))
+
+
+def FetchBlobs(names):
+    return [FetchBlob(name) for name in names]
+
+
+# ---- nets and operators ----
+
+def RunOperatorOnce(operator):
+    C.run_operator_once(StringifyProto(operator))
+    return True
+
+
+def RunOperatorsOnce(operators):
+    for op in operators:
+        if not RunOperatorOnce(op):
+            return False
+    return True
+
+
+def RunNetOnce(net):
+    C.run_net_once(StringifyProto(net))
+    return True
+
+
+def CreateNet(net, overwrite=False, input_blobs=None):
+    """Instantiates `net` (a Net or NetDef) in the current workspace so RunNet
+    can run it by name. `input_blobs` that are missing are fed as empty
+    float tensors, the closest to Caffe2's empty blobs this runtime has."""
+    for blob in input_blobs or []:
+        if not HasBlob(blob):
+            FeedBlob(blob, np.zeros((0,), dtype=np.float32))
+    C.create_net(StringifyProto(net), bool(overwrite))
+    return True
+
+
+def RunNet(name, num_iter=1, allow_fail=False):
+    """Runs a net made by CreateNet `num_iter` times. With allow_fail, a
+    failure returns False instead of raising."""
+    name = StringifyNetName(name)
+    try:
+        C.run_net(name, int(num_iter))
+    except RuntimeError:
+        if allow_fail:
+            return False
+        raise
+    return True
+
+
+def Nets():
+    return list(C.nets())

@@ -1,0 +1,301 @@
+"""doppio.workspace: blobs round-trip through numpy in every dtype, nets and
+operators run, workspaces switch, and bad input raises clear Python
+exceptions while the interpreter lives on."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from doppio import _C, core, scope, workspace
+from doppio.proto import doppio_pb2
+
+NUMERIC_DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32,
+                  np.int64, np.uint8, np.uint16, np.bool_]
+SHAPES = [(), (0,), (2, 0, 3), (5,), (2, 3, 4)]
+
+
+@pytest.fixture(autouse=True)
+def fresh_workspace():
+    workspace.SwitchWorkspace("default", True)
+    workspace.ResetWorkspace()
+    yield
+    workspace.SwitchWorkspace("default", True)
+    workspace.ResetWorkspace()
+
+
+def random_array(dtype, shape, seed=0):
+    rng = np.random.RandomState(seed)
+    if dtype == np.bool_:
+        values = rng.random_sample(size=shape) > 0.5
+    elif np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        low, high = max(info.min, -2**62), min(info.max, 2**62)
+        values = rng.randint(low, high, size=shape, dtype=np.int64)
+    else:
+        values = rng.standard_normal(size=shape) * 100
+    return np.asarray(values).astype(dtype)
+
+
+# ---------------------------------------------------------------- feeding
+
+
+@pytest.mark.parametrize("dtype", NUMERIC_DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_numeric_round_trip(dtype, shape):
+    array = random_array(dtype, shape)
+    assert workspace.FeedBlob("blob", array) is True
+    fetched = workspace.FetchBlob("blob")
+    assert fetched.dtype == np.dtype(dtype)
+    assert fetched.shape == shape
+    np.testing.assert_array_equal(fetched, array)
+
+
+def test_fetch_returns_a_copy():
+    array = np.arange(6, dtype=np.float32)
+    workspace.FeedBlob("x", array)
+    fetched = workspace.FetchBlob("x")
+    fetched[0] = 100
+    array[1] = 100
+    np.testing.assert_array_equal(workspace.FetchBlob("x"), np.arange(6, dtype=np.float32))
+
+
+@pytest.mark.parametrize("array", [
+    np.array(["a", "bc", ""]),                   # numpy unicode
+    np.array([b"x\x00y", b"zz"]),                # numpy bytes, embedded NUL
+    np.array(["mixed", b"types"], dtype=object),
+    np.array([["r0c0", "r0c1"], ["r1c0", "r1c1"]]),
+    np.array("zero-d"),
+    np.array([], dtype=object),
+    np.array(["\u00e9t\u00e9"]),                  # non-ASCII text is UTF-8
+])
+def test_string_round_trip(array):
+    workspace.FeedBlob("s", array)
+    fetched = workspace.FetchBlob("s")
+    assert fetched.dtype == object
+    assert fetched.shape == array.shape
+    expected = [v if isinstance(v, bytes) else str(v).encode("utf-8")
+                for v in array.reshape(-1).tolist()]
+    assert fetched.reshape(-1).tolist() == expected
+
+
+def test_python_values_convert_like_numpy():
+    workspace.FeedBlob("f", 2.5)
+    workspace.FeedBlob("i", 7)
+    workspace.FeedBlob("l", [[1.0, 2.0], [3.0, 4.0]])
+    workspace.FeedBlob("t", "hello")
+    assert workspace.FetchBlob("f").dtype == np.float64 and workspace.FetchBlob("f") == 2.5
+    assert workspace.FetchBlob("i").dtype == np.int64 and workspace.FetchBlob("i") == 7
+    np.testing.assert_array_equal(workspace.FetchBlob("l"), [[1, 2], [3, 4]])
+    assert workspace.FetchBlob("t").shape == () and workspace.FetchBlob("t").item() == b"hello"
+
+
+def test_feed_tensor_proto():
+    proto = doppio_pb2.TensorProto(dims=[2, 2], data_type=doppio_pb2.TensorProto.INT32,
+                                   int32_data=[1, -2, 3, -4])
+    workspace.FeedBlob("p", proto)
+    fetched = workspace.FetchBlob("p")
+    assert fetched.dtype == np.int32
+    np.testing.assert_array_equal(fetched, [[1, -2], [3, -4]])
+
+
+def test_blob_reference_names_and_device_options():
+    ref = core.BlobReference("by_ref")
+    workspace.FeedBlob(ref, np.ones(2, np.float32))
+    assert workspace.HasBlob("by_ref") and workspace.HasBlob(ref)
+    np.testing.assert_array_equal(workspace.FetchBlob(ref), [1, 1])
+    cpu = core.DeviceOption(doppio_pb2.CPU)
+    workspace.FeedBlob("on_cpu", np.zeros(3), device_option=cpu)
+    with scope.DeviceScope(cpu):
+        workspace.FeedBlob("scoped_cpu", np.zeros(3))
+    assert workspace.HasBlob("on_cpu") and workspace.HasBlob("scoped_cpu")
+
+
+@pytest.mark.skipif(workspace.NumCudaDevices() > 0, reason="needs a machine without CUDA")
+def test_feed_to_cuda_without_devices_is_refused():
+    with pytest.raises(RuntimeError, match="CUDA"):
+        workspace.FeedBlob("g", np.zeros(2, np.float32),
+                           device_option=core.DeviceOption(doppio_pb2.CUDA, 0))
+    assert not workspace.HasBlob("g")
+
+
+def test_blobs_has_blob_fetch_blobs_and_reset():
+    workspace.FeedBlob("a", np.array([1.0], np.float32))
+    workspace.FeedBlob("b", np.array([2], np.int32))
+    assert sorted(workspace.Blobs()) == ["a", "b"]
+    assert workspace.HasBlob("a") and not workspace.HasBlob("c")
+    a, b = workspace.FetchBlobs(["a", "b"])
+    assert a.tolist() == [1.0] and b.tolist() == [2]
+    assert workspace.ResetWorkspace() is True
+    assert workspace.Blobs() == []
+
+
+# ---------------------------------------------------------------- workspaces
+
+
+def test_switch_workspace():
+    workspace.FeedBlob("in_default", np.ones(1))
+    with pytest.raises(RuntimeError, match="no_such_ws"):
+        workspace.SwitchWorkspace("no_such_ws")
+    assert workspace.CurrentWorkspace() == "default"
+    workspace.SwitchWorkspace("second", create_if_missing=True)
+    assert workspace.CurrentWorkspace() == "second"
+    assert not workspace.HasBlob("in_default")
+    workspace.FeedBlob("in_second", np.ones(1))
+    assert {"default", "second"} <= set(workspace.Workspaces())
+    workspace.SwitchWorkspace("default")
+    assert workspace.HasBlob("in_default") and not workspace.HasBlob("in_second")
+    workspace.SwitchWorkspace("second")
+    assert workspace.HasBlob("in_second")
+
+
+# ---------------------------------------------------------------- running
+
+
+def relu_op(x="x", y="y"):
+    return doppio_pb2.OperatorDef(type="Relu", input=[x], output=[y])
+
+
+def test_run_operator_once_and_operators_once():
+    x = np.array([-1.5, 0.0, 2.0], np.float32)
+    workspace.FeedBlob("x", x)
+    assert workspace.RunOperatorOnce(relu_op()) is True
+    np.testing.assert_array_equal(workspace.FetchBlob("y"), np.maximum(x, 0))
+    scale = doppio_pb2.OperatorDef(type="Scale", input=["y"], output=["z"])
+    scale.arg.add(name="scale", f=3.0)
+    assert workspace.RunOperatorsOnce([relu_op(), scale]) is True
+    np.testing.assert_allclose(workspace.FetchBlob("z"), 3 * np.maximum(x, 0))
+
+
+def test_run_net_once_takes_net_or_netdef():
+    x = np.array([[-1.0, 4.0]], np.float32)
+    workspace.FeedBlob("x", x)
+    netdef = doppio_pb2.NetDef(name="once", op=[relu_op()])
+    assert workspace.RunNetOnce(netdef) is True
+    np.testing.assert_array_equal(workspace.FetchBlob("y"), [[0, 4]])
+    net = core.Net("once_net")
+    net.Scale("x", "x3", scale=3.0)
+    workspace.RunNetOnce(net)
+    np.testing.assert_allclose(workspace.FetchBlob("x3"), 3 * x)
+    # Running once does not leave a net behind.
+    assert net.Name() not in workspace.Nets()
+
+
+def test_create_net_and_run_net_by_name_or_net():
+    workspace.FeedBlob("acc", np.zeros(3, np.float32))
+    workspace.FeedBlob("one", np.ones(3, np.float32))
+    net = core.Net("accumulate")
+    net.Sum(["acc", "one"], "acc")
+    assert workspace.CreateNet(net) is True
+    assert net.Name() in workspace.Nets()
+    assert workspace.RunNet(net.Name()) is True
+    workspace.RunNet(net, num_iter=4)
+    workspace.RunNet(net.Proto(), 2)
+    np.testing.assert_array_equal(workspace.FetchBlob("acc"), [7, 7, 7])
+    workspace.RunNet(net, num_iter=0)
+    np.testing.assert_array_equal(workspace.FetchBlob("acc"), [7, 7, 7])
+    # Re-creating needs overwrite.
+    workspace.CreateNet(net, overwrite=True)
+    workspace.RunNet(net)
+    np.testing.assert_array_equal(workspace.FetchBlob("acc"), [8, 8, 8])
+
+
+def test_capabilities_and_global_init():
+    assert workspace.C is _C
+    assert isinstance(workspace.NumCudaDevices(), int) and workspace.NumCudaDevices() >= 0
+    assert isinstance(workspace.has_gpu_support, bool)
+    assert workspace.has_cuda_support == workspace.has_gpu_support
+    assert workspace.GlobalInit(["prog", "--caffe2_log_level=0", "--logtostderr=1"]) is True
+    assert core.GlobalInit(["prog"]) is True
+    with pytest.raises(TypeError):
+        workspace.GlobalInit("--caffe2_log_level=0")
+    assert "Relu" in workspace.RegisteredOperators()
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_fetch_missing_blob():
+    with pytest.raises(RuntimeError, match="'nowhere'.*does not exist"):
+        workspace.FetchBlob("nowhere")
+
+
+def test_run_unknown_net():
+    with pytest.raises(RuntimeError, match="never_created"):
+        workspace.RunNet("never_created")
+    assert workspace.RunNet("never_created", allow_fail=True) is False
+
+
+@pytest.mark.parametrize("bad", [
+    np.zeros(3, np.complex64), np.zeros(2, np.uint32), np.zeros(2, np.uint64),
+    np.array(["2020-01-01"], dtype="datetime64[D]"),
+])
+def test_feed_unsupported_dtype(bad):
+    with pytest.raises(RuntimeError, match="'bad_blob'.*dtype.*not supported"):
+        workspace.FeedBlob("bad_blob", bad)
+    assert not workspace.HasBlob("bad_blob")
+
+
+def test_feed_non_contiguous_array():
+    strided = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+    with pytest.raises(RuntimeError, match="'strided'.*not C-contiguous"):
+        workspace.FeedBlob("strided", strided)
+    with pytest.raises(RuntimeError, match="not C-contiguous"):
+        workspace.FeedBlob("transposed", np.ones((2, 3), np.float64).T)
+    workspace.FeedBlob("strided", np.ascontiguousarray(strided))
+    np.testing.assert_array_equal(workspace.FetchBlob("strided"), [[0, 2], [4, 6], [8, 10]])
+
+
+def test_feed_other_bad_values():
+    with pytest.raises(RuntimeError, match="neither str nor bytes"):
+        workspace.FeedBlob("objs", np.array(["ok", 3], dtype=object))
+    with pytest.raises((TypeError, ValueError)):
+        workspace.FeedBlob("ragged", [[1, 2], [3]])
+    with pytest.raises(TypeError):
+        workspace.FeedBlob(42, np.ones(1))
+
+
+def test_bad_operators_and_nets():
+    with pytest.raises(RuntimeError, match="'missing_input'"):
+        workspace.RunOperatorOnce(relu_op("missing_input", "y"))
+    with pytest.raises(RuntimeError, match="NoSuchOperator"):
+        workspace.RunOperatorOnce(doppio_pb2.OperatorDef(type="NoSuchOperator"))
+    with pytest.raises(RuntimeError):
+        workspace.RunNetOnce(b"\xff\xff not a proto")
+    with pytest.raises(ValueError, match="StringifyProto"):
+        workspace.RunNetOnce(12)
+    with pytest.raises(TypeError):
+        workspace.RunNet(3.5)
+
+
+def test_interpreter_survives_every_bad_input():
+    # Run the bad calls in a fresh interpreter: it must end normally.
+    script = textwrap.dedent("""
+        import numpy as np
+        from doppio import workspace
+        calls = [
+            lambda: workspace.FetchBlob("missing"),
+            lambda: workspace.RunNet("missing"),
+            lambda: workspace.FeedBlob("c", np.zeros(2, np.complex128)),
+            lambda: workspace.FeedBlob("s", np.ones((4, 4))[::2]),
+            lambda: workspace.FeedBlob("o", np.array([object()], dtype=object)),
+        ]
+        for call in calls:
+            try:
+                call()
+            except Exception as error:
+                assert str(error)
+            else:
+                raise SystemExit("no exception from a bad call")
+        workspace.FeedBlob("fine", np.ones(2))
+        print("survived", workspace.FetchBlob("fine").sum())
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "survived 2.0" in result.stdout
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
