@@ -1,0 +1,268 @@
+"""Layer helpers, as in caffe2.python.brew: `brew.fc(model, 'x', 'y', 4, 3)`
+adds the layer's parameters to model.param_init_net (with Caffe2's names:
+y_w, y_b ...) and its operator to model.net.
+
+Each helper receives the model's arg_scope (order, use_cudnn, ...) and the
+keywords of any enclosing `brew.arg_scope`, explicit keywords winning."""
+
+import contextlib
+import copy
+import functools
+import inspect
+import threading
+
+from doppio import model_helper
+from doppio.model_helper import ParameterTags, update_initializer, ExternalInitializer
+
+_threadlocal_scope = threading.local()
+
+
+def get_current_scope():
+    if not hasattr(_threadlocal_scope, 'current_scope'):
+        _threadlocal_scope.current_scope = {}
+    return _threadlocal_scope.current_scope
+
+
+@contextlib.contextmanager
+def arg_scope(single_helper_or_list, **kwargs):
+    """Default keywords for the given helpers inside the block."""
+    helpers = single_helper_or_list
+    if not isinstance(helpers, list):
+        helpers = [helpers]
+    for helper in helpers:
+        if not callable(helper):
+            raise TypeError('arg_scope takes helper functions, got {!r}'.format(helper))
+    old_scope = copy.deepcopy(get_current_scope())
+    for helper in helpers:
+        get_current_scope().setdefault(helper.__name__, {}).update(kwargs)
+    try:
+        yield
+    finally:
+        _threadlocal_scope.current_scope = old_scope
+
+
+def _param_initializers(model, weight_init, bias_init, WeightInitializer,
+                        BiasInitializer):
+    if not model.init_params:
+        return ExternalInitializer(), ExternalInitializer()
+    return (update_initializer(WeightInitializer, weight_init, ('XavierFill', {})),
+            update_initializer(BiasInitializer, bias_init, ('ConstantFill', {})))
+
+
+# ---- helpers with parameters ----
+
+def fc(model, blob_in, blob_out, dim_in, dim_out, weight_init=None,
+       bias_init=None, WeightInitializer=None, BiasInitializer=None,
+       enable_tensor_core=False, float16_compute=False, **kwargs):
+    """FC with weight `<blob_out>_w` [dim_out, dim_in] (XavierFill) and bias
+    `<blob_out>_b` [dim_out] (ConstantFill 0)."""
+    weight_initializer, bias_initializer = _param_initializers(
+        model, weight_init, bias_init, WeightInitializer, BiasInitializer)
+    blob_out = blob_out or model.net.NextName()
+    bias_tags = [ParameterTags.BIAS]
+    if 'freeze_bias' in kwargs:
+        bias_tags.append(ParameterTags.COMPUTED_PARAM)
+    weight = model.create_param(param_name=blob_out + '_w', shape=[dim_out, dim_in],
+                                initializer=weight_initializer,
+                                tags=ParameterTags.WEIGHT)
+    bias = model.create_param(param_name=blob_out + '_b', shape=[dim_out],
+                              initializer=bias_initializer, tags=bias_tags)
+    if enable_tensor_core:
+        kwargs['engine'] = 'TENSORCORE'
+    if float16_compute:
+        kwargs['float16_compute'] = True
+    return model.net.FC([blob_in, weight, bias], blob_out, **kwargs)
+
+
+def conv(model, blob_in, blob_out, dim_in, dim_out, kernel, weight_init=None,
+         bias_init=None, WeightInitializer=None, BiasInitializer=None, group=1,
+         transform_inputs=None, use_cudnn=False, order='NCHW',
+         cudnn_exhaustive_search=False, ws_nbytes_limit=None,
+         float16_compute=False, **kwargs):
+    """2-D Conv with weight `<blob_out>_w` ([dim_out, dim_in/group, kh, kw]
+    for NCHW, [dim_out, kh, kw, dim_in/group] for NHWC; XavierFill) and,
+    unless no_bias, bias `<blob_out>_b` [dim_out] (ConstantFill 0)."""
+    if isinstance(kernel, list):
+        if len(kernel) != 2:
+            raise ValueError('brew.conv supports only a 2D kernel, got {}'.format(kernel))
+        kernels = kernel
+    else:
+        kernels = [kernel] * 2
+    requested_engine = kwargs.get('engine')
+    if requested_engine is not None:
+        if use_cudnn and requested_engine != 'CUDNN':
+            raise ValueError('brew.conv: use_cudnn=True conflicts with engine {}'.format(
+                requested_engine))
+        if not use_cudnn and requested_engine == 'CUDNN':
+            raise ValueError('brew.conv: engine CUDNN needs use_cudnn=True')
+    use_bias = not kwargs.pop('no_bias', False)
+    blob_out = blob_out or model.net.NextName()
+    if order == 'NCHW':
+        weight_shape = [dim_out, int(dim_in / group)] + kernels
+    else:
+        weight_shape = [dim_out] + kernels + [int(dim_in / group)]
+    weight_initializer, bias_initializer = _param_initializers(
+        model, weight_init, bias_init, WeightInitializer, BiasInitializer)
+    weight = model.create_param(param_name=blob_out + '_w', shape=weight_shape,
+                                initializer=weight_initializer,
+                                tags=ParameterTags.WEIGHT)
+    inputs = [blob_in, weight]
+    if use_bias:
+        inputs.append(model.create_param(param_name=blob_out + '_b', shape=[dim_out],
+                                         initializer=bias_initializer,
+                                         tags=ParameterTags.BIAS))
+    if transform_inputs is not None:
+        transform_inputs(model, blob_out, inputs)
+    if use_cudnn:
+        kwargs['engine'] = 'CUDNN'
+        kwargs['exhaustive_search'] = cudnn_exhaustive_search
+        if ws_nbytes_limit:
+            kwargs['ws_nbytes_limit'] = ws_nbytes_limit
+    if float16_compute:
+        kwargs['float16_compute'] = True
+    if group != 1:
+        kwargs['group'] = group
+    if isinstance(kernel, list):
+        return model.net.Conv(inputs, blob_out, kernel_h=kernel[0], kernel_w=kernel[1],
+                              order=order, **kwargs)
+    return model.net.Conv(inputs, blob_out, kernel=kernel, order=order, **kwargs)
+
+
+def spatial_bn(model, blob_in, blob_out, dim_in, init_scale=1., init_bias=0.,
+               ScaleInitializer=None, BiasInitializer=None,
+               RunningMeanInitializer=None, RunningVarianceInitializer=None,
+               order='NCHW', **kwargs):
+    """SpatialBN with scale `_s` (init_scale) and bias `_b` (init_bias) as
+    trained parameters, running mean `_rm` (0) and running inverse variance
+    `_riv` (1) as computed ones; in training it also writes the saved
+    statistics `_sm` and `_siv`."""
+    blob_out = blob_out or model.net.NextName()
+    if model.init_params:
+        initializers = [
+            update_initializer(ScaleInitializer, ('ConstantFill', {'value': init_scale}), None),
+            update_initializer(BiasInitializer, ('ConstantFill', {'value': init_bias}), None),
+            update_initializer(RunningMeanInitializer, ('ConstantFill', {'value': 0.0}), None),
+            update_initializer(RunningVarianceInitializer,
+                               ('ConstantFill', {'value': 1.0}), None),
+        ]
+    else:
+        initializers = [ExternalInitializer() for _ in range(4)]
+    tags = [ParameterTags.WEIGHT, ParameterTags.BIAS,
+            ParameterTags.COMPUTED_PARAM, ParameterTags.COMPUTED_PARAM]
+    scale, bias, running_mean, running_inv_var = [
+        model.create_param(param_name=blob_out + '_' + suffix, shape=[dim_in],
+                           initializer=initializer, tags=tag)
+        for suffix, initializer, tag in zip(['s', 'b', 'rm', 'riv'], initializers, tags)]
+    inputs = [blob_in, scale, bias, running_mean, running_inv_var]
+    if kwargs.get('is_test'):
+        return model.net.SpatialBN(inputs, [blob_out], order=order, **kwargs)
+    outputs = [blob_out, running_mean, running_inv_var, blob_out + '_sm', blob_out + '_siv']
+    return model.net.SpatialBN(inputs, outputs, order=order, **kwargs)[0]
+
+
+# ---- helpers without parameters ----
+
+def _with_cudnn(use_cudnn, kwargs):
+    if use_cudnn:
+        kwargs['engine'] = 'CUDNN'
+    return kwargs
+
+
+def max_pool(model, blob_in, blob_out, use_cudnn=False, order='NCHW', **kwargs):
+    return model.net.MaxPool(blob_in, blob_out, order=order,
+                             **_with_cudnn(use_cudnn, kwargs))
+
+
+def average_pool(model, blob_in, blob_out, use_cudnn=False, order='NCHW', **kwargs):
+    return model.net.AveragePool(blob_in, blob_out, order=order,
+                                 **_with_cudnn(use_cudnn, kwargs))
+
+
+def relu(model, blob_in, blob_out, use_cudnn=False, order='NCHW', **kwargs):
+    return model.net.Relu(blob_in, blob_out, order=order, **_with_cudnn(use_cudnn, kwargs))
+
+
+def softmax(model, blob_in, blob_out=None, use_cudnn=False, **kwargs):
+    kwargs = _with_cudnn(use_cudnn, kwargs)
+    if blob_out is not None:
+        return model.net.Softmax(blob_in, blob_out, **kwargs)
+    return model.net.Softmax(blob_in, **kwargs)
+
+
+def dropout(model, blob_in, blob_out, use_cudnn=False, **kwargs):
+    """Dropout writing `blob_out` and the mask `_<blob_out>_mask`; is_test
+    is required, as in Caffe2, so train and test nets are explicit."""
+    kwargs['engine'] = 'CUDNN' if use_cudnn else 'DEFAULT'
+    if 'is_test' not in kwargs:
+        raise ValueError("brew.dropout: argument 'is_test' is required")
+    return model.net.Dropout(blob_in, [blob_out, '_' + blob_out + '_mask'], **kwargs)[0]
+
+
+def sum(model, blob_in, blob_out, **kwargs):
+    return model.net.Sum(blob_in, blob_out, **kwargs)
+
+
+def concat(model, blobs_in, blob_out, **kwargs):
+    """Concat writing `blob_out` and the split sizes `_<blob_out>_concat_dims`."""
+    if kwargs.get('order') and kwargs.get('axis'):
+        # The op refuses both; an explicit axis wins over the scope's order.
+        kwargs.pop('order')
+    return model.net.Concat(blobs_in, [blob_out, '_' + blob_out + '_concat_dims'],
+                            **kwargs)[0]
+
+
+def depth_concat(model, blobs_in, blob_out, **kwargs):
+    return concat(model, blobs_in, blob_out, **kwargs)
+
+
+# ---- registry ----
+
+_registry = {}
+
+
+def _scope_wrapper(func):
+    """Calls `func` with the model's arg_scope (only the keywords it takes,
+    unless it takes **kwargs), then brew.arg_scope's, then the caller's."""
+    signature = inspect.signature(func)
+    takes_var_kwargs = any(p.kind == inspect.Parameter.VAR_KEYWORD
+                           for p in signature.parameters.values())
+    accepted = set(signature.parameters)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if args and isinstance(args[0], model_helper.ModelHelper):
+            model = args[0]
+        elif 'model' in kwargs:
+            model = kwargs['model']
+        else:
+            raise RuntimeError('brew.{}: the first argument must be the model (a '
+                               'ModelHelper), or pass model=<your model>'.format(
+                                   func.__name__))
+        new_kwargs = copy.deepcopy(model.arg_scope)
+        if not takes_var_kwargs:
+            new_kwargs = {k: v for k, v in new_kwargs.items() if k in accepted}
+        new_kwargs.update(get_current_scope().get(func.__name__, {}))
+        new_kwargs.update(kwargs)
+        return func(*args, **new_kwargs)
+    return wrapper
+
+
+def Register(helper):
+    """Makes `helper(model, ...)` available as brew.<its name>."""
+    name = helper.__name__
+    if name in _registry:
+        raise AttributeError('Helper {} already exists. Please change your '
+                             'helper name.'.format(name))
+    _registry[name] = helper
+    globals()[name] = _scope_wrapper(helper)
+
+
+def has_helper(helper_or_helper_name):
+    name = helper_or_helper_name if isinstance(helper_or_helper_name, str) \
+        else helper_or_helper_name.__name__
+    return name in _registry
+
+
+for _helper in [fc, conv, spatial_bn, max_pool, average_pool, relu, softmax,
+                dropout, sum, concat, depth_concat]:
+    Register(_helper)

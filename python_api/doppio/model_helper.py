@@ -1,0 +1,314 @@
+"""A model as a pair of nets, as in caffe2.python.model_helper: the
+param_init_net that creates the parameters once, the net that trains or
+predicts with them, and the bookkeeping (which blobs are parameters, which
+are computed statistics, which gradient belongs to which parameter) that
+brew helpers and optimizers rely on."""
+
+from doppio import core
+from doppio import scope
+
+
+class ParameterTags(object):
+    """Tags under Caffe2's names; COMPUTED_PARAM marks blobs the net updates
+    itself (batch-norm running statistics) and optimizers must leave alone."""
+    BIAS = 'BIAS'
+    WEIGHT = 'WEIGHT'
+    COMPUTED_PARAM = 'COMPUTED_PARAM'
+
+
+class ParameterInfo(object):
+    """What is known about one parameter: its blob, shape and gradient."""
+
+    def __init__(self, param_id, param, key=None, shape=None, length=None,
+                 grad=None, blob_copy=None):
+        assert isinstance(param, core.BlobReference)
+        self.param_id = param_id
+        self.name = str(param)
+        self.blob = param
+        self.key = key
+        self.shape = shape
+        self.size = None if shape is None else _product(shape)
+        self.length = max(1, length if length is not None else 1)
+        self.grad = grad
+        self._cloned_init_net = None
+        self.blob_copy = blob_copy
+        self.optimizer = None
+        self.regularizer = None
+
+    def __str__(self):
+        return self.name
+
+
+def _product(shape):
+    size = 1
+    for dim in shape:
+        size *= dim
+    return size
+
+
+class Initializer(object):
+    """Creates a parameter with one fill op (e.g. XavierFill) of
+    param_init_net, given the parameter's shape."""
+
+    def __init__(self, operator_name=None, **kwargs):
+        self.operator_name = operator_name
+        self.operator_kwargs = kwargs
+
+    def update(self, operator_name, kwargs):
+        if self.operator_name is not None:
+            raise ValueError('Operator name already set to {}'.format(self.operator_name))
+        self.operator_name = operator_name
+        self.operator_kwargs = kwargs
+
+    def create_param(self, param_name, init_net, shape):
+        if self.operator_name is None:
+            raise ValueError('Initializer for {} has no fill operator'.format(param_name))
+        param = getattr(init_net, self.operator_name)(
+            [], param_name, shape=list(shape), **self.operator_kwargs)
+        return ParameterInfo(param_id=None, param=param, shape=shape)
+
+
+class ExternalInitializer(object):
+    """For models built with init_params=False: the parameter comes from
+    elsewhere (a checkpoint, another model), so nothing is added to
+    param_init_net."""
+
+    def create_param(self, param_name, init_net, shape):
+        if isinstance(param_name, core.BlobReference):
+            param = core.BlobReference(str(param_name), init_net)
+        elif isinstance(param_name, str):
+            param = core.ScopedBlobReference(param_name, init_net)
+        else:
+            raise TypeError('Unsupported type for param_name: {}'.format(
+                type(param_name).__name__))
+        return ParameterInfo(param_id=None, param=param, shape=shape)
+
+
+def update_initializer(initializer_class, operator_name_and_kwargs,
+                       default_operator_name_and_kwargs):
+    """The initializer a helper should use: an explicit Initializer object
+    wins, then an (op name, kwargs) pair, then the helper's default."""
+    if initializer_class is not None:
+        return initializer_class
+    if operator_name_and_kwargs is None:
+        operator_name_and_kwargs = default_operator_name_and_kwargs
+    name, kwargs = operator_name_and_kwargs
+    return Initializer(name, **kwargs)
+
+
+class ModelHelper(object):
+    """Two nets and the parameters shared between them.
+
+    `arg_scope` overrides the defaults every brew helper receives (order
+    NCHW, use_cudnn, cudnn_exhaustive_search); with init_params=False the
+    helpers add nothing to param_init_net."""
+
+    def __init__(self, name=None, init_params=True, allow_not_known_ops=True,
+                 skip_sparse_optim=False, param_model=None, arg_scope=None):
+        self.name = name or 'model'
+        self.net = core.Net(self.name)
+        if param_model is not None:
+            # Share parameters (and their bookkeeping) with another model.
+            self.param_init_net = param_model.param_init_net
+            self.param_to_grad = param_model.param_to_grad
+            self.params = param_model.params
+            self._parameters_info = param_model._parameters_info
+            self._computed_params = param_model._computed_params
+        else:
+            self.param_init_net = core.Net(self.name + '_init')
+            self.param_to_grad = {}
+            self.params = []
+            self._parameters_info = {}
+            self._computed_params = []
+        self._param_info_deprecated = []
+        self._devices = []
+        self.gradient_ops_added = False
+        self.init_params = init_params
+        self.allow_not_known_ops = allow_not_known_ops
+        self.skip_sparse_optim = skip_sparse_optim
+        self.weights = []
+        self.biases = []
+        self._arg_scope = {
+            'order': 'NCHW',
+            'use_cudnn': True,
+            'cudnn_exhaustive_search': False,
+        }
+        if arg_scope is not None:
+            self._arg_scope.update(arg_scope)
+        self.grad_map = {}
+
+    @property
+    def arg_scope(self):
+        return self._arg_scope
+
+    # ---- parameters ----
+
+    @staticmethod
+    def _normalize_tags(tags):
+        if tags is None:
+            return set()
+        if isinstance(tags, (list, tuple, set)):
+            return set(tags)
+        return {tags}
+
+    def create_param(self, param_name, shape, initializer, tags=None):
+        """The parameter `param_name` (scoped by the current name scope when
+        a str), created with `initializer` in param_init_net unless it
+        exists already, in which case its shape must agree."""
+        if isinstance(param_name, core.BlobReference):
+            param_name = str(param_name)
+        elif isinstance(param_name, str):
+            param_name = scope.CurrentNameScope() + param_name
+        else:
+            raise TypeError('Unsupported type for param_name: {}'.format(
+                type(param_name).__name__))
+        if param_name in self._parameters_info:
+            existing = self._parameters_info[param_name]
+            if list(existing.shape or []) != list(shape):
+                raise ValueError('parameter {} exists with shape {}, asked for {}'.format(
+                    param_name, existing.shape, list(shape)))
+            return existing.blob
+        param_info = initializer.create_param(
+            param_name=core.BlobReference(param_name),
+            init_net=self.param_init_net, shape=shape)
+        self._parameters_info[param_name] = param_info
+        self.AddParameter(param_info.blob, tags)
+        return param_info.blob
+
+    def get_param_info(self, param):
+        if not isinstance(param, core.BlobReference):
+            raise TypeError('Param {} is not a BlobReference'.format(param))
+        return self._parameters_info.get(str(param), None)
+
+    def add_param_DEPRECATED(self, param, key=None, shape=None, length=None):
+        param_info = ParameterInfo(param_id=len(self._param_info_deprecated),
+                                   param=param, shape=shape, key=key, length=length)
+        self._param_info_deprecated.append(param_info)
+        return param_info
+
+    def AddParameter(self, param, tags=None):
+        """Records `param` as trained (or as computed with COMPUTED_PARAM)."""
+        if not isinstance(param, core.BlobReference):
+            raise TypeError('AddParameter needs a BlobReference, got {}'.format(
+                type(param).__name__))
+        tags = self._normalize_tags(tags)
+        if ParameterTags.COMPUTED_PARAM in tags:
+            self._computed_params.append(param)
+        else:
+            self.params.append(param)
+        if ParameterTags.WEIGHT in tags:
+            self.weights.append(param)
+        if ParameterTags.BIAS in tags:
+            self.biases.append(param)
+
+    def GetParams(self, namescope=None, top_scope=False):
+        """Trained parameters under `namescope` (default: the current one)."""
+        return self._FilterByNameScope(self.params, namescope)
+
+    def GetComputedParams(self, namescope=None):
+        """Computed parameters (e.g. running statistics) under `namescope`."""
+        return self._FilterByNameScope(self._computed_params, namescope)
+
+    def GetAllParams(self, namescope=None):
+        return self.GetParams(namescope) + self.GetComputedParams(namescope)
+
+    @staticmethod
+    def _FilterByNameScope(blobs, namescope):
+        if namescope is None:
+            namescope = scope.CurrentNameScope()
+        elif not namescope.endswith(scope._NAMESCOPE_SEPARATOR):
+            namescope += scope._NAMESCOPE_SEPARATOR
+        if namescope == '':
+            return blobs[:]
+        return [p for p in blobs if p.GetNameScope().startswith(namescope)]
+
+    def GetWeights(self, namescope=None):
+        return self._FilterByNameScope(self.weights, namescope)
+
+    def GetBiases(self, namescope=None):
+        return self._FilterByNameScope(self.biases, namescope)
+
+    def _Validate(self):
+        """The parameter names recorded more than once."""
+        names = sorted(str(p) for p in self.params)
+        return sorted(set(a for a, b in zip(names, names[1:]) if a == b))
+
+    def Validate(self):
+        dupes = self._Validate()
+        if dupes:
+            raise RuntimeError('model {}: duplicate params: {}'.format(self.name, dupes))
+
+    # ---- gradients ----
+
+    def AddGradientOperators(self, *args, **kwargs):
+        """Appends the backward pass for the given losses to `net` and
+        returns the blob -> gradient map; param_to_grad keeps the part of
+        it that belongs to the parameters."""
+        if self.gradient_ops_added:
+            raise RuntimeError('You cannot run AddGradientOperators twice.')
+        self.Validate()
+        self.gradient_ops_added = True
+        self.grad_map = self.net.AddGradientOperators(*args, **kwargs)
+        self.param_to_grad = self.get_param_to_grad(self.params)
+        for param, grad in self.param_to_grad.items():
+            param_info = self.get_param_info(param)
+            if param_info is not None:
+                param_info.grad = grad
+            else:
+                self._parameters_info[str(param)] = ParameterInfo(
+                    param_id=None, param=param, grad=grad)
+        return self.grad_map
+
+    def get_param_to_grad(self, params):
+        if not self.gradient_ops_added:
+            raise RuntimeError('You need to run AddGradientOperators first.')
+        return {p: self.grad_map[str(p)] for p in params if str(p) in self.grad_map}
+
+    def GetOptimizationParamInfo(self, params=None):
+        """ParameterInfo of each parameter that has a gradient (only those
+        with dense gradients when skip_sparse_optim)."""
+        params = self.GetParams() if params is None else params
+        infos = []
+        for param in params:
+            if param not in self.param_to_grad:
+                continue
+            grad = self.param_to_grad[param]
+            if self.skip_sparse_optim and isinstance(grad, core.GradientSlice):
+                continue
+            info = self.get_param_info(param)
+            if info is None:
+                info = ParameterInfo(param_id=None, param=param, grad=grad)
+                self._parameters_info[str(param)] = info
+            infos.append(info)
+        return infos
+
+    # ---- nets ----
+
+    def Proto(self):
+        return self.net.Proto()
+
+    def InitProto(self):
+        return self.param_init_net.Proto()
+
+    def TensorProtosDBInput(self, unused_blob_in, blob_out, batch_size, db,
+                            db_type, **kwargs):
+        """A DB reader made once in param_init_net and a TensorProtosDBInput
+        in net that reads `batch_size` records per run into `blob_out`."""
+        if unused_blob_in:
+            raise ValueError('model_helper.TensorProtosDBInput takes no reader input; '
+                             'use model.net.TensorProtosDBInput to pass one')
+        reader = self.param_init_net.CreateDB(
+            [], 'dbreader_' + db, db=db, db_type=db_type)
+        return self.net.TensorProtosDBInput(reader, blob_out, batch_size=batch_size,
+                                            **kwargs)
+
+    def __getattr__(self, op_type):
+        """Other operators (those without parameters) go to `net`."""
+        if op_type.startswith('_'):
+            raise AttributeError(op_type)
+        if not core.IsOperator(op_type):
+            raise AttributeError('Method ' + op_type + ' is not a registered operator.')
+        return getattr(self.net, op_type)
+
+    def __dir__(self):
+        return sorted(set(list(self.__dict__) + dir(type(self))))
