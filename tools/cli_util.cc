@@ -268,5 +268,20 @@ int RunTool(const char* tool, const char* usage, const char* argv0,
   }
 }
 
+int RunFlagsOnlyTool(const char* tool, const char* usage, const char* flags_source, int argc,
+                     char** argv, const std::function<int()>& body) {
+  return RunTool(tool, usage, argv[0], [&] {
+    const ParsedCommandLine parsed = ParseCommandLine(argc, argv, {});
+    if (parsed.help_requested) {
+      gflags::ShowUsageWithFlagsRestrict(argv[0], flags_source);
+      return 0;
+    }
+    if (!parsed.positional.empty()) {
+      throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
+    }
+    return body();
+  });
+}
+
 }  // namespace cli
 }  // namespace doppio

@@ -78,5 +78,11 @@ void ReportError(const char* tool, const std::string& message);
 int RunTool(const char* tool, const char* usage, const char* argv0,
             const std::function<int()>& body);
 
+// RunTool for a tool that takes flags only: parses the command line, answers
+// --help with the flags defined in `flags_source` (e.g. "tools/run_net"),
+// refuses positional arguments, then runs `body`.
+int RunFlagsOnlyTool(const char* tool, const char* usage, const char* flags_source, int argc,
+                     char** argv, const std::function<int()>& body);
+
 }  // namespace cli
 }  // namespace doppio

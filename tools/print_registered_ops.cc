@@ -111,15 +111,7 @@ int PrintRegisteredOps() {
 
 int main(int argc, char** argv) {
   using namespace doppio;
-  return cli::RunTool(kTool, kUsage, argv[0], [&] {
-    const cli::ParsedCommandLine parsed = cli::ParseCommandLine(argc, argv, {});
-    if (parsed.help_requested) {
-      gflags::ShowUsageWithFlagsRestrict(argv[0], "tools/print_registered_ops");
-      return 0;
-    }
-    if (!parsed.positional.empty()) {
-      throw cli::UsageError("unexpected argument '" + parsed.positional.front() + "'");
-    }
-    return PrintRegisteredOps();
-  });
+  return cli::RunFlagsOnlyTool(kTool, kUsage,
+                               "tools/print_registered_ops", argc, argv,
+                               PrintRegisteredOps);
 }

@@ -375,15 +375,7 @@ int RunBenchmark() {
 
 int main(int argc, char** argv) {
   using namespace doppio;
-  return cli::RunTool(kTool, kUsage, argv[0], [&] {
-    const cli::ParsedCommandLine parsed = cli::ParseCommandLine(argc, argv, {});
-    if (parsed.help_requested) {
-      gflags::ShowUsageWithFlagsRestrict(argv[0], "tools/bench/op_bench");
-      return 0;
-    }
-    if (!parsed.positional.empty()) {
-      throw cli::UsageError("unexpected argument '" + parsed.positional.front() + "'");
-    }
-    return RunBenchmark();
-  });
+  return cli::RunFlagsOnlyTool(kTool, kUsage,
+                               "tools/bench/op_bench", argc, argv,
+                               RunBenchmark);
 }
