@@ -2,11 +2,9 @@
 // feeding inputs from .npy or TensorProto files and writing outputs as .npy,
 // optionally timing the net per operator type.
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -146,50 +144,6 @@ void CheckExternalInputs(const NetDef& net, const std::string& path,
   }
 }
 
-// Wall time per op index, summed over the timed runs.
-class OpTimer {
- public:
-  explicit OpTimer(const NetBase& net) : seconds_(net.operators().size(), 0.0) {}
-  void Record(int index, double seconds) { seconds_.at(index) += seconds; }
-
-  void Print(const NetBase& net, int iters) const {
-    struct Row {
-      std::string type;
-      int count = 0;
-      double seconds = 0;
-    };
-    std::map<std::string, Row> rows;
-    double total = 0;
-    for (size_t i = 0; i < seconds_.size(); ++i) {
-      const std::string& type = net.operators()[i]->type();
-      Row& row = rows[type];
-      row.type = type;
-      row.count += 1;
-      row.seconds += seconds_[i];
-      total += seconds_[i];
-    }
-    std::vector<Row> sorted;
-    for (const auto& entry : rows) sorted.push_back(entry.second);
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [](const Row& a, const Row& b) { return a.seconds > b.seconds; });
-    std::printf("Per-op time over %d iteration(s) of net '%s':\n", iters,
-                net.name().c_str());
-    std::printf("%-32s %6s %12s %12s %8s\n", "op type", "count", "total ms", "ms/iter",
-                "percent");
-    const double divisor = iters > 0 ? iters : 1;
-    for (const Row& row : sorted) {
-      const double percent = total > 0 ? 100.0 * row.seconds / total : 0.0;
-      std::printf("%-32s %6d %12.3f %12.4f %7.2f%%\n", row.type.c_str(), row.count,
-                  row.seconds * 1e3, row.seconds * 1e3 / divisor, percent);
-    }
-    std::printf("%-32s %6zu %12.3f %12.4f %7.2f%%\n", "(all ops)", seconds_.size(),
-                total * 1e3, total * 1e3 / divisor, total > 0 ? 100.0 : 0.0);
-  }
-
- private:
-  std::vector<double> seconds_;
-};
-
 // `what_ran` names the net or plan in errors: "net 'main'".
 void WriteOutputs(const std::vector<std::pair<std::string, std::string>>& outputs,
                   const std::string& what_ran, const Workspace& workspace) {
@@ -249,18 +203,20 @@ void Run(const Options& options) {
                    [&] { WriteChromeTrace(net, FLAGS_trace); });
   }
 
-  OpTimer timer(*net);
-  if (FLAGS_report_per_op) {
-    net->SetOpObserver([&timer](int index, const OperatorBase&, double seconds) {
-      timer.Record(index, seconds);
-    });
-  }
+  // The profiler observes only the timed runs; it is the report's source.
+  std::unique_ptr<NetProfiler> profiler;
+  if (FLAGS_report_per_op) profiler = std::make_unique<NetProfiler>(net);
   const auto start = std::chrono::steady_clock::now();
   WithNetContext("while running the net", FLAGS_net, [&] {
-    for (int i = 0; i < FLAGS_iters; ++i) net->Run();
+    if (profiler) {
+      profiler->Run(FLAGS_iters);
+    } else {
+      for (int i = 0; i < FLAGS_iters; ++i) net->Run();
+    }
   });
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  net->SetOpObserver(nullptr);
+  const std::string report = profiler ? profiler->PerOpTypeReport() : "";
+  profiler.reset();  // detaches it from the net
 
   WriteOutputs(options.outputs, "net '" + net_def.name() + "'", workspace);
 
@@ -268,7 +224,7 @@ void Run(const Options& options) {
   std::printf("net '%s': %d op(s), %d warmup + %d timed iteration(s), %.4f ms/iter\n",
               net_def.name().c_str(), net_def.op_size(), FLAGS_warmup, FLAGS_iters,
               per_iter_ms);
-  if (FLAGS_report_per_op) timer.Print(*net, FLAGS_iters);
+  if (FLAGS_report_per_op) std::fputs(report.c_str(), stdout);
   std::fflush(stdout);
 }
 
