@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 #include <limits>
 #include <vector>
@@ -90,19 +89,24 @@ int64_t WindowCount(const Range& d, const Range& h, const Range& w) {
   return (d.end - d.begin) * (h.end - h.begin) * (w.end - w.begin);
 }
 
-// `value` where x == top, else 0, computed with a bit mask: which element of
-// a window is its maximum is unpredictable, and a branch there costs more
-// than the whole loop body.
+// The first input position of a window (in row-major order) whose value
+// equals the window's maximum `top`, or -1 when none does (a NaN maximum).
+// The max-pool gradient goes to that one position, as in PyTorch, cuDNN and
+// oneDNN. Caffe2's CPU kernel instead gives the full gradient to every tied
+// position, which multiplies it on flat regions (an image's uniform
+// background ties after Conv + BN + Relu) and makes CPU and GPU disagree.
 template <typename T>
-inline T IfEqual(T x, T top, T value) {
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-  const Bits mask = Bits(0) - static_cast<Bits>(x == top);
-  Bits bits;
-  std::memcpy(&bits, &value, sizeof(T));
-  bits &= mask;
-  T out;
-  std::memcpy(&out, &bits, sizeof(T));
-  return out;
+int64_t FirstMaxInWindow(const Pool3& s, const Range& d, const Range& h, const Range& w,
+                         const T* x, int64_t step, T top) {
+  for (int64_t i = d.begin; i < d.end; ++i) {
+    for (int64_t j = h.begin; j < h.end; ++j) {
+      const int64_t row = (i * s.in[1] + j) * s.in[2];
+      for (int64_t k = w.begin; k < w.end; ++k) {
+        if (x[(row + k) * step] == top) return row + k;
+      }
+    }
+  }
+  return -1;
 }
 
 }  // namespace
@@ -250,8 +254,8 @@ void PoolGradientOp<kKind>::Run() {
       const T* dyp = dy + plane * s.out_size();
       ForEachWindow(s, [&](int64_t o, const Range& d, const Range& h, const Range& w) {
         if (kKind == PoolKind::kMax) {
-          const T top = yp[o], g = dyp[o];
-          ForEachInWindow(s, d, h, w, [&](int64_t i) { dxp[i] += IfEqual(xp[i], top, g); });
+          const int64_t first = FirstMaxInWindow(s, d, h, w, xp, 1, yp[o]);
+          if (first >= 0) dxp[first] += dyp[o];
         } else {
           const T share = dyp[o] * scale_of(d, h, w);
           ForEachInWindow(s, d, h, w, [&](int64_t i) { dxp[i] += share; });
@@ -268,17 +272,17 @@ void PoolGradientOp<kKind>::Run() {
     ForEachWindow(s, [&](int64_t o, const Range& d, const Range& h, const Range& w) {
       const T* yo = yn + o * C;
       const T* dyo = dyn + o * C;
+      if (kKind == PoolKind::kMax) {
+        for (int64_t c = 0; c < C; ++c) {
+          const int64_t first = FirstMaxInWindow(s, d, h, w, xn + c, C, yo[c]);
+          if (first >= 0) dxn[first * C + c] += dyo[c];
+        }
+        return;
+      }
       const T scale = scale_of(d, h, w);
       ForEachInWindow(s, d, h, w, [&](int64_t i) {
         T* dxi = dxn + i * C;
-        const T* xi = xn + i * C;
-        for (int64_t c = 0; c < C; ++c) {
-          if (kKind == PoolKind::kMax) {
-            dxi[c] += IfEqual(xi[c], yo[c], dyo[c]);
-          } else {
-            dxi[c] += dyo[c] * scale;
-          }
-        }
+        for (int64_t c = 0; c < C; ++c) dxi[c] += dyo[c] * scale;
       });
     });
   }

@@ -110,6 +110,15 @@ void CreateNet(const py::bytes& net_bytes, bool overwrite) {
   workspace->CreateNet(def, overwrite);
 }
 
+// A PlanDef runs to completion (or its first error) without the GIL, so
+// Python threads (e.g. one feeding data) keep running beside it.
+void RunPlan(const py::bytes& plan_bytes) {
+  const PlanDef def = ParseProto<PlanDef>(plan_bytes, "PlanDef");
+  Workspace* workspace = Registry().Current();
+  py::gil_scoped_release release;
+  workspace->RunPlan(def);
+}
+
 void RunNet(const std::string& name, int num_iter) {
   DOPPIO_ENFORCE(num_iter >= 0, "num_iter must be >= 0, got ", num_iter);
   Workspace* workspace = Registry().Current();
@@ -240,6 +249,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("run_net_once", &RunNetOnce, py::arg("net_def"));
   m.def("create_net", &CreateNet, py::arg("net_def"), py::arg("overwrite") = false);
   m.def("run_net", &RunNet, py::arg("name"), py::arg("num_iter") = 1);
+  m.def("run_plan", &RunPlan, py::arg("plan_def"));
   m.def("nets", [] { return Registry().Current()->Nets(); });
   m.def("delete_net", [](const std::string& name) { return Registry().Current()->DeleteNet(name); });
   m.def("get_gradient_defs", &GetGradientDefs, py::arg("op_def"), py::arg("output_grads"));

@@ -46,11 +46,13 @@ const char* NumpyName(DataType dtype) {
 
 }  // namespace
 
-void ArrayToTensor(const py::array& array, const std::string& blob_name, Tensor* tensor) {
-  const DataType dtype = DataTypeOfArray(array, blob_name);
-  DOPPIO_ENFORCE(array.flags() & py::array::c_style,
-                 "cannot feed blob '", blob_name,
-                 "': the array is not C-contiguous (use numpy.ascontiguousarray)");
+void ArrayToTensor(const py::array& original, const std::string& blob_name, Tensor* tensor) {
+  const DataType dtype = DataTypeOfArray(original, blob_name);
+  // Views (slices, transposes, negative strides) are copied into C order, as
+  // Caffe2's feeder does, so what is stored equals what numpy shows.
+  const py::array array = py::array::ensure(original, py::array::c_style);
+  DOPPIO_ENFORCE(array && (array.flags() & py::array::c_style), "cannot feed blob '", blob_name,
+                 "': the array could not be made C-contiguous");
   std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
   tensor->Resize(dims);
   if (dtype == DataType::kString) {
@@ -64,8 +66,10 @@ void ArrayToTensor(const py::array& array, const std::string& blob_name, Tensor*
       } else if (py::isinstance<py::str>(item)) {
         out[i] = item.cast<std::string>();
       } else {
+        const std::string type_name = py::str(item.get_type().attr("__name__"));
         DOPPIO_THROW("cannot feed blob '", blob_name, "': element ", i,
-                     " of the object array is neither str nor bytes");
+                     " of the object array is a ", type_name,
+                     ", neither str nor bytes (object arrays hold strings only)");
       }
     }
     return;

@@ -1,6 +1,7 @@
 // Conversions between numpy arrays and doppio Tensors for the Python
-// extension. Arrays must be C-contiguous and of a supported dtype; anything
-// else raises a Python exception naming the blob, never a crash.
+// extension. Arrays must be of a supported dtype (non-contiguous views are
+// copied); anything else raises a Python exception naming the blob, never a
+// crash.
 #pragma once
 
 #include <string>

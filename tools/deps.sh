@@ -14,6 +14,9 @@ DOPPIO_DEBIAN_PACKAGES=(
   libopenblas-dev libdnnl-dev
   pybind11-dev python3-dev
   python3-protobuf python3-numpy python3-pytest python3-hypothesis
+  zlib1g-dev
+  dataset-fashion-mnist
+  python3-tqdm python3-matplotlib graphviz
 )
 
 doppio_install_deps() {

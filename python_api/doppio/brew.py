@@ -215,6 +215,25 @@ def depth_concat(model, blobs_in, blob_out, **kwargs):
     return concat(model, blobs_in, blob_out, **kwargs)
 
 
+def accuracy(model, blob_in, blob_out, **kwargs):
+    """Top-k accuracy of predictions [N, D] against int labels [N]; `top_k`
+    defaults to 1 in the op. Layout arguments of the scope do not apply."""
+    kwargs.pop('order', None)
+    return model.net.Accuracy(blob_in, blob_out, **kwargs)
+
+
+def db_input(model, blobs_out, batch_size, db, db_type, **kwargs):
+    """Reads `batch_size` records per run of model.net from a DB of
+    TensorProtos (one output per tensor of a record). The reader is made once
+    by model.param_init_net; `dbreader_<db>` is its blob, as in Caffe2. Other
+    keywords (Doppio's shuffle_buffer, shuffle_seed) go to the reader op."""
+    kwargs.pop('order', None)
+    reader = model.param_init_net.CreateDB(
+        [], 'dbreader_' + str(db), db=db, db_type=db_type)
+    return model.net.TensorProtosDBInput(reader, blobs_out, batch_size=batch_size,
+                                         **kwargs)
+
+
 # ---- registry ----
 
 _registry = {}
@@ -264,5 +283,5 @@ def has_helper(helper_or_helper_name):
 
 
 for _helper in [fc, conv, spatial_bn, max_pool, average_pool, relu, softmax,
-                dropout, sum, concat, depth_concat]:
+                dropout, sum, concat, depth_concat, accuracy, db_input]:
     Register(_helper)

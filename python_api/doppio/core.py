@@ -599,3 +599,4 @@ class Net(object):
                     self.AddExternalInput(str(name))
         self._ExtendOps(grad_ops)
         return input_to_grad
+from doppio.plan import ExecutionStep, Plan, execution_step, to_execution_step  # noqa: E402,F401

@@ -312,3 +312,67 @@ class ModelHelper(object):
 
     def __dir__(self):
         return sorted(set(list(self.__dict__) + dir(type(self))))
+
+
+def ExtractPredictorNet(net_proto, input_blobs, output_blobs, device=None,
+                        renames=None, disabled_inputs=None):
+    """Caffe2's ExtractPredictorNet: the ops of a (test-mode) net between
+    the first op reading `input_blobs` and the last op writing
+    `output_blobs`, keeping only ops whose inputs are known (inputs, params,
+    earlier outputs), so readers, losses and gradient ops fall away.
+
+    Returns (predict_net, external inputs). `device` overrides each op's
+    device option; `renames` maps blob names in the result; an op with
+    is_test=0 is refused, since a train-mode op (SpatialBN, Dropout) in a
+    serving net silently changes its answers."""
+    if isinstance(net_proto, core.Net):
+        net_proto = net_proto.Proto()
+    predict_net = core.Net(net_proto.name + '_predict')
+    predict_proto = predict_net.Proto()
+    renames = renames or {}
+    original_inputs = set(net_proto.external_input)
+    original_outputs = set(net_proto.external_output)
+    input_names = [str(b) for b in input_blobs]
+    output_names = [str(b) for b in output_blobs]
+    known = original_inputs.union(input_names) - set(disabled_inputs or [])
+    ops = list(net_proto.op)
+    readers = [i for i, op in enumerate(ops)
+               if set(input_names).intersection(op.input) and op.type != 'StopGradient']
+    writers = [i for i, op in enumerate(ops) if set(output_names).intersection(op.output)]
+    if not readers:
+        raise ValueError('ExtractPredictorNet: no op of net {!r} reads {}'.format(
+            net_proto.name, input_names))
+    if not writers:
+        raise ValueError('ExtractPredictorNet: no op of net {!r} writes {}'.format(
+            net_proto.name, output_names))
+
+    external_inputs = list(input_names)
+    external_outputs = list(output_names)
+    for op in ops[min(readers):max(writers) + 1]:
+        if not known.issuperset(op.input):
+            continue
+        for arg in op.arg:
+            if arg.name == 'is_test' and arg.i == 0:
+                raise ValueError(
+                    'ExtractPredictorNet: op {} ({}) has is_test=0; extract from a '
+                    'test-mode model (is_test=1), not the training one'.format(
+                        op.name or len(predict_proto.op), op.type))
+        new_op = predict_proto.op.add()
+        new_op.CopyFrom(op)
+        if device is not None:
+            new_op.device_option.CopyFrom(device)
+        known.update(op.output)
+        external_inputs += [b for b in op.input
+                            if b in original_inputs and b not in external_inputs]
+        external_outputs += [b for b in op.output
+                             if b in original_outputs and b not in external_outputs]
+
+    def renamed(names):
+        return [renames.get(name, name) for name in names]
+
+    for op in predict_proto.op:
+        op.input[:] = renamed(op.input)
+        op.output[:] = renamed(op.output)
+    predict_proto.external_input.extend(renamed(external_inputs))
+    predict_proto.external_output.extend(renamed(external_outputs))
+    return predict_net, [renames.get(b, b) for b in external_inputs]

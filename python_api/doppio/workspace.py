@@ -245,3 +245,17 @@ def RunNet(name, num_iter=1, allow_fail=False):
 
 def Nets():
     return list(C.nets())
+
+
+def RunPlan(plan_or_step):
+    """Runs a plan (a core.Plan, a PlanDef or its bytes, or a lone
+    core.ExecutionStep, which becomes a plan of its own) in the current
+    workspace until it finishes; errors raise RuntimeError."""
+    from doppio import core  # core imports this module
+    if isinstance(plan_or_step, core.ExecutionStep):
+        plan_or_step = core.Plan(plan_or_step)
+    if not isinstance(plan_or_step, (bytes, caffe2_pb2.PlanDef, core.Plan)):
+        raise TypeError('RunPlan takes a core.Plan, a PlanDef, its bytes or a '
+                        'core.ExecutionStep, got {}'.format(type(plan_or_step).__name__))
+    C.run_plan(StringifyProto(plan_or_step))
+    return True

@@ -109,13 +109,31 @@ def test_global_pooling(kind, nd, order, dtype, seed):
     h.check_gradient(op, [x.astype(np.float64)], [0])
 
 
-def test_max_pool_gradient_goes_to_every_tied_maximum():
-    # Caffe2's rule: each input equal to its window's maximum gets dY.
-    x = np.array([[[1.0, 3.0, 3.0, 0.0]]])
-    op = h.make_op("MaxPool", ["X"], ["Y"], kernel=4)
+def max_pool_grad_first_max_reference(x, dy, kernel, stride):
+    """NCHW 2-D, no padding: each window's dY goes to the first position (in
+    row-major order) holding its maximum, as PyTorch and cuDNN route it."""
+    dx = np.zeros_like(x)
+    for n, c, oh, ow in itertools.product(*[range(s) for s in dy.shape]):
+        window = x[n, c, oh * stride:oh * stride + kernel, ow * stride:ow * stride + kernel]
+        i, j = np.unravel_index(np.argmax(window), window.shape)
+        dx[n, c, oh * stride + i, ow * stride + j] += dy[n, c, oh, ow]
+    return dx
+
+
+@given(order=ORDERS, kernel=st.integers(2, 3), stride=st.integers(1, 2),
+       seed=st.integers(0, 2**31 - 1))
+def test_max_pool_gradient_goes_to_the_first_tied_maximum(order, kernel, stride, seed):
+    # Few distinct values, so most windows tie (as a flat image background does
+    # after Conv + BN + Relu); overlapping windows (stride < kernel) add up.
+    rng = np.random.RandomState(seed)
+    x = rng.randint(0, 3, size=(2, 3, 7, 6)).astype(np.float32)
+    op = h.make_op("MaxPool", ["X"], ["Y"], kernel=kernel, stride=stride, order=order)
+    y = h.run_op(op, [from_nchw(x, order)])[0]
+    dy = rng.randn(*y.shape).astype(np.float32)
     grad_op = h.gradient_ops(op)[0][0]
-    dx = h.run_op(grad_op, [x, np.array([[[3.0]]]), np.array([[[2.0]]])])[0]
-    np.testing.assert_array_equal(dx, [[[0.0, 2.0, 2.0, 0.0]]])
+    dx = h.run_op(grad_op, [from_nchw(x, order), y, dy])[0]
+    expected = max_pool_grad_first_max_reference(x, to_nchw(dy, order), kernel, stride)
+    np.testing.assert_allclose(to_nchw(dx, order), expected, rtol=1e-6, atol=1e-6)
 
 
 def test_pool_bad_inputs():

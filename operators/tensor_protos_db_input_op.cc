@@ -1,0 +1,157 @@
+#include "operators/tensor_protos_db_input_op.h"
+
+#include <climits>
+#include <cstring>
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "core/serialization.h"
+
+namespace doppio {
+
+TensorProtosDBInputOp::TensorProtosDBInputOp(const OperatorDef& def, Workspace* workspace)
+    : PrefetchOperator<CPUContext>(def, workspace),
+      batch_size_(GetSingleArgument<int>("batch_size", 0)),
+      shuffle_buffer_size_(GetSingleArgument<int64_t>("shuffle_buffer", 0)),
+      shuffle_rng_(static_cast<uint64_t>(GetSingleArgument<int64_t>("shuffle_seed", 0))),
+      prefetched_(OutputSize()),
+      record_tensors_(OutputSize()) {
+  DOPPIO_ENFORCE(batch_size_ >= 0, "", DisplayName(), ": batch_size must be >= 0 (0: one record "
+                 "per run, unbatched), got ", batch_size_);
+  DOPPIO_ENFORCE(shuffle_buffer_size_ >= 0, "", DisplayName(),
+                 ": shuffle_buffer must be >= 0 (0: read in order), got ",
+                 shuffle_buffer_size_);
+}
+
+std::string TensorProtosDBInputOp::DataSourceDescription() const {
+  const Blob& blob = InputBlob(0);
+  if (!blob.IsType<db::DBReader>()) {
+    return MakeString("input '", input_name(0), "' (which holds ", blob.TypeName(),
+                      ", not a DBReader from CreateDB)");
+  }
+  const db::DBReader& reader = blob.Get<db::DBReader>();
+  if (!reader.is_open()) return MakeString("input '", input_name(0), "' (an unopened DBReader)");
+  return MakeString(reader.db_type(), " db '", reader.source(), "'");
+}
+
+void TensorProtosDBInputOp::ReadShuffled(const db::DBReader& reader, std::string* key,
+                                         std::string* value) {
+  while (static_cast<int64_t>(shuffle_buffer_.size()) < shuffle_buffer_size_) {
+    shuffle_buffer_.emplace_back();
+    reader.Read(&shuffle_buffer_.back().first, &shuffle_buffer_.back().second);
+  }
+  std::uniform_int_distribution<size_t> pick(0, shuffle_buffer_.size() - 1);
+  std::swap(shuffle_buffer_[pick(shuffle_rng_)], shuffle_buffer_.back());
+  *key = std::move(shuffle_buffer_.back().first);
+  *value = std::move(shuffle_buffer_.back().second);
+  shuffle_buffer_.pop_back();
+}
+
+void TensorProtosDBInputOp::ReadRecord(const db::DBReader& reader, std::string* key,
+                                       TensorProtos* protos) {
+  if (shuffle_buffer_size_ > 0) {
+    ReadShuffled(reader, key, &value_);
+  } else {
+    reader.Read(key, &value_);
+  }
+  DOPPIO_ENFORCE(protos->ParseFromString(value_), "record '", *key, "' (", value_.size(),
+                 " bytes) is not a serialized TensorProtos");
+  DOPPIO_ENFORCE(protos->protos_size() == OutputSize(), "record '", *key, "' holds ",
+                 protos->protos_size(), " tensors, but the op has ", OutputSize(),
+                 " outputs (one per tensor of a record)");
+  for (TensorProto& proto : *protos->mutable_protos()) {
+    // Where the writer kept the tensor is no concern of the reader (Caffe2
+    // drops it too); the batch is assembled on the host.
+    proto.clear_device_detail();
+  }
+}
+
+void TensorProtosDBInputOp::StackIntoBatch(const TensorProto& proto, int output, int item,
+                                           const std::string& key) {
+  Tensor& record = record_tensors_[output];
+  try {
+    DeserializeTensor(proto, &record);
+  } catch (Error& error) {
+    error.AppendContext(MakeString("in tensor ", output, " of record '", key, "'"));
+    throw;
+  }
+  Tensor& batch = prefetched_[output];
+  if (item == 0) {
+    std::vector<int64_t> dims = record.dims();
+    dims.insert(dims.begin(), batch_size_);
+    batch.Resize(dims);
+    batch.raw_mutable_data(record.dtype());
+  } else {
+    const std::vector<int64_t> item_dims(batch.dims().begin() + 1, batch.dims().end());
+    DOPPIO_ENFORCE(record.dims() == item_dims && record.dtype() == batch.dtype(),
+                   "tensor ", output, " of record '", key, "' is ", record.DebugString(),
+                   " but in record '", first_key_, "' (the batch's first) it is ",
+                   DataTypeName(batch.dtype()), item_dims,
+                   ": records of one batch must agree in shape and type");
+  }
+  if (record.numel() == 0) return;
+  if (record.dtype() == DataType::kString) {
+    const auto* from = record.data<std::string>();
+    auto* to = batch.mutable_data<std::string>() + item * record.numel();
+    for (int64_t i = 0; i < record.numel(); ++i) to[i] = from[i];
+  } else {
+    auto* to = static_cast<char*>(batch.raw_mutable_data()) + item * record.nbytes();
+    std::memcpy(to, record.raw_data(), record.nbytes());
+  }
+}
+
+void TensorProtosDBInputOp::Prefetch() {
+  const db::DBReader& reader = InputAs<db::DBReader>(0);
+  TensorProtos protos;
+  std::string key;
+  if (batch_size_ == 0) {
+    ReadRecord(reader, &key, &protos);
+    for (int i = 0; i < OutputSize(); ++i) {
+      try {
+        DeserializeTensor(protos.protos(i), &prefetched_[i]);
+      } catch (Error& error) {
+        error.AppendContext(MakeString("in tensor ", i, " of record '", key, "'"));
+        throw;
+      }
+    }
+    return;
+  }
+  for (int item = 0; item < batch_size_; ++item) {
+    ReadRecord(reader, &key, &protos);
+    if (item == 0) first_key_ = key;
+    for (int i = 0; i < OutputSize(); ++i) StackIntoBatch(protos.protos(i), i, item, key);
+  }
+}
+
+void TensorProtosDBInputOp::CopyPrefetched() {
+  for (int i = 0; i < OutputSize(); ++i) Output(i)->CopyFrom(prefetched_[i]);
+}
+
+REGISTER_CPU_OPERATOR(TensorProtosDBInput, TensorProtosDBInputOp);
+
+OPERATOR_SCHEMA(TensorProtosDBInput)
+    .NumInputs(1)
+    .NumOutputs(1, INT_MAX)
+    .Arg("batch_size", "(int, default 0) records per batch, stacked along a new leading "
+         "dimension; 0 outputs one record's tensors per run, as they are")
+    .Arg("shuffle_buffer", "(int, default 0; Doppio) keep this many records and emit a "
+         "uniformly chosen one, refilling from the reader (tf.data's shuffle buffer); 0 "
+         "reads in DB order, as Caffe2 does. As large as the DB: every pass is mixed")
+    .Arg("shuffle_seed", "(int, default 0) seed of the shuffle, so runs are repeatable")
+    .Input(0, "data", "a DBReader, as CreateDB makes it (db, db_type, and num_shards / "
+           "shard_id to read one shard)")
+    .Output(0, "output", "one output per tensor of a record (e.g. data and label for "
+            "make_db's records): batch_size records' tensors stacked, dtype preserved "
+            "(BYTE records load as uint8)")
+    .Doc("Reads batches from a db whose values are serialized TensorProtos, keyed by "
+         "record. A background thread reads the next batch while the net runs; the first "
+         "run waits for the first batch. The reader wraps around at the end of the db, so "
+         "every batch is full. A record that does not parse, has the wrong number of "
+         "tensors, or differs in shape or type from the rest of its batch is an error "
+         "naming the record and the db, raised by the run that wanted that batch.");
+
+NO_GRADIENT(TensorProtosDBInput, "its outputs are read from a db, not computed from its "
+            "input (a DB reader)");
+
+}  // namespace doppio

@@ -1,0 +1,74 @@
+// TensorProtosDBInput: batches from a DB whose values are serialized
+// TensorProtos (as tools/make_db writes them), read ahead on a background
+// thread (see prefetch_op.h). Caffe2's op, argument and default:
+//
+//   reader = CreateDB([], db=PATH, db_type="lmdb" [, num_shards, shard_id])
+//   data, label = TensorProtosDBInput([reader], batch_size=64)
+//
+// Output i is tensor i of each record. With batch_size > 0 the records'
+// tensors are stacked along a new leading dimension of size batch_size
+// (every record of a batch must agree in dims and type); with the default 0,
+// each Run outputs one record's tensors as they are. The DBReader wraps
+// around at the end of the DB, so a batch may span the end and the start,
+// and a batch larger than the DB repeats records. Sharding is the reader's
+// (CreateDB's num_shards and shard_id).
+//
+// Doppio adds `shuffle_buffer` (tf.data's shuffle buffer): the op keeps that
+// many records and emits a uniformly chosen one, refilling its slot from the
+// reader. Caffe2 only reads DBs in order, and training on a fixed order costs
+// accuracy (the reference CNN loses about 4 points on Fashion-MNIST); a
+// buffer as large as the DB mixes every pass over it.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/context.h"
+#include "core/db.h"
+#include "core/tensor.h"
+#include "operators/prefetch_op.h"
+#include "proto/doppio.pb.h"
+
+namespace doppio {
+
+class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
+ public:
+  TensorProtosDBInputOp(const OperatorDef& def, Workspace* workspace);
+  ~TensorProtosDBInputOp() override { Finalize(); }
+
+ protected:
+  void Prefetch() override;
+  void CopyPrefetched() override;
+  std::string DataSourceDescription() const override;
+
+ private:
+  // Reads the next record (from the reader, or through the shuffle buffer)
+  // into `protos`, checking that it parses and has one tensor per output;
+  // `key` receives its key.
+  void ReadRecord(const db::DBReader& reader, std::string* key, TensorProtos* protos);
+  // The next (key, value) in shuffled order: fills the buffer, then swaps a
+  // uniformly chosen record out.
+  void ReadShuffled(const db::DBReader& reader, std::string* key, std::string* value);
+  // Deserializes record `item` of the batch into prefetched_[output]; the
+  // first record fixes the batch's element dims and type.
+  void StackIntoBatch(const TensorProto& proto, int output, int item,
+                      const std::string& key);
+
+  int batch_size_;
+  int64_t shuffle_buffer_size_;
+  // Touched only on the prefetch thread (one fetch runs at a time).
+  std::vector<std::pair<std::string, std::string>> shuffle_buffer_;
+  std::mt19937_64 shuffle_rng_;
+  // Filled on the prefetch thread, read by CopyPrefetched between fetches.
+  std::vector<Tensor> prefetched_;
+  // One record's tensor per output, reused across records.
+  std::vector<Tensor> record_tensors_;
+  // The key of the batch's first record, for messages about later ones.
+  std::string first_key_;
+  std::string value_;
+};
+
+}  // namespace doppio

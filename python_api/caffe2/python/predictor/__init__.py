@@ -1,0 +1,1 @@
+"""caffe2.python.predictor: its modules are doppio.predictor's."""

@@ -1,0 +1,1 @@
+"""Exporting trained models for serving (Caffe2's caffe2.python.predictor)."""
