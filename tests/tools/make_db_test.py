@@ -231,6 +231,31 @@ def test_shuffle_buffer_mixes_records_and_keeps_pairs(tmp):
     assert counts.min() >= 10 - 3
 
 
+def test_model_helper_and_brew_readers_read_the_db(tmp):
+    # The two spellings Caffe2 scripts use for a DB input layer.
+    from doppio import brew, model_helper
+    images, labels = synthetic(6, seed=9)
+    db = os.path.join(tmp, "helper.minidb")
+    make_db_ok(*write_dataset(tmp, images, labels), db, "--db=minidb")
+    legacy = model_helper.ModelHelper(name="legacy_reader")
+    legacy.TensorProtosDBInput([], ["data", "label"], batch_size=4, db=db, db_type="minidb")
+    workspace.RunNetOnce(legacy.param_init_net)
+    workspace.CreateNet(legacy.net)
+    workspace.RunNet(legacy.net.Proto().name)
+    check_batch(images, labels, [0, 1, 2, 3], True)
+    # A second DB: the reader blob is named after the DB, and replacing a
+    # reader while another net's prefetch thread reads it is not supported.
+    db2 = os.path.join(tmp, "helper2.minidb")
+    make_db_ok(*write_dataset(tmp, images, labels), db2, "--db=minidb")
+    model = model_helper.ModelHelper(name="brew_reader")
+    brew.db_input(model, ["data2", "label2"], batch_size=3, db=db2, db_type="minidb")
+    workspace.RunNetOnce(model.param_init_net)
+    workspace.CreateNet(model.net)
+    for indices in ([0, 1, 2], [3, 4, 5], [0, 1, 2]):
+        workspace.RunNet(model.net.Proto().name)
+        check_batch(images, labels, indices, True, data="data2", label="label2")
+
+
 def test_negative_shuffle_buffer_is_refused(tmp):
     images, labels = synthetic(4)
     db = os.path.join(tmp, "neg.minidb")
