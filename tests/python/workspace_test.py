@@ -1,9 +1,7 @@
 """doppio.workspace: blobs round-trip through numpy in every dtype, nets and
 operators run, workspaces switch, and bad input raises clear Python
 exceptions while the interpreter lives on."""
-import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -266,34 +264,6 @@ def test_bad_operators_and_nets():
         workspace.RunNetOnce(12)
     with pytest.raises(TypeError):
         workspace.RunNet(3.5)
-
-
-def test_interpreter_survives_every_bad_input():
-    # Run the bad calls in a fresh interpreter: it must end normally.
-    script = textwrap.dedent("""
-        import numpy as np
-        from doppio import workspace
-        calls = [
-            lambda: workspace.FetchBlob("missing"),
-            lambda: workspace.RunNet("missing"),
-            lambda: workspace.FeedBlob("c", np.zeros(2, np.complex128)),
-            lambda: workspace.FeedBlob("s", np.zeros(2, dtype=[("a", "i4")])),
-            lambda: workspace.FeedBlob("o", np.array([object()], dtype=object)),
-        ]
-        for call in calls:
-            try:
-                call()
-            except Exception as error:
-                assert str(error)
-            else:
-                raise SystemExit("no exception from a bad call")
-        workspace.FeedBlob("fine", np.ones(2))
-        print("survived", workspace.FetchBlob("fine").sum())
-    """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert "survived 2.0" in result.stdout
 
 
 if __name__ == "__main__":
