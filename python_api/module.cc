@@ -19,6 +19,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "core/workspace.h"
+#include "parallel/data_parallel.h"
 #include "python_api/numpy_tensor.h"
 
 namespace py = pybind11;
@@ -206,6 +207,38 @@ py::tuple AddGradientOperatorsPy(const py::bytes& net_bytes, const std::vector<s
   return py::make_tuple(ops, gradients);
 }
 
+// The Parallelize pass on serialized template nets:
+// (init net bytes, net bytes, {template param: gradient}).
+py::tuple ParallelizePy(const py::bytes& init_bytes, const py::bytes& net_bytes,
+                        const py::bytes& update_bytes, const std::vector<std::string>& losses,
+                        const std::vector<std::string>& params,
+                        const std::vector<std::string>& computed_params,
+                        const std::vector<int>& devices, int device_type,
+                        bool broadcast_computed_params, const std::string& net_type,
+                        int num_threads_per_device, const std::vector<std::string>& shared_blobs) {
+  DataParallelTemplate model;
+  model.param_init_net = ParseProto<NetDef>(init_bytes, "param_init_net NetDef");
+  model.net = ParseProto<NetDef>(net_bytes, "net NetDef");
+  model.param_update_net = ParseProto<NetDef>(update_bytes, "param_update_net NetDef");
+  model.losses = losses;
+  model.params = params;
+  model.computed_params = computed_params;
+  ParallelizeOptions options;
+  options.devices = devices;
+  options.device_type = device_type;
+  options.broadcast_computed_params = broadcast_computed_params;
+  options.net_type = net_type;
+  options.num_threads_per_device = num_threads_per_device;
+  options.shared_blobs = shared_blobs;
+  Parallelized result;
+  {
+    py::gil_scoped_release release;
+    result = Parallelize(model, options);
+  }
+  return py::make_tuple(SerializeProto(result.param_init_net), SerializeProto(result.net),
+                        result.param_to_grad);
+}
+
 py::dict SchemaInfo(const std::string& type) {
   const OpSchema* schema = OpSchemaRegistry::Schema(type);
   DOPPIO_ENFORCE(schema != nullptr, "op type '", type, "' has no schema");
@@ -262,6 +295,11 @@ PYBIND11_MODULE(_C, m) {
     }
     return types;
   });
+  m.def("parallelize", &ParallelizePy, py::arg("param_init_net"), py::arg("net"),
+        py::arg("param_update_net"), py::arg("losses"), py::arg("params"),
+        py::arg("computed_params"), py::arg("devices"), py::arg("device_type"),
+        py::arg("broadcast_computed_params"), py::arg("net_type"),
+        py::arg("num_threads_per_device"), py::arg("shared_blobs"));
   m.def("schema", &SchemaInfo, py::arg("op_type"));
   m.def("inplace_allowed", [](const std::string& type, int input, int output) {
     const OpSchema* schema = OpSchemaRegistry::Schema(type);

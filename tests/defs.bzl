@@ -9,6 +9,9 @@ def cc_tests_per_file(deps = [], data = [], size = "small"):
             srcs = [src],
             deps = deps + [
                 "//core",
+                # The collectives register ops like //operators does; linked
+                # into every test so registry-wide checks see them.
+                "//parallel:collectives_cpu",
                 "//tests:test_util",
                 "//third_party/system:gtest_main",
             ],

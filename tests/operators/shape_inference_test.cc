@@ -374,6 +374,11 @@ std::vector<Case> Cases() {
       {MakeOp("StopGradient", {"x"}, {"y"}), {{{2, 3}, f64}}},
   };
   cases.insert(cases.end(), elementwise_shape_cases.begin(), elementwise_shape_cases.end());
+  // In-process collectives (parallel/), linked into every test.
+  cases.push_back({MakeOp("Allreduce", {"a", "b", "c"}, {"a", "b", "c"}),
+                   {{{3, 2}, f32}, {{3, 2}, f32}, {{3, 2}, f32}}});
+  cases.push_back({MakeOp("Broadcast", {"a", "b"}, {"a", "b"}, {IntArg("root", 1)}),
+                   {{{2}, f32}, {{4, 1}, f64}}});
   return cases;
 }
 

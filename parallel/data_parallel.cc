@@ -1,0 +1,356 @@
+#include "parallel/data_parallel.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "core/backward.h"
+#include "core/enforce.h"
+
+namespace doppio {
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string joined;
+  for (const std::string& name : names) {
+    if (!joined.empty()) joined += ", ";
+    joined += "'" + name + "'";
+  }
+  return joined;
+}
+
+void ValidateOptions(const ParallelizeOptions& options) {
+  DOPPIO_ENFORCE(!options.devices.empty(), "Parallelize: the device list is empty");
+  std::set<int> seen;
+  for (int device : options.devices) {
+    DOPPIO_ENFORCE(device >= 0, "Parallelize: device ids must be >= 0, got ", device);
+    DOPPIO_ENFORCE(seen.insert(device).second, "Parallelize: device ", device,
+                   " is listed twice");
+  }
+  // DevicePrefix refuses device types this increment does not handle.
+  DevicePrefix(options.device_type, options.devices.front());
+  DOPPIO_ENFORCE(options.num_threads_per_device >= 1,
+                 "Parallelize: num_threads_per_device must be >= 1, got ",
+                 options.num_threads_per_device);
+  DOPPIO_ENFORCE(!options.net_type.empty(), "Parallelize: net_type is empty");
+}
+
+// One replica's view: its blob prefix and DeviceOption.
+struct Replica {
+  std::string prefix;
+  DeviceOption device_option;
+};
+
+// Clones ops onto every replica and keeps the shared-blob rules.
+class Cloner {
+ public:
+  Cloner(const std::vector<Replica>& replicas, const std::set<std::string>& shared)
+      : replicas_(replicas), shared_(shared) {}
+
+  bool IsShared(const std::string& blob) const { return shared_.count(blob) > 0; }
+
+  std::string Rename(const std::string& blob, const Replica& replica) const {
+    return IsShared(blob) ? blob : replica.prefix + blob;
+  }
+
+  // An op whose outputs are all shared runs once for all replicas. Mixing
+  // shared and per-device outputs, or computing a shared blob from a
+  // per-device one, has no single right placement, so it is refused.
+  bool IsSharedOp(const OperatorDef& op, const std::string& where) const {
+    int shared_outputs = 0;
+    for (const std::string& output : op.output()) shared_outputs += IsShared(output);
+    if (shared_outputs == 0) return false;
+    DOPPIO_ENFORCE(shared_outputs == op.output_size(), "Parallelize: op ", op.type(),
+                   " '", op.name(), "' in ", where,
+                   " writes both shared and per-device blobs (outputs ",
+                   JoinNames({op.output().begin(), op.output().end()}),
+                   "); a shared blob must be written by ops whose outputs are all shared");
+    for (const std::string& input : op.input()) {
+      DOPPIO_ENFORCE(IsShared(input), "Parallelize: op ", op.type(), " '", op.name(),
+                     "' in ", where, " writes shared blob '", op.output(0),
+                     "' from per-device blob '", input,
+                     "'; mark that input shared too or do not share the output");
+    }
+    return true;
+  }
+
+  OperatorDef Clone(const OperatorDef& op, const Replica& replica) const {
+    OperatorDef clone = op;
+    for (std::string& input : *clone.mutable_input()) input = Rename(input, replica);
+    for (std::string& output : *clone.mutable_output()) output = Rename(output, replica);
+    for (std::string& control : *clone.mutable_control_input()) {
+      control = Rename(control, replica);
+    }
+    // The template's random seed stays, the device becomes the replica's.
+    const bool has_seed = op.has_device_option() && op.device_option().has_random_seed();
+    *clone.mutable_device_option() = replica.device_option;
+    if (has_seed) clone.mutable_device_option()->set_random_seed(op.device_option().random_seed());
+    return clone;
+  }
+
+  // A shared op keeps its own device if it names one (the iteration counter
+  // lives on CPU), else runs on the first replica's.
+  OperatorDef CloneShared(const OperatorDef& op) const {
+    OperatorDef clone = op;
+    if (!clone.has_device_option()) *clone.mutable_device_option() = replicas_.front().device_option;
+    return clone;
+  }
+
+  // Appends `ops` replica after replica (shared ops once, with the first),
+  // calling after_op(template index, replica index) after each clone.
+  template <typename AfterOp>
+  void AppendAll(const std::vector<OperatorDef>& ops, const std::string& where, NetDef* out,
+                 AfterOp after_op) const {
+    std::vector<bool> shared_op(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) shared_op[i] = IsSharedOp(ops[i], where);
+    for (size_t r = 0; r < replicas_.size(); ++r) {
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (shared_op[i]) {
+          if (r == 0) *out->add_op() = CloneShared(ops[i]);
+        } else {
+          *out->add_op() = Clone(ops[i], replicas_[r]);
+        }
+        after_op(static_cast<int>(i), static_cast<int>(r));
+      }
+    }
+  }
+
+  void AppendAll(const std::vector<OperatorDef>& ops, const std::string& where,
+                 NetDef* out) const {
+    AppendAll(ops, where, out, [](int, int) {});
+  }
+
+  // One name per replica, or the name itself once when it is shared.
+  std::vector<std::string> RenameAll(const std::string& blob) const {
+    if (IsShared(blob)) return {blob};
+    std::vector<std::string> names;
+    for (const Replica& replica : replicas_) names.push_back(replica.prefix + blob);
+    return names;
+  }
+
+ private:
+  const std::vector<Replica>& replicas_;
+  const std::set<std::string>& shared_;
+};
+
+std::vector<OperatorDef> OpsOf(const NetDef& net) {
+  return {net.op().begin(), net.op().end()};
+}
+
+// Every blob an op reads before any earlier op of the net writes it.
+void SetExternalInputs(NetDef* net) {
+  std::set<std::string> produced;
+  std::set<std::string> listed;
+  net->clear_external_input();
+  for (const OperatorDef& op : net->op()) {
+    for (const std::string& input : op.input()) {
+      if (!produced.count(input) && listed.insert(input).second) net->add_external_input(input);
+    }
+    for (const std::string& control : op.control_input()) {
+      if (!produced.count(control) && listed.insert(control).second) {
+        net->add_external_input(control);
+      }
+    }
+    for (const std::string& output : op.output()) produced.insert(output);
+  }
+}
+
+void SetExternalOutputs(const NetDef& model_net, const Cloner& cloner, NetDef* net) {
+  net->clear_external_output();
+  std::set<std::string> listed;
+  for (const std::string& output : model_net.external_output()) {
+    for (const std::string& name : cloner.RenameAll(output)) {
+      if (listed.insert(name).second) net->add_external_output(name);
+    }
+  }
+}
+
+OperatorDef CollectiveOp(const std::string& type, const std::string& name,
+                         const std::vector<std::string>& blobs,
+                         const DeviceOption& device_option) {
+  OperatorDef op;
+  op.set_type(type);
+  op.set_name(name);
+  for (const std::string& blob : blobs) {
+    op.add_input(blob);
+    op.add_output(blob);
+  }
+  *op.mutable_device_option() = device_option;
+  return op;
+}
+
+// The "num_workers" argument (the NetDef field of that name is deprecated).
+void SetNumWorkers(int num_workers, NetDef* net) {
+  for (Argument& arg : *net->mutable_arg()) {
+    if (arg.name() == "num_workers") {
+      arg.set_i(num_workers);
+      return;
+    }
+  }
+  Argument* arg = net->add_arg();
+  arg->set_name("num_workers");
+  arg->set_i(num_workers);
+}
+
+// Index of the first forward op reading each param: reducing gradients in
+// reverse of that order lets the earliest-finished gradients go first.
+std::map<std::string, int> FirstUse(const NetDef& net) {
+  std::map<std::string, int> first_use;
+  for (int i = 0; i < net.op_size(); ++i) {
+    for (const std::string& input : net.op(i).input()) first_use.emplace(input, i);
+  }
+  return first_use;
+}
+
+}  // namespace
+
+std::string DevicePrefix(int device_type, int device_id) {
+  DOPPIO_ENFORCE(device_type != CUDA, "Parallelize: GPU devices are not supported yet "
+                 "(CPU devices only in this version); use cpu_device=True");
+  DOPPIO_ENFORCE(device_type == CPU, "Parallelize: device type ", device_type,
+                 " is not supported; only CPU (", static_cast<int>(CPU), ")");
+  return "cpu_" + std::to_string(device_id) + "/";
+}
+
+Parallelized Parallelize(const DataParallelTemplate& model,
+                         const ParallelizeOptions& options) {
+  ValidateOptions(options);
+
+  std::set<std::string> forward_outputs;
+  for (const OperatorDef& op : model.net.op()) {
+    forward_outputs.insert(op.output().begin(), op.output().end());
+  }
+  for (const std::string& loss : model.losses) {
+    DOPPIO_ENFORCE(forward_outputs.count(loss), "Parallelize: loss '", loss,
+                   "' is not produced by any op of net '", model.net.name(), "'");
+  }
+  DOPPIO_ENFORCE(!model.losses.empty() || model.param_update_net.op_size() == 0,
+                 "Parallelize: net '", model.net.name(),
+                 "' has parameter update ops but no losses to compute gradients from");
+
+  Parallelized result;
+  std::vector<OperatorDef> train_ops = OpsOf(model.net);
+  if (!model.losses.empty()) {
+    BackwardResult backward = AddGradientOperators(model.net, model.losses);
+    for (const std::string& param : model.params) {
+      auto found = backward.gradients.find(param);
+      if (found == backward.gradients.end()) continue;  // the losses do not reach it
+      const GradientWrapper& grad = found->second;
+      DOPPIO_ENFORCE(!grad.IsSparse(), "Parallelize: parameter '", param,
+                     "' has a sparse gradient (GradientSlice ", grad.indices, ", ", grad.values,
+                     "); sparse gradients are not supported yet");
+      result.param_to_grad[param] = grad.dense;
+    }
+    train_ops.insert(train_ops.end(), backward.ops.begin(), backward.ops.end());
+  }
+
+  std::vector<Replica> replicas;
+  for (int device : options.devices) {
+    Replica replica;
+    replica.prefix = DevicePrefix(options.device_type, device);
+    replica.device_option.set_device_type(options.device_type);
+    replica.device_option.set_cuda_gpu_id(device);
+    replicas.push_back(replica);
+  }
+  const std::set<std::string> shared(options.shared_blobs.begin(), options.shared_blobs.end());
+  const Cloner cloner(replicas, shared);
+  for (const auto& entry : result.param_to_grad) {
+    DOPPIO_ENFORCE(!shared.count(entry.first) && !shared.count(entry.second),
+                   "Parallelize: parameter '", entry.first, "' or its gradient '", entry.second,
+                   "' is listed as shared; parameters are replicated per device");
+  }
+  for (const Replica& replica : replicas) {
+    std::map<std::string, std::string> device_map;
+    for (const auto& entry : result.param_to_grad) {
+      device_map[replica.prefix + entry.first] = replica.prefix + entry.second;
+    }
+    result.device_param_to_grad.push_back(device_map);
+  }
+
+  // ---- train net: forward + backward per device, allreduces, updates ----
+  const int num_devices = static_cast<int>(replicas.size());
+  // grad -> index of the last template op reading or writing it: reducing
+  // earlier would change what later backward ops of that device read.
+  std::map<int, std::vector<std::string>> allreduce_after;
+  if (num_devices > 1) {
+    std::map<std::string, int> last_touch;
+    std::set<std::string> grads;
+    for (const auto& entry : result.param_to_grad) grads.insert(entry.second);
+    for (int i = 0; i < static_cast<int>(train_ops.size()); ++i) {
+      for (const std::string& blob : train_ops[i].input()) {
+        if (grads.count(blob)) last_touch[blob] = i;
+      }
+      for (const std::string& blob : train_ops[i].output()) {
+        if (grads.count(blob)) last_touch[blob] = i;
+      }
+    }
+    const std::map<std::string, int> first_use = FirstUse(model.net);
+    std::vector<std::pair<int, std::string>> order;  // (first use, param)
+    for (const auto& entry : result.param_to_grad) {
+      auto use = first_use.find(entry.first);
+      order.emplace_back(use == first_use.end() ? -1 : use->second, entry.first);
+    }
+    std::sort(order.rbegin(), order.rend());
+    for (const auto& item : order) {
+      const std::string& grad = result.param_to_grad.at(item.second);
+      allreduce_after[last_touch.at(grad)].push_back(grad);
+    }
+  }
+
+  NetDef& net = result.net;
+  net.set_name(model.net.name());
+  *net.mutable_arg() = model.net.arg();
+  cloner.AppendAll(train_ops, "net '" + model.net.name() + "'", &net,
+                   [&](int index, int replica) {
+                     if (replica != num_devices - 1) return;
+                     auto it = allreduce_after.find(index);
+                     if (it == allreduce_after.end()) return;
+                     for (const std::string& grad : it->second) {
+                       *net.add_op() = CollectiveOp("Allreduce", "allreduce_" + grad,
+                                                    cloner.RenameAll(grad),
+                                                    replicas.front().device_option);
+                     }
+                   });
+  cloner.AppendAll(OpsOf(model.param_update_net),
+                   "param_update_net '" + model.param_update_net.name() + "'", &net);
+  net.set_type(options.net_type);
+  SetNumWorkers(num_devices * options.num_threads_per_device, &net);
+  SetExternalInputs(&net);
+  SetExternalOutputs(model.net, cloner, &net);
+
+  // ---- init net: per device, then device 0's values everywhere ----
+  NetDef& init = result.param_init_net;
+  init.set_name(model.param_init_net.name());
+  *init.mutable_arg() = model.param_init_net.arg();
+  if (model.param_init_net.has_type()) init.set_type(model.param_init_net.type());
+  cloner.AppendAll(OpsOf(model.param_init_net),
+                   "param_init_net '" + model.param_init_net.name() + "'", &init);
+  if (num_devices > 1) {
+    std::set<std::string> initialized;
+    for (const OperatorDef& op : model.param_init_net.op()) {
+      initialized.insert(op.output().begin(), op.output().end());
+    }
+    std::vector<std::string> to_broadcast = model.params;
+    if (options.broadcast_computed_params) {
+      to_broadcast.insert(to_broadcast.end(), model.computed_params.begin(),
+                          model.computed_params.end());
+    }
+    std::set<std::string> done;
+    for (const std::string& blob : to_broadcast) {
+      // A blob the init net does not make (loaded from a checkpoint later)
+      // is synced by FinalizeAfterCheckpoint instead.
+      if (!initialized.count(blob) || shared.count(blob) || !done.insert(blob).second) continue;
+      OperatorDef broadcast = CollectiveOp("Broadcast", "broadcast_" + blob,
+                                           cloner.RenameAll(blob), replicas.front().device_option);
+      Argument* root = broadcast.add_arg();
+      root->set_name("root");
+      root->set_i(0);
+      *init.add_op() = broadcast;
+    }
+  }
+  SetExternalInputs(&init);
+  SetExternalOutputs(model.param_init_net, cloner, &init);
+  return result;
+}
+
+}  // namespace doppio

@@ -1,0 +1,75 @@
+// The Parallelize pass: a model built once (the template) becomes a
+// synchronous-SGD model replicated on N devices, as Caffe2's
+// data_parallel_model does (DESIGN.md section 1).
+//
+// The pass is a pure NetDef -> NetDef function; the Python front end
+// (doppio.data_parallel_model) and C++ callers share it. This increment
+// handles CPU devices (blob prefix "cpu_<id>/") and dense gradients.
+//
+// Shared blobs are exactly those listed in ParallelizeOptions::shared_blobs:
+// they keep their names and every op writing only shared blobs is emitted
+// once, not per device (the iteration counter is incremented once per step,
+// the learning rate computed once). Every other blob is per device.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "proto/doppio.pb.h"
+
+namespace doppio {
+
+// What the user's builders produced for ONE replica, without name scope.
+struct DataParallelTemplate {
+  NetDef param_init_net;
+  // Input and forward ops; the losses are already scaled by the caller
+  // (loss_scale = 1 / number of devices).
+  NetDef net;
+  std::vector<std::string> losses;
+  std::vector<std::string> params;
+  // Blobs the net updates itself (batch-norm running statistics).
+  std::vector<std::string> computed_params;
+  // Ops run after the gradients are reduced, written with the template's
+  // param and gradient names.
+  NetDef param_update_net;
+};
+
+struct ParallelizeOptions {
+  std::vector<int> devices;
+  // DeviceType of the replicas; only CPU in this increment.
+  int device_type = CPU;
+  bool broadcast_computed_params = true;
+  std::string net_type = "dag";
+  int num_threads_per_device = 1;
+  std::vector<std::string> shared_blobs;
+};
+
+struct Parallelized {
+  NetDef param_init_net;
+  NetDef net;
+  // Template param -> its (dense) gradient, for params the losses reach.
+  std::map<std::string, std::string> param_to_grad;
+  // One map per entry of ParallelizeOptions::devices, in that order:
+  // device-prefixed param -> device-prefixed gradient.
+  std::vector<std::map<std::string, std::string>> device_param_to_grad;
+};
+
+// "cpu_3/" for CPU device 3. Throws for device types not supported yet.
+std::string DevicePrefix(int device_type, int device_id);
+
+// The pass. Gradient ops come from the gradient registry (core/backward.h);
+// each param gradient gets one in-place `Allreduce` over the devices (none
+// for a single device), placed after the last device's last op touching it
+// so the dag executor overlaps it with the rest of backward; the init net
+// ends with one `Broadcast` (root 0) per param, and per computed param when
+// broadcast_computed_params, so all replicas start identical.
+//
+// Throws doppio::Error for: no or duplicate devices, a non-CPU device type,
+// a loss no op of the template net produces, update ops without losses, a
+// sparse (GradientSlice) param gradient, and an op writing both shared and
+// per-device blobs (or a shared blob from per-device inputs).
+Parallelized Parallelize(const DataParallelTemplate& model,
+                         const ParallelizeOptions& options);
+
+}  // namespace doppio

@@ -1,0 +1,290 @@
+"""Synchronous data-parallel training, as in caffe2.python.data_parallel_model.
+
+The builders are called ONCE, on the (empty) model itself, with no name or
+device scope; the C++ Parallelize pass (parallel/data_parallel.h) then
+clones what they built onto every device under `cpu_<id>/`, adds the
+gradient ops, one Allreduce per parameter gradient and the param update ops
+per device, and ends the init net with Broadcasts of device 0's parameters.
+
+Which blobs are shared (one copy, unprefixed) and which are per device:
+  - shared: blobs made before Parallelize was called (a reader created
+    outside the builders), and the optimizer's common state: the iteration
+    counter `optimizer_iteration` and its `iteration_mutex`, the learning
+    rate blobs (`<Optimizer>_<n>_lr_cpu`), `lr_injection`, the `ONE_*` /
+    `wd_*` constants -- as long as every op making them reads only shared
+    blobs. Ops writing them run once per step, so the counter advances once.
+  - per device: everything else, parameters, gradients, momentum and other
+    optimizer state (`<param>_momentum`), and the data blobs: feed
+    `cpu_0/data`, `cpu_1/data` ... (each device reads different data).
+This increment handles CPU devices (Parallelize_CPU) and dense gradients.
+"""
+
+import logging
+import re
+
+from doppio import core
+from doppio import scope
+from doppio import workspace
+from doppio.proto import doppio_pb2 as caffe2_pb2
+
+log = logging.getLogger('data_parallel_model')
+
+_DEFAULT_BARRIER_NET_TIMEOUT_SEC = 300
+
+# Optimizer blobs common to all parameters (see doppio.optimizer).
+_SHARED_OPTIMIZER_NAMES = frozenset(['optimizer_iteration', 'iteration_mutex', 'lr_injection'])
+_SHARED_OPTIMIZER_PATTERNS = [
+    re.compile(r'^\w+(Optimizer|Builder)_\d+_'),  # Optimizer.make_unique_blob_name
+    re.compile(r'^(ONE|wd)_\d+_\d+'),  # optimizer._constant_on_device
+]
+
+
+def Parallelize_CPU(*args, **kwargs):
+    kwargs['cpu_device'] = True
+    return Parallelize(*args, **kwargs)
+
+
+def Parallelize_GPU(*args, **kwargs):
+    kwargs['cpu_device'] = False
+    return Parallelize(*args, **kwargs)
+
+
+def _refuse(option, value, why):
+    raise NotImplementedError('Parallelize: {}={!r} is not supported yet: {}'.format(
+        option, value, why))
+
+
+def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
+                param_update_builder_fun=None, optimizer_builder_fun=None,
+                devices=None, rendezvous=None, net_type='dag',
+                broadcast_computed_params=True, optimize_gradient_memory=False,
+                dynamic_memory_management=False, blobs_to_keep=None, use_nccl=False,
+                max_concurrent_distributed_ops=16, cpu_device=False, ideep=False,
+                num_threads_per_device=4, shared_model=False, combine_spatial_bn=False,
+                barrier_net_timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC):
+    """Replicates the model on `devices` for synchronous SGD (see the module
+    doc). `param_update_builder_fun(model)` or `optimizer_builder_fun(model)`
+    (at most one; neither: forward only) adds the updates; both see
+    model.param_to_grad with the template's names."""
+    model = model_helper_obj
+    if scope.CurrentDeviceScope() is not None:
+        raise ValueError('Parallelize must be called without a device scope: '
+                         'it sets each replica\'s device itself')
+    if param_update_builder_fun is not None and optimizer_builder_fun is not None:
+        raise ValueError('Parallelize: give param_update_builder_fun or '
+                         'optimizer_builder_fun, not both')
+    if devices is None:
+        devices = list(range(0, workspace.NumCudaDevices()))
+    devices = list(devices)
+    if rendezvous is not None:
+        _refuse('rendezvous', rendezvous, 'multi-process training comes in a later version')
+    for option, value, why in [
+            ('optimize_gradient_memory', optimize_gradient_memory, 'no memonger yet'),
+            ('dynamic_memory_management', dynamic_memory_management, 'no memonger yet'),
+            ('ideep', ideep, 'no IDEEP devices'),
+            ('shared_model', shared_model, 'every CPU device gets its own replica'),
+            ('combine_spatial_bn', combine_spatial_bn, 'SpatialBN statistics stay per device')]:
+        if value:
+            _refuse(option, value, why)
+    if not cpu_device:
+        # The C++ pass says the same; checked here so nothing is built first.
+        raise RuntimeError('Parallelize: GPU devices are not supported yet (CPU devices '
+                           'only in this version); use Parallelize_CPU or cpu_device=True')
+    if model.params:
+        raise ValueError('Parallelize: the model must be empty (it has params {}); '
+                         'build it inside the builder functions'.format(
+                             [str(p) for p in model.params]))
+
+    # Blobs made before the builders run are shared by all devices.
+    pre_existing = set()
+    for net in (model.param_init_net, model.net):
+        for op in net.Proto().op:
+            pre_existing.update(op.output)
+
+    loss_scale = 1.0 / max(1, len(devices))
+    input_builder_fun(model)
+    losses = forward_pass_builder_fun(model, loss_scale)
+    has_update = param_update_builder_fun is not None or optimizer_builder_fun is not None
+    if has_update:
+        if isinstance(losses, core.BlobReference):
+            losses = [losses]
+        if not losses or not isinstance(losses, (list, tuple)) or not all(
+                isinstance(loss, (core.BlobReference, str)) for loss in losses):
+            raise ValueError('Parallelize: forward_pass_builder_fun must return a non-empty '
+                             'list of loss blobs when an update is built, got {!r}'.format(losses))
+    losses = [str(loss) for loss in (losses or [])] if has_update else []
+
+    num_forward = len(model.net.Proto().op)
+    forward_proto = caffe2_pb2.NetDef()
+    forward_proto.CopyFrom(model.net.Proto())
+    optimizer = None
+    update_proto = caffe2_pb2.NetDef(name=model.net.Name() + '_update')
+    if has_update:
+        # The template gets its gradients so the update builders can name
+        # them; the pass makes the same ones (same backward) per device.
+        model.AddGradientOperators(losses)
+        num_backward = len(model.net.Proto().op) - num_forward
+        if optimizer_builder_fun is not None:
+            optimizer = optimizer_builder_fun(model)
+        else:
+            param_update_builder_fun(model)
+        update_proto.op.extend(model.net.Proto().op[num_forward + num_backward:])
+    del forward_proto.op[num_forward:]
+
+    template_init = model.param_init_net.Proto()
+    shared = _SharedBlobs(pre_existing, [template_init, forward_proto, update_proto])
+    params = [str(p) for p in model.params]
+    computed = [str(p) for p in model._computed_params]
+    init_bytes, net_bytes, param_to_grad = workspace.C.parallelize(
+        template_init.SerializeToString(), forward_proto.SerializeToString(),
+        update_proto.SerializeToString(), losses, params, computed, devices,
+        caffe2_pb2.CPU, bool(broadcast_computed_params), net_type,
+        int(num_threads_per_device), sorted(shared))
+
+    model.param_init_net = _NetFromBytes(init_bytes)
+    model.net = _NetFromBytes(net_bytes)
+    _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared)
+    model._losses_by_gpu = {d: [core.BlobReference(_Prefix(d) + l) for l in losses]
+                            for d in devices}
+    model._optimizer = optimizer
+    model._net_type = net_type
+    model._broadcast_computed_params = broadcast_computed_params
+    log.info('Parallelized model %s onto CPU devices %s', model.name, devices)
+    return model
+
+
+def _Prefix(device):
+    return 'cpu_{}/'.format(device)
+
+
+def _SharedBlobs(pre_existing, nets):
+    """Optimizer-common and pre-existing blobs whose makers read only
+    shared blobs (iterated, since one blob's status depends on another's)."""
+    makers = {}
+    for net in nets:
+        for op in net.op:
+            for output in op.output:
+                makers.setdefault(output, []).append(op)
+    candidates = set(pre_existing)
+    for name in makers:
+        if name in _SHARED_OPTIMIZER_NAMES or any(p.match(name)
+                                                  for p in _SHARED_OPTIMIZER_PATTERNS):
+            candidates.add(name)
+    changed = True
+    while changed:
+        changed = False
+        for name in sorted(candidates):
+            for op in makers.get(name, []):
+                if not all(o in candidates for o in op.output) or \
+                        not all(i in candidates for i in op.input):
+                    candidates.discard(name)
+                    changed = True
+                    break
+    return candidates
+
+
+def _NetFromBytes(data):
+    proto = caffe2_pb2.NetDef()
+    proto.ParseFromString(data)
+    name = proto.name
+    net = core.Net(proto)
+    # core.Net renames a proto whose name is taken; the replaced template
+    # net held this name, so the result keeps it.
+    net.Proto().name = name
+    return net
+
+
+def _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared):
+    """Caffe2's bookkeeping on the model: per-device blob groups, device-
+    prefixed params and param_to_grad."""
+    model._devices = devices
+    model._device_type = caffe2_pb2.CPU
+    model._device_prefix = 'cpu'
+    model._shared_model = False
+    model._shared_blobs = set(shared)
+    grouped = {}
+    for name in params + computed + list(param_to_grad.values()):
+        grouped[name] = {d: core.BlobReference(_Prefix(d) + name) for d in devices}
+    model._device_grouped_blobs = grouped
+    model._param_names = list(params)
+    model._computed_param_names = list(computed)
+    model._grad_names = [param_to_grad[p] for p in params if p in param_to_grad]
+    # Only reassign the list contents: ModelHelper may share them with a
+    # param_model.
+    model.params[:] = [grouped[p][d] for d in devices for p in params]
+    model._computed_params[:] = [grouped[p][d] for d in devices for p in computed]
+    model.param_to_grad = {grouped[p][d]: core.BlobReference(_Prefix(d) + g)
+                           for d in devices for p, g in param_to_grad.items()}
+    model.grad_map = {str(k): v for k, v in model.param_to_grad.items()}
+
+
+def _CheckParallelized(model):
+    if not hasattr(model, '_device_grouped_blobs'):
+        raise ValueError('model {} was not parallelized: call Parallelize first'.format(
+            model.name))
+
+
+def GetDevices(model):
+    _CheckParallelized(model)
+    return model._devices
+
+
+def RunInitNet(model):
+    """Runs the init net (device 0's params broadcast) and creates the net;
+    inputs not fed yet (each device's data) start empty, as in Caffe2."""
+    _CheckParallelized(model)
+    workspace.RunNetOnce(model.param_init_net)
+    workspace.CreateNet(model.net, overwrite=True,
+                        input_blobs=list(model.net.Proto().external_input))
+
+
+def RunNet(model, num_iterations):
+    _CheckParallelized(model)
+    workspace.RunNet(model.net.Proto().name, num_iterations)
+
+
+def GetCheckpointParams(model):
+    """Device 0's blobs made by the init net (params, computed params,
+    optimizer state such as momentum) plus the shared iteration counters."""
+    _CheckParallelized(model)
+    prefix = _Prefix(model._devices[0])
+    blobs = set()
+    for op in model.param_init_net.Proto().op:
+        for output in op.output:
+            if output.startswith(prefix):
+                blobs.add(core.BlobReference(output))
+    for op in model.net.Proto().op:
+        if op.type in ('Iter', 'AtomicIter') and not op.output[0].startswith(
+                model._device_prefix + '_'):
+            blobs.add(core.BlobReference(op.output[0]))
+    return blobs
+
+
+def _StripDevicePrefix(model, name):
+    name = str(name)
+    match = re.match(r'^{}_\d+/'.format(model._device_prefix), name)
+    return name[match.end():] if match else name
+
+
+def FinalizeAfterCheckpoint(model, blobs=None, cpu_mode=False):
+    """After loading a checkpoint into device 0 (or the initial params),
+    copies device 0's blobs to every other device. Shared blobs (the
+    iteration counter) exist once and need nothing."""
+    _CheckParallelized(model)
+    if blobs is None:
+        blobs = GetCheckpointParams(model)
+    names = sorted(set(_StripDevicePrefix(model, b) for b in blobs
+                       if re.match(r'^{}_\d+/'.format(model._device_prefix), str(b))))
+    devices = model._devices
+    key = tuple(names)
+    if getattr(model, '_checkpoint_net_key', None) != key:
+        net = core.Net('checkpoint_sync_net')
+        root = core.DeviceOption(model._device_type, devices[0])
+        if len(devices) > 1:
+            for name in names:
+                group = [_Prefix(d) + name for d in devices]
+                net.Broadcast(group, group, root=0, device_option=root)
+        model._checkpoint_net = net
+        model._checkpoint_net_key = key
+        workspace.CreateNet(net, overwrite=True)
+    workspace.RunNet(model._checkpoint_net.Proto().name)

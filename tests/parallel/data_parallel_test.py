@@ -1,0 +1,186 @@
+"""doppio.data_parallel_model on CPU devices: the same global batch of 8 split
+across 1, 2 and 4 devices trains to the same parameters (momentum SGD), plain
+SGD on 2 devices matches a numpy MLP trained on the whole batch, and
+Caffe2's errors for bad use."""
+import sys
+
+import numpy as np
+import pytest
+
+from doppio import brew, core, data_parallel_model, model_helper, optimizer, workspace
+from doppio.proto import doppio_pb2
+
+D_IN, HIDDEN, D_OUT, BATCH, STEPS = 5, 7, 3, 8, 10
+PARAMS = ['fc1_w', 'fc1_b', 'fc2_w', 'fc2_b']
+
+
+@pytest.fixture(autouse=True)
+def fresh_workspace():
+    workspace.ResetWorkspace()
+    optimizer.reset_optimizer_instance_count()
+    yield
+    workspace.ResetWorkspace()
+
+
+def initial_params():
+    rng = np.random.RandomState(3)
+    return {
+        'fc1_w': rng.randn(HIDDEN, D_IN).astype(np.float32) * 0.5,
+        'fc1_b': rng.randn(HIDDEN).astype(np.float32) * 0.1,
+        'fc2_w': rng.randn(D_OUT, HIDDEN).astype(np.float32) * 0.5,
+        'fc2_b': rng.randn(D_OUT).astype(np.float32) * 0.1,
+    }
+
+
+def batches():
+    rng = np.random.RandomState(7)
+    return [(rng.randn(BATCH, D_IN).astype(np.float32),
+             rng.randint(0, D_OUT, size=BATCH).astype(np.int32)) for _ in range(STEPS)]
+
+
+def forward(model, loss_scale):
+    hidden = brew.fc(model, 'data', 'fc1', D_IN, HIDDEN)
+    hidden = brew.relu(model, hidden, 'relu1')
+    logits = brew.fc(model, hidden, 'fc2', HIDDEN, D_OUT)
+    _, loss = model.net.SoftmaxWithLoss([logits, 'label'], ['softmax', 'avg_loss'])
+    return [model.net.Scale(loss, 'scaled_loss', scale=loss_scale)]
+
+
+def train(num_devices, momentum, steps=STEPS):
+    """Trains on `num_devices` CPU devices, each fed its slice of every
+    batch; returns device 0's params (after checking all devices agree)."""
+    model = model_helper.ModelHelper(name='dp_{}'.format(num_devices))
+    devices = list(range(num_devices))
+    data_parallel_model.Parallelize_CPU(
+        model, input_builder_fun=lambda m: None, forward_pass_builder_fun=forward,
+        optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.1, momentum=momentum),
+        devices=devices, num_threads_per_device=1)
+    data_parallel_model.RunInitNet(model)
+    for name, value in initial_params().items():
+        workspace.FeedBlob('cpu_0/' + name, value)
+    data_parallel_model.FinalizeAfterCheckpoint(model)
+    per_device = BATCH // num_devices
+    for x, y in batches()[:steps]:
+        for i, device in enumerate(devices):
+            rows = slice(i * per_device, (i + 1) * per_device)
+            workspace.FeedBlob('cpu_{}/data'.format(device), x[rows])
+            workspace.FeedBlob('cpu_{}/label'.format(device), y[rows])
+        data_parallel_model.RunNet(model, 1)
+    result = {p: workspace.FetchBlob('cpu_0/' + p) for p in PARAMS}
+    for device in devices[1:]:
+        for p in PARAMS:
+            np.testing.assert_array_equal(workspace.FetchBlob('cpu_{}/{}'.format(device, p)),
+                                          result[p], err_msg='device {} {}'.format(device, p))
+    return model, result
+
+
+def numpy_sgd(lr, steps=STEPS):
+    """Plain SGD on the whole batch: an independent MLP forward/backward."""
+    params = {k: v.astype(np.float64) for k, v in initial_params().items()}
+    for x, y in batches()[:steps]:
+        pre = x @ params['fc1_w'].T + params['fc1_b']
+        hidden = np.maximum(pre, 0)
+        logits = hidden @ params['fc2_w'].T + params['fc2_b']
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        prob = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+        dlogits = prob.copy()
+        dlogits[np.arange(len(y)), y] -= 1
+        dlogits /= len(y)
+        grads = {'fc2_w': dlogits.T @ hidden, 'fc2_b': dlogits.sum(axis=0)}
+        dhidden = (dlogits @ params['fc2_w']) * (pre > 0)
+        grads['fc1_w'] = dhidden.T @ x
+        grads['fc1_b'] = dhidden.sum(axis=0)
+        for k in params:
+            params[k] = params[k] - lr * grads[k]
+    return params
+
+
+def test_same_params_on_1_2_4_devices_with_momentum():
+    _, one = train(1, momentum=0.9)
+    workspace.ResetWorkspace()
+    _, two = train(2, momentum=0.9)
+    workspace.ResetWorkspace()
+    _, four = train(4, momentum=0.9)
+    for p in PARAMS:
+        assert not np.allclose(one[p], initial_params()[p]), p  # it trained
+        np.testing.assert_allclose(two[p], one[p], rtol=1e-5, atol=1e-6, err_msg=p)
+        np.testing.assert_allclose(four[p], one[p], rtol=1e-5, atol=1e-6, err_msg=p)
+
+
+def test_plain_sgd_on_2_devices_matches_numpy():
+    _, result = train(2, momentum=0.0)
+    expected = numpy_sgd(0.1)
+    for p in PARAMS:
+        np.testing.assert_allclose(result[p], expected[p], rtol=1e-4, atol=1e-5, err_msg=p)
+
+
+def test_structure_and_bookkeeping():
+    model, _ = train(2, momentum=0.9, steps=1)
+    ops = model.net.Proto().op
+    allreduces = [op for op in ops if op.type == 'Allreduce']
+    assert sorted(list(op.input) for op in allreduces) == sorted(
+        [['cpu_0/{}_grad'.format(p), 'cpu_1/{}_grad'.format(p)] for p in PARAMS])
+    # The shared counter is incremented once per step, not once per device.
+    assert [op.output[0] for op in ops if op.type == 'AtomicIter'] == ['optimizer_iteration']
+    assert workspace.FetchBlob('optimizer_iteration').tolist() == [1]
+    assert model.net.Proto().type == 'dag'
+    init_ops = model.param_init_net.Proto().op
+    broadcasts = sorted(list(op.input) for op in init_ops if op.type == 'Broadcast')
+    assert broadcasts == sorted([['cpu_0/' + p, 'cpu_1/' + p] for p in PARAMS])
+    assert [str(p) for p in model.params] == ['cpu_{}/{}'.format(d, p)
+                                              for d in (0, 1) for p in PARAMS]
+    assert data_parallel_model.GetDevices(model) == [0, 1]
+    checkpoint = set(str(b) for b in data_parallel_model.GetCheckpointParams(model))
+    assert checkpoint == set(['cpu_0/' + p for p in PARAMS] +
+                             ['cpu_0/{}_momentum'.format(p) for p in PARAMS] +
+                             ['optimizer_iteration'])
+    for op in ops:
+        if op.output and op.output[0].startswith('cpu_1/'):
+            assert op.device_option.device_type == doppio_pb2.CPU
+            assert op.device_option.cuda_gpu_id == 1
+
+
+def test_finalize_after_checkpoint_copies_device_0():
+    model, _ = train(2, momentum=0.9, steps=1)
+    workspace.FeedBlob('cpu_0/fc1_w', np.full((HIDDEN, D_IN), 2.5, np.float32))
+    data_parallel_model.FinalizeAfterCheckpoint(model)
+    np.testing.assert_array_equal(workspace.FetchBlob('cpu_1/fc1_w'),
+                                  np.full((HIDDEN, D_IN), 2.5, np.float32))
+
+
+def parallelize(**kwargs):
+    model = model_helper.ModelHelper(name='dp_error')
+    args = dict(input_builder_fun=lambda m: None, forward_pass_builder_fun=forward,
+                optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.1),
+                devices=[0, 1])
+    args.update(kwargs)
+    return data_parallel_model.Parallelize_CPU(model, **args)
+
+
+def test_errors():
+    with core.DeviceScope(core.DeviceOption(doppio_pb2.CPU, 0)):
+        with pytest.raises(ValueError, match='device scope'):
+            parallelize()
+    with pytest.raises(ValueError, match='loss'):
+        parallelize(forward_pass_builder_fun=lambda m, s: [])
+    with pytest.raises(ValueError, match='not both'):
+        parallelize(param_update_builder_fun=lambda m: None)
+    with pytest.raises(RuntimeError, match='device list is empty'):
+        parallelize(devices=[])
+    with pytest.raises(RuntimeError, match='device 1 is listed twice'):
+        parallelize(devices=[1, 1])
+    with pytest.raises(RuntimeError, match='GPU devices are not supported'):
+        data_parallel_model.Parallelize_GPU(
+            model_helper.ModelHelper(name='dp_gpu'), lambda m: None, forward,
+            optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.1), devices=[0])
+    with pytest.raises(ValueError, match='not parallelized'):
+        data_parallel_model.RunInitNet(model_helper.ModelHelper(name='plain'))
+
+
+def test_caffe2_alias():
+    from caffe2.python import data_parallel_model as caffe2_dpm
+    assert caffe2_dpm is data_parallel_model
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
