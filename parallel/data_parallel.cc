@@ -6,6 +6,8 @@
 
 #include "core/backward.h"
 #include "core/enforce.h"
+#include "parallel/combine_spatial_bn.h"
+#include "parallel/sparse_gradients.h"
 
 namespace doppio {
 namespace {
@@ -97,21 +99,32 @@ class Cloner {
   }
 
   // Appends `ops` replica after replica (shared ops once, with the first),
-  // calling after_op(template index, replica index) after each clone.
+  // calling after_op(template index, replica index) after each clone. With
+  // op_major, op i goes to every replica before op i + 1 does: in the net's
+  // listed order, a collective after op i then precedes every replica's
+  // later backward ops, so the last layer's gradients are reduced while the
+  // first layer's are still being computed.
   template <typename AfterOp>
   void AppendAll(const std::vector<OperatorDef>& ops, const std::string& where, NetDef* out,
-                 AfterOp after_op) const {
+                 AfterOp after_op, bool op_major = false) const {
     std::vector<bool> shared_op(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) shared_op[i] = IsSharedOp(ops[i], where);
-    for (size_t r = 0; r < replicas_.size(); ++r) {
-      for (size_t i = 0; i < ops.size(); ++i) {
-        if (shared_op[i]) {
-          if (r == 0) *out->add_op() = CloneShared(ops[i]);
-        } else {
-          *out->add_op() = Clone(ops[i], replicas_[r]);
-        }
-        after_op(static_cast<int>(i), static_cast<int>(r));
+    auto append = [&](size_t i, size_t r) {
+      if (shared_op[i]) {
+        if (r == 0) *out->add_op() = CloneShared(ops[i]);
+      } else {
+        *out->add_op() = Clone(ops[i], replicas_[r]);
       }
+      after_op(static_cast<int>(i), static_cast<int>(r));
+    };
+    if (op_major) {
+      for (size_t i = 0; i < ops.size(); ++i) {
+        for (size_t r = 0; r < replicas_.size(); ++r) append(i, r);
+      }
+      return;
+    }
+    for (size_t r = 0; r < replicas_.size(); ++r) {
+      for (size_t i = 0; i < ops.size(); ++i) append(i, r);
     }
   }
 
@@ -236,10 +249,11 @@ Parallelized Parallelize(const DataParallelTemplate& model,
       auto found = backward.gradients.find(param);
       if (found == backward.gradients.end()) continue;  // the losses do not reach it
       const GradientWrapper& grad = found->second;
-      DOPPIO_ENFORCE(!grad.IsSparse(), "Parallelize: parameter '", param,
-                     "' has a sparse gradient (GradientSlice ", grad.indices, ", ", grad.values,
-                     "); sparse gradients are not supported yet");
-      result.param_to_grad[param] = grad.dense;
+      if (grad.IsSparse()) {
+        result.sparse_param_to_grad[param] = grad;
+      } else {
+        result.param_to_grad[param] = grad.dense;
+      }
     }
     train_ops.insert(train_ops.end(), backward.ops.begin(), backward.ops.end());
   }
@@ -269,9 +283,57 @@ Parallelized Parallelize(const DataParallelTemplate& model,
 
   // ---- train net: forward + backward per device, allreduces, updates ----
   const int num_devices = static_cast<int>(replicas.size());
+  // Rewritten before any index into train_ops is taken below; the train ops
+  // are emitted op-major, which the cross-device statistics need.
+  std::map<int, std::vector<std::string>> bn_allreduce_after;
+  if (options.combine_spatial_bn && num_devices > 1) {
+    bn_allreduce_after = CombineSpatialBN(&train_ops, num_devices);
+  }
+  // Sparse gradients are concatenated over the devices instead of summed
+  // (parallel/sparse_gradients.h); one device applies its slice as it is.
+  std::vector<SparseGradientSync> sparse_syncs;
+  NetDef update_net = model.param_update_net;
+  if (num_devices > 1 && !result.sparse_param_to_grad.empty()) {
+    std::set<std::string> template_blobs;
+    const NetDef& update_template = update_net;
+    for (const NetDef* template_net : {&model.param_init_net, &model.net, &update_template}) {
+      for (const OperatorDef& op : template_net->op()) {
+        template_blobs.insert(op.input().begin(), op.input().end());
+        template_blobs.insert(op.output().begin(), op.output().end());
+      }
+    }
+    for (const OperatorDef& op : train_ops) {
+      template_blobs.insert(op.output().begin(), op.output().end());
+    }
+    sparse_syncs = PlanSparseGradientSync(result.sparse_param_to_grad, template_blobs);
+    for (const SparseGradientSync& sync : sparse_syncs) {
+      DOPPIO_ENFORCE(!shared.count(sync.slice.indices) && !shared.count(sync.slice.values),
+                     "Parallelize: the sparse gradient of parameter '", sync.param, "' ('",
+                     sync.slice.indices, "', '", sync.slice.values,
+                     "') is listed as shared; each device concatenates every device's own");
+    }
+    UseAllDevicesSlices(sparse_syncs, &update_net);
+    for (const SparseGradientSync& sync : sparse_syncs) {
+      result.sparse_param_to_grad[sync.param] = sync.gathered;
+    }
+  }
+  std::map<int, std::vector<const SparseGradientSync*>> concat_after;
+  for (const SparseGradientSync& sync : sparse_syncs) {
+    int last_touch = -1;
+    for (int i = 0; i < static_cast<int>(train_ops.size()); ++i) {
+      for (const auto* blobs : {&train_ops[i].input(), &train_ops[i].output()}) {
+        for (const std::string& blob : *blobs) {
+          if (blob == sync.slice.indices || blob == sync.slice.values) last_touch = i;
+        }
+      }
+    }
+    DOPPIO_ENFORCE(last_touch >= 0, "Parallelize: no op of net '", model.net.name(),
+                   "' or its backward touches the sparse gradient of '", sync.param, "'");
+    concat_after[last_touch].push_back(&sync);
+  }
   // grad -> index of the last template op reading or writing it: reducing
   // earlier would change what later backward ops of that device read.
-  std::map<int, std::vector<std::string>> allreduce_after;
+  std::map<int, std::vector<std::string>> allreduce_after = std::move(bn_allreduce_after);
   if (num_devices > 1) {
     std::map<std::string, int> last_touch;
     std::set<std::string> grads;
@@ -304,17 +366,34 @@ Parallelized Parallelize(const DataParallelTemplate& model,
                    [&](int index, int replica) {
                      if (replica != num_devices - 1) return;
                      auto it = allreduce_after.find(index);
-                     if (it == allreduce_after.end()) return;
-                     for (const std::string& grad : it->second) {
-                       *net.add_op() = CollectiveOp("Allreduce", "allreduce_" + grad,
-                                                    cloner.RenameAll(grad),
-                                                    replicas.front().device_option);
+                     if (it != allreduce_after.end()) {
+                       for (const std::string& grad : it->second) {
+                         *net.add_op() = CollectiveOp("Allreduce", "allreduce_" + grad,
+                                                      cloner.RenameAll(grad),
+                                                      replicas.front().device_option);
+                       }
                      }
-                   });
-  cloner.AppendAll(OpsOf(model.param_update_net),
+                     auto sparse = concat_after.find(index);
+                     if (sparse == concat_after.end()) return;
+                     std::vector<std::string> prefixes;
+                     std::vector<DeviceOption> device_options;
+                     for (const Replica& each : replicas) {
+                       prefixes.push_back(each.prefix);
+                       device_options.push_back(each.device_option);
+                     }
+                     for (const SparseGradientSync* sync : sparse->second) {
+                       for (OperatorDef& op : AllDevicesConcatOps(*sync, prefixes, device_options)) {
+                         *net.add_op() = std::move(op);
+                       }
+                     }
+                   },
+                   /*op_major=*/true);
+  cloner.AppendAll(OpsOf(update_net),
                    "param_update_net '" + model.param_update_net.name() + "'", &net);
   net.set_type(options.net_type);
-  SetNumWorkers(num_devices * options.num_threads_per_device, &net);
+  // Doppio's dag executor reads num_workers per device (each device has its
+  // own pool), so this is Caffe2's total divided by the device count.
+  SetNumWorkers(options.num_threads_per_device, &net);
   SetExternalInputs(&net);
   SetExternalOutputs(model.net, cloner, &net);
 

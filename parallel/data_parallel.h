@@ -4,7 +4,7 @@
 //
 // The pass is a pure NetDef -> NetDef function; the Python front end
 // (doppio.data_parallel_model) and C++ callers share it. This increment
-// handles CPU devices (blob prefix "cpu_<id>/") and dense gradients.
+// handles CPU devices (blob prefix "cpu_<id>/"), dense and sparse gradients.
 //
 // Shared blobs are exactly those listed in ParallelizeOptions::shared_blobs:
 // they keep their names and every op writing only shared blobs is emitted
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gradient.h"
 #include "proto/doppio.pb.h"
 
 namespace doppio {
@@ -43,6 +44,9 @@ struct ParallelizeOptions {
   std::string net_type = "dag";
   int num_threads_per_device = 1;
   std::vector<std::string> shared_blobs;
+  // Training SpatialBN normalizes over all devices' batches together
+  // (parallel/combine_spatial_bn.h), as Caffe2's option of that name.
+  bool combine_spatial_bn = false;
 };
 
 struct Parallelized {
@@ -50,6 +54,10 @@ struct Parallelized {
   NetDef net;
   // Template param -> its (dense) gradient, for params the losses reach.
   std::map<std::string, std::string> param_to_grad;
+  // Template param -> its sparse gradient as the update ops read it: with
+  // several devices the all-devices concatenation (sparse_gradients.h),
+  // with one the slice backward produced.
+  std::map<std::string, GradientWrapper> sparse_param_to_grad;
   // One map per entry of ParallelizeOptions::devices, in that order:
   // device-prefixed param -> device-prefixed gradient.
   std::vector<std::map<std::string, std::string>> device_param_to_grad;
@@ -65,10 +73,14 @@ std::string DevicePrefix(int device_type, int device_id);
 // ends with one `Broadcast` (root 0) per param, and per computed param when
 // broadcast_computed_params, so all replicas start identical.
 //
+// A sparse (GradientSlice) param gradient is not allreduced: every device
+// concatenates all devices' slices and the update ops read that
+// (sparse_gradients.h).
+//
 // Throws doppio::Error for: no or duplicate devices, a non-CPU device type,
-// a loss no op of the template net produces, update ops without losses, a
-// sparse (GradientSlice) param gradient, and an op writing both shared and
-// per-device blobs (or a shared blob from per-device inputs).
+// a loss no op of the template net produces, update ops without losses, an
+// op writing both shared and per-device blobs (or a shared blob from
+// per-device inputs), and a concatenated-slice name the model already uses.
 Parallelized Parallelize(const DataParallelTemplate& model,
                          const ParallelizeOptions& options);
 

@@ -215,7 +215,8 @@ py::tuple ParallelizePy(const py::bytes& init_bytes, const py::bytes& net_bytes,
                         const std::vector<std::string>& computed_params,
                         const std::vector<int>& devices, int device_type,
                         bool broadcast_computed_params, const std::string& net_type,
-                        int num_threads_per_device, const std::vector<std::string>& shared_blobs) {
+                        int num_threads_per_device, const std::vector<std::string>& shared_blobs,
+                        bool combine_spatial_bn) {
   DataParallelTemplate model;
   model.param_init_net = ParseProto<NetDef>(init_bytes, "param_init_net NetDef");
   model.net = ParseProto<NetDef>(net_bytes, "net NetDef");
@@ -230,6 +231,7 @@ py::tuple ParallelizePy(const py::bytes& init_bytes, const py::bytes& net_bytes,
   options.net_type = net_type;
   options.num_threads_per_device = num_threads_per_device;
   options.shared_blobs = shared_blobs;
+  options.combine_spatial_bn = combine_spatial_bn;
   Parallelized result;
   {
     py::gil_scoped_release release;
@@ -299,7 +301,8 @@ PYBIND11_MODULE(_C, m) {
         py::arg("param_update_net"), py::arg("losses"), py::arg("params"),
         py::arg("computed_params"), py::arg("devices"), py::arg("device_type"),
         py::arg("broadcast_computed_params"), py::arg("net_type"),
-        py::arg("num_threads_per_device"), py::arg("shared_blobs"));
+        py::arg("num_threads_per_device"), py::arg("shared_blobs"),
+        py::arg("combine_spatial_bn") = false);
   m.def("schema", &SchemaInfo, py::arg("op_type"));
   m.def("inplace_allowed", [](const std::string& type, int input, int output) {
     const OpSchema* schema = OpSchemaRegistry::Schema(type);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: trains the reference CNN on Fashion-MNIST for 3 epochs with
-# python_api/examples/fmnist_train.py (progress bars, test accuracy per
-# epoch), saves a minidb checkpoint and a loss curve, exports a predict net +
+# python_api/examples/fmnist_train.py, data-parallel on 2 CPU devices
+# (Parallelize_CPU; progress bars, test accuracy per epoch), saves device
+# 0's minidb checkpoint and a loss curve, exports a predict net +
 # init net, scores them with run_net on the test set, and fails unless the
 # test accuracy reaches the target (0.91). Outputs go to ./fmnist_run unless
 # --workdir says otherwise; other arguments pass through to the example.

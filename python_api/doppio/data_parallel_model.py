@@ -16,7 +16,11 @@ Which blobs are shared (one copy, unprefixed) and which are per device:
   - per device: everything else, parameters, gradients, momentum and other
     optimizer state (`<param>_momentum`), and the data blobs: feed
     `cpu_0/data`, `cpu_1/data` ... (each device reads different data).
-This increment handles CPU devices (Parallelize_CPU) and dense gradients.
+A sparse gradient (GradientSlice, e.g. of a table read by Gather) is not
+allreduced: each device concatenates every device's indices and values
+(`cpu_<id>/<param>_grad_indices_all_devices`, `..._values_all_devices`) and
+its sparse update op applies them all, so the replicas stay identical.
+This increment handles CPU devices (Parallelize_CPU).
 """
 
 import logging
@@ -65,7 +69,10 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     """Replicates the model on `devices` for synchronous SGD (see the module
     doc). `param_update_builder_fun(model)` or `optimizer_builder_fun(model)`
     (at most one; neither: forward only) adds the updates; both see
-    model.param_to_grad with the template's names."""
+    model.param_to_grad with the template's names. combine_spatial_bn=True
+    makes training SpatialBN use the statistics of all devices' batches
+    (ChannelStats / ChannelBackpropStats summed across devices), so N
+    devices normalize like one device with the whole batch."""
     model = model_helper_obj
     if scope.CurrentDeviceScope() is not None:
         raise ValueError('Parallelize must be called without a device scope: '
@@ -82,8 +89,7 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
             ('optimize_gradient_memory', optimize_gradient_memory, 'no memonger yet'),
             ('dynamic_memory_management', dynamic_memory_management, 'no memonger yet'),
             ('ideep', ideep, 'no IDEEP devices'),
-            ('shared_model', shared_model, 'every CPU device gets its own replica'),
-            ('combine_spatial_bn', combine_spatial_bn, 'SpatialBN statistics stay per device')]:
+            ('shared_model', shared_model, 'every CPU device gets its own replica')]:
         if value:
             _refuse(option, value, why)
     if not cpu_device:
@@ -139,11 +145,16 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
         template_init.SerializeToString(), forward_proto.SerializeToString(),
         update_proto.SerializeToString(), losses, params, computed, devices,
         caffe2_pb2.CPU, bool(broadcast_computed_params), net_type,
-        int(num_threads_per_device), sorted(shared))
+        int(num_threads_per_device), sorted(shared),
+        combine_spatial_bn=bool(combine_spatial_bn))
 
+    # The template's sparse gradients, before param_to_grad is replaced.
+    sparse_param_to_grad = {str(p): g for p, g in model.param_to_grad.items()
+                            if isinstance(g, core.GradientSlice)} if has_update else {}
     model.param_init_net = _NetFromBytes(init_bytes)
     model.net = _NetFromBytes(net_bytes)
     _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared)
+    _RecordSparseGradients(model, devices, sparse_param_to_grad)
     model._losses_by_gpu = {d: [core.BlobReference(_Prefix(d) + l) for l in losses]
                             for d in devices}
     model._optimizer = optimizer
@@ -218,6 +229,26 @@ def _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared):
     model.grad_map = {str(k): v for k, v in model.param_to_grad.items()}
 
 
+def _AllDevicesSlice(param):
+    """The all-devices concatenation of a sparse gradient: the names the
+    C++ pass gives it (parallel/sparse_gradients.h, AllDevicesSliceNames)."""
+    return core.GradientSlice(param + '_grad_indices_all_devices',
+                              param + '_grad_values_all_devices')
+
+
+def _RecordSparseGradients(model, devices, sparse_param_to_grad):
+    """param_to_grad of a sparse param names the slice its update ops read:
+    every device's concatenation when there are several, else its own."""
+    for param, grad in sparse_param_to_grad.items():
+        if len(devices) > 1:
+            grad = _AllDevicesSlice(param)
+        for d in devices:
+            model.param_to_grad[model._device_grouped_blobs[param][d]] = core.GradientSlice(
+                core.BlobReference(_Prefix(d) + str(grad.indices)),
+                core.BlobReference(_Prefix(d) + str(grad.values)))
+    model.grad_map = {str(k): v for k, v in model.param_to_grad.items()}
+
+
 def _CheckParallelized(model):
     if not hasattr(model, '_device_grouped_blobs'):
         raise ValueError('model {} was not parallelized: call Parallelize first'.format(
@@ -288,3 +319,114 @@ def FinalizeAfterCheckpoint(model, blobs=None, cpu_mode=False):
         model._checkpoint_net_key = key
         workspace.CreateNet(net, overwrite=True)
     workspace.RunNet(model._checkpoint_net.Proto().name)
+
+
+def Synchronize(model, timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC):
+    """Caffe2's barrier across the hosts of a multi-host run. Every device
+    here lives in this process and each RunNet returns only when all of
+    them are done, so, as Caffe2 does for a single host, this is a no-op
+    (after checking its arguments)."""
+    _CheckParallelized(model)
+    if timeout_sec <= 0:
+        raise ValueError('Synchronize: timeout_sec must be positive, got {!r}'.format(
+            timeout_sec))
+
+
+def AddBlobSync(model, blobs, net=None):
+    """Appends to `net` (default model.net) a Broadcast of device 0's copy of
+    each (unprefixed) blob to every device, and records the blobs as
+    per-device groups. Call it before RunInitNet, which creates the net."""
+    _CheckParallelized(model)
+    blobs = [str(b) for b in blobs]
+    if not blobs:
+        return
+    net = model.net if net is None else net
+    for name in blobs:
+        if re.match(r'^{}_\d+/'.format(model._device_prefix), name):
+            raise ValueError('AddBlobSync: give the unprefixed blob name, not {!r}'.format(
+                name))
+        if name in model._shared_blobs:
+            raise ValueError('AddBlobSync: {!r} is shared by all devices (one copy); '
+                             'there is nothing to sync'.format(name))
+    devices = model._devices
+    root = core.DeviceOption(model._device_type, devices[0])
+    for name in blobs:
+        group = [_Prefix(d) + name for d in devices]
+        model._device_grouped_blobs[name] = {d: core.BlobReference(_Prefix(d) + name)
+                                             for d in devices}
+        if len(devices) > 1:
+            net.Broadcast(group, group, root=0, device_option=root)
+
+
+def GetLearningRateBlobNames(model):
+    """The learning rate blobs the optimizer reads: the optimizer's shared
+    `<Optimizer>_<n>_lr_cpu` when Parallelize built one, else the outputs of
+    the net's LearningRate ops."""
+    _CheckParallelized(model)
+    if model._optimizer is not None:
+        return [model._optimizer.get_cpu_blob_name('lr')]
+    names = []
+    for op in model.net.Proto().op:
+        if op.type == 'LearningRate' and op.output[0] not in names:
+            names.append(op.output[0])
+    return names
+
+
+def ConvertNetForDevice(net, device=None):
+    """A copy of `net` with every blob put under `device`'s prefix
+    (`cpu_<id>/`) and every op on `device` (default: the current device
+    scope), as Caffe2 does to append another model's net to a replica."""
+    import copy
+    if device is None:
+        device = scope.CurrentDeviceScope()
+    if device is None:
+        raise ValueError('ConvertNetForDevice: give a device or call it inside a '
+                         'DeviceScope')
+    if device.device_type != caffe2_pb2.CPU:
+        raise RuntimeError('ConvertNetForDevice: only CPU devices are supported, got '
+                           'device type {}'.format(device.device_type))
+    namescope = _Prefix(device.cuda_gpu_id)
+    converted = copy.deepcopy(net)
+    proto = converted.Proto()
+    for op in proto.op:
+        if 'RecurrentNetwork' in op.type:
+            raise NotImplementedError('ConvertNetForDevice: RecurrentNetwork ops are not '
+                                      'supported')
+        op.input[:] = [namescope + b for b in op.input]
+        op.output[:] = [namescope + b for b in op.output]
+        op.control_input[:] = [namescope + b for b in op.control_input]
+        op.device_option.CopyFrom(device)
+    proto.external_input[:] = [namescope + b for b in proto.external_input]
+    proto.external_output[:] = [namescope + b for b in proto.external_output]
+    return converted
+
+
+def ExtractPredictorNet(model, inputs, outputs, device):
+    """(predict net, blobs to export) from device 0's replica, as in Caffe2:
+    `inputs` and `outputs` are unprefixed and appear so in the result; the
+    params keep device 0's names (`cpu_0/fc_w`), which the export list
+    gives. Extract from a test-mode model (is_test=1)."""
+    from doppio import model_helper
+    _CheckParallelized(model)
+    master = _Prefix(model._devices[0])
+    prefixed_inputs = [master + str(b) for b in inputs]
+    prefixed_outputs = [master + str(b) for b in outputs]
+    # The replicas' ops are interleaved; only device 0's (and shared ones)
+    # may enter the predictor.
+    others = re.compile(r'^{}_\d+/'.format(model._device_prefix))
+    device0 = caffe2_pb2.NetDef()
+    device0.CopyFrom(model.net.Proto())
+    del device0.op[:]
+    for op in model.net.Proto().op:
+        names = list(op.input) + list(op.output)
+        if all(n.startswith(master) or not others.match(n) for n in names):
+            device0.op.add().CopyFrom(op)
+    device0.external_input[:] = [b for b in model.net.Proto().external_input
+                                 if b.startswith(master) or not others.match(b)]
+    device0.external_output[:] = [b for b in model.net.Proto().external_output
+                                  if b.startswith(master) or not others.match(b)]
+    renames = dict(zip(prefixed_inputs + prefixed_outputs,
+                       [str(b) for b in inputs] + [str(b) for b in outputs]))
+    return model_helper.ExtractPredictorNet(
+        net_proto=device0, input_blobs=prefixed_inputs, output_blobs=prefixed_outputs,
+        device=device, renames=renames)

@@ -1,14 +1,31 @@
 #!/usr/bin/python3
 """Trains the reference CNN (DESIGN.md section 8) on Fashion-MNIST, the way
-a Caffe2 user would: DBs of TensorProtos made by tools/make_db, a
-TensorProtosDBInput reader, brew layers, AddGradientOperators, build_sgd;
-then a minidb checkpoint, a loss curve, and a predict net + init net that
-run_net scores on the test set.
+a Caffe2 user would, data-parallel on CPU devices: DBs of TensorProtos made
+by tools/make_db, one shared DB reader, builder callbacks handed to
+data_parallel_model.Parallelize_CPU (as Caffe2's resnet50_trainer does),
+build_sgd; then device 0's minidb checkpoint, a loss curve, and a predict
+net + init net that run_net scores on the test set.
 
-    tools/python python_api/examples/fmnist_train.py [--epochs 3] [--workdir DIR]
+    tools/python python_api/examples/fmnist_train.py [--epochs 3] [--devices 2]
+        [--workdir DIR]
 
-Everything it writes goes to --workdir: the DBs, checkpoint.minidb,
-predict_net.pb, init_net.pb, loss.png and summary.json (the numbers, for
+Every device ("cpu_0/", "cpu_1/" ...) takes batch_size / devices images per
+step from the one reader, so together they read each record once per epoch;
+the gradients are summed by Allreduce (each device's loss is scaled by
+1 / devices) and every replica applies the same update. SpatialBN
+normalizes each device's own share of the batch (32 images on 2 devices):
+Parallelize has no combine_spatial_bn yet, so the statistics are per device,
+and the running mean/variance kept for testing are device 0's.
+
+Threads: each device gets --num_threads_per_device dag workers (default 1)
+and each op the cores divided among all workers, so 2 devices run one op
+per core and 1 device runs each op on both cores. On the 2-core machine
+2 devices x 1 thread trained 1.6-1.9x faster than 1 device x 2 threads
+(tools/bench/fmnist_bench.sh), hence the default --devices 2.
+
+Everything it writes goes to --workdir: the DBs, checkpoint.minidb (device
+0's blobs, "cpu_0/" names), predict_net.pb and init_net.pb (plain names:
+data_uint8 in, softmax out), loss.png and summary.json (the numbers, for
 scripts and tests).
 """
 import argparse
@@ -24,7 +41,8 @@ import time
 import numpy as np
 
 from caffe2.proto import caffe2_pb2
-from caffe2.python import brew, core, model_helper, optimizer, workspace
+from caffe2.python import (brew, core, data_parallel_model, model_helper, optimizer,
+                           workspace)
 from caffe2.python.predictor import mobile_exporter
 
 # Pixels are scaled to [0, 1] and then standardized with the training set's
@@ -32,6 +50,8 @@ from caffe2.python.predictor import mobile_exporter
 PIXEL_MEAN = 0.2860
 PIXEL_STD = 0.3530
 DEFAULT_DATA_DIR = '/usr/share/datasets/fashion-mnist'
+# Blob prefix of the replica whose params are tested, saved and exported.
+DEVICE0 = 'cpu_0/'
 REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                           '..', '..'))
 
@@ -39,7 +59,16 @@ REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--epochs', type=int, default=3)
-    parser.add_argument('--batch_size', type=int, default=64)
+    parser.add_argument('--batch_size', type=int, default=64,
+                        help='global batch: the devices share it equally')
+    parser.add_argument('--devices', type=int, default=2,
+                        help='CPU devices (replicas) to train on')
+    parser.add_argument('--num_threads_per_device', type=int, default=1,
+                        help='dag executor workers per device (ops of one device that may '
+                        'run at once)')
+    parser.add_argument('--intra_op_threads', type=int, default=0,
+                        help='threads each op may use (0: the cores divided among all '
+                        'workers)')
     parser.add_argument('--test_batch_size', type=int, default=100)
     parser.add_argument('--base_lr', type=float, default=0.05)
     parser.add_argument('--momentum', type=float, default=0.9)
@@ -64,6 +93,12 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1 or args.test_batch_size < 1:
         parser.error('--epochs, --batch_size and --test_batch_size must be positive')
+    if args.devices < 1 or args.num_threads_per_device < 1 or args.intra_op_threads < 0:
+        parser.error('--devices and --num_threads_per_device must be positive, '
+                     '--intra_op_threads >= 0')
+    if args.batch_size % args.devices:
+        parser.error('--batch_size {} must be a multiple of --devices {}'.format(
+            args.batch_size, args.devices))
     return args
 
 
@@ -120,8 +155,9 @@ def read_idx(args, split, limit):
 
 def add_preprocessing(model, data_uint8):
     """uint8 pixels [N, 1, 28, 28] -> standardized float. `pixel_shift`
-    (-mean / std) is a blob made by the training model's init net, so the
-    exported predict net carries it as a parameter."""
+    (-mean / std) is a blob made by the training model's init net (one per
+    device), so the checkpoint and the exported predict net carry it as a
+    parameter."""
     data = model.net.Cast(data_uint8, 'data_float', to=core.DataType.FLOAT)
     data = model.net.Scale(data, data, scale=1.0 / (255.0 * PIXEL_STD))
     data = model.net.Add([data, 'pixel_shift'], 'data', broadcast=1)
@@ -164,41 +200,89 @@ def add_loss_and_accuracy(model, softmax, label):
     return loss
 
 
-def build_models(args, train_db, train_count, test_db):
+def build_train_model(args, train_db, train_count):
+    """The training model, parallelized: per-device blobs are "cpu_<d>/..."."""
     train = model_helper.ModelHelper(name='fmnist_train')
-    train.param_init_net.ConstantFill([], 'pixel_shift', shape=[1],
-                                      value=-PIXEL_MEAN / PIXEL_STD)
-    # A shuffle buffer as large as the training set mixes every epoch, as
-    # the PyTorch peer's per-epoch permutation does (fixed order costs ~4
-    # points of test accuracy here).
-    data_uint8, label = brew.db_input(train, ['data_uint8', 'label'],
-                                      batch_size=args.batch_size, db=train_db,
-                                      db_type=args.db_type, shuffle_buffer=train_count,
-                                      shuffle_seed=args.seed)
-    softmax = add_reference_cnn(train, add_preprocessing(train, data_uint8), is_test=0)
-    loss = add_loss_and_accuracy(train, softmax, label)
-    train.AddGradientOperators([loss])
-    # Plain momentum SGD (not Caffe2's default Nesterov), as in the PyTorch
-    # peer; the step decay applies after whole epochs.
-    if args.lr_decay_epochs > 0:
-        stepsize = args.lr_decay_epochs * (train_count // args.batch_size)
-        schedule = dict(policy='step', stepsize=stepsize, gamma=args.lr_gamma)
-    else:
-        schedule = dict(policy='fixed')
-    optimizer.build_sgd(train, base_learning_rate=args.base_lr, momentum=args.momentum,
-                        nesterov=False, **schedule)
+    # Made before Parallelize, so one reader (a shared, unprefixed blob)
+    # serves every device: each record goes to exactly one of them.
+    reader = train.param_init_net.CreateDB([], 'dbreader_' + train_db, db=train_db,
+                                           db_type=args.db_type)
+    per_device_batch = args.batch_size // args.devices
 
-    # Same blob names, so the test and deploy nets read the trained params.
-    test = model_helper.ModelHelper(name='fmnist_test', init_params=False)
-    data_uint8, label = brew.db_input(test, ['data_uint8', 'label'],
-                                      batch_size=args.test_batch_size, db=test_db,
-                                      db_type=args.db_type)
-    softmax = add_reference_cnn(test, add_preprocessing(test, data_uint8), is_test=1)
-    add_loss_and_accuracy(test, softmax, label)
+    def add_input(model):
+        model.param_init_net.ConstantFill([], 'pixel_shift', shape=[1],
+                                          value=-PIXEL_MEAN / PIXEL_STD)
+        # Together the devices' shuffle buffers hold the whole training set
+        # and so mix every epoch, as the PyTorch peer's per-epoch permutation
+        # does (fixed order costs ~4 points of test accuracy here).
+        data_uint8, _ = model.net.TensorProtosDBInput(
+            [reader], ['data_uint8', 'label'], batch_size=per_device_batch,
+            shuffle_buffer=max(1, train_count // args.devices), shuffle_seed=args.seed)
+        add_preprocessing(model, data_uint8)
 
-    deploy = model_helper.ModelHelper(name='fmnist_deploy', init_params=False)
-    add_reference_cnn(deploy, add_preprocessing(deploy, 'data_uint8'), is_test=1)
-    return train, test, deploy
+    def add_forward(model, loss_scale):
+        softmax = add_reference_cnn(model, 'data', is_test=0)
+        loss = add_loss_and_accuracy(model, softmax, 'label')
+        # Allreduce sums the devices' gradients: scaled, the sum is the
+        # gradient of the mean loss over the global batch.
+        return [model.net.Scale(loss, 'scaled_loss', scale=loss_scale)]
+
+    def add_optimizer(model):
+        # Plain momentum SGD (not Caffe2's default Nesterov), as in the
+        # PyTorch peer; the step decay applies after whole epochs (the
+        # iteration counter is shared, one tick per global step).
+        if args.lr_decay_epochs > 0:
+            stepsize = args.lr_decay_epochs * (train_count // args.batch_size)
+            schedule = dict(policy='step', stepsize=stepsize, gamma=args.lr_gamma)
+        else:
+            schedule = dict(policy='fixed')
+        return optimizer.build_sgd(model, base_learning_rate=args.base_lr,
+                                   momentum=args.momentum, nesterov=False, **schedule)
+
+    data_parallel_model.Parallelize_CPU(
+        train, input_builder_fun=add_input, forward_pass_builder_fun=add_forward,
+        optimizer_builder_fun=add_optimizer, devices=list(range(args.devices)),
+        num_threads_per_device=args.num_threads_per_device)
+    configure_threads(args, train.net.Proto())
+    # Seeds every random fill of the init net (the replicas' fills are
+    # replaced by device 0's values, broadcast at the end of the init net).
+    for op in train.param_init_net.Proto().op:
+        op.device_option.random_seed = args.seed
+    return train
+
+
+def set_net_arg(net_proto, name, value):
+    for arg in net_proto.arg:
+        if arg.name == name:
+            arg.i = value
+            return
+    net_proto.arg.add(name=name, i=value)
+
+
+def configure_threads(args, net_proto):
+    """The dag executor runs num_threads_per_device workers per device and
+    gives each op the cores divided among all workers unless
+    "intra_op_threads" says otherwise. So 2 devices x 1 worker run one op
+    per core, and 1 device x 1 worker runs each op on both cores."""
+    if args.intra_op_threads > 0:
+        set_net_arg(net_proto, 'intra_op_threads', args.intra_op_threads)
+
+
+def build_eval_models(args, test_db):
+    """The test and deploy models read device 0's trained blobs: built under
+    NameScope('cpu_0'), their blob names are the training replica's."""
+    with core.NameScope(DEVICE0.rstrip('/')):
+        test = model_helper.ModelHelper(name='fmnist_test', init_params=False)
+        data_uint8, label = brew.db_input(test, ['data_uint8', 'label'],
+                                          batch_size=args.test_batch_size, db=test_db,
+                                          db_type=args.db_type)
+        softmax = add_reference_cnn(test, add_preprocessing(test, data_uint8), is_test=1)
+        add_loss_and_accuracy(test, softmax, label)
+
+        deploy = model_helper.ModelHelper(name='fmnist_deploy', init_params=False)
+        add_reference_cnn(deploy, add_preprocessing(deploy, 'data_uint8'),
+                          is_test=1)
+    return test, deploy
 
 
 # ---- running ----
@@ -214,12 +298,15 @@ def progress_bar(iterable, enabled, **kwargs):
 
 
 def train_one_epoch(args, train, epoch, iters, losses):
+    """One pass over the data; `losses` gets each step's loss, the mean of
+    the devices' (unscaled) losses, i.e. the global batch's mean."""
+    loss_blobs = ['cpu_{}/loss'.format(d) for d in data_parallel_model.GetDevices(train)]
     bar = progress_bar(range(iters), not args.no_progress, unit='batch',
                        desc='epoch {}/{}'.format(epoch + 1, args.epochs))
     start = time.perf_counter()
     for i in range(iters):
-        workspace.RunNet(train.net.Proto().name)
-        losses.append(float(workspace.FetchBlob('loss')))
+        data_parallel_model.RunNet(train, 1)
+        losses.append(float(np.mean([workspace.FetchBlob(b) for b in loss_blobs])))
         if not np.isfinite(losses[-1]):
             raise SystemExit('fmnist_train: loss is {} at epoch {} iteration {}'.format(
                 losses[-1], epoch + 1, i))
@@ -238,29 +325,41 @@ def evaluate(test, iters):
     correct = 0.0
     for _ in range(iters):
         workspace.RunNet(test.net.Proto().name)
-        correct += float(workspace.FetchBlob('accuracy'))
+        correct += float(workspace.FetchBlob(DEVICE0 + 'accuracy'))
     return correct / iters
 
 
 def save_checkpoint(train, path):
-    """Every tensor the training init net creates: params, BN statistics,
-    momentum, the iteration counter (not the DB reader or the mutex)."""
-    not_tensors = {'CreateDB', 'CreateMutex'}
-    blobs = [b for op in train.param_init_net.Proto().op
-             if op.type not in not_tensors for b in op.output]
+    """Device 0's params, BN statistics, momentum and pixel_shift, and the
+    shared iteration counter (GetCheckpointParams; not the DB reader)."""
+    blobs = sorted(str(b) for b in data_parallel_model.GetCheckpointParams(train))
     workspace.RunOperatorOnce(core.CreateOperator(
         'Save', blobs, [], db=path, db_type='minidb', absolute_path=1))
     return blobs
 
 
+def strip_prefix(net_proto, prefix):
+    """Renames every blob `prefix + name` of a NetDef to `name`."""
+    def plain(name):
+        return name[len(prefix):] if name.startswith(prefix) else name
+    for op in net_proto.op:
+        op.input[:] = [plain(b) for b in op.input]
+        op.output[:] = [plain(b) for b in op.output]
+    for field in (net_proto.external_input, net_proto.external_output):
+        field[:] = [plain(b) for b in field]
+
+
 def export_and_score(args, deploy, x_test, y_test):
-    """Writes predict_net.pb + init_net.pb and scores them with run_net on
-    the raw test images; returns run_net's accuracy."""
+    """Writes predict_net.pb + init_net.pb from device 0's params, under
+    plain names for serving, and scores them with run_net on the raw test
+    images; returns run_net's accuracy."""
     params = [str(p) for p in deploy.GetParams()] + \
-        [str(p) for p in deploy.GetComputedParams()] + ['pixel_shift']
+        [str(p) for p in deploy.GetComputedParams()] + [DEVICE0 + 'pixel_shift']
     init_net, predict_net = mobile_exporter.Export(workspace, deploy.net, params)
     del predict_net.external_output[:]
-    predict_net.external_output.extend(['softmax'])
+    predict_net.external_output.extend([DEVICE0 + 'softmax'])
+    strip_prefix(init_net, DEVICE0)
+    strip_prefix(predict_net, DEVICE0)
     init_path = os.path.join(args.workdir, 'init_net.pb')
     predict_path = os.path.join(args.workdir, 'predict_net.pb')
     with open(init_path, 'wb') as f:
@@ -279,7 +378,7 @@ def export_and_score(args, deploy, x_test, y_test):
     return float(np.mean(prediction == y_test))
 
 
-def plot_losses(path, losses, iters_per_epoch, accuracies):
+def plot_losses(path, losses, iters_per_epoch, accuracies, devices):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -299,7 +398,7 @@ def plot_losses(path, losses, iters_per_epoch, accuracies):
     lines = ax.get_legend_handles_labels()
     more = twin.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], loc='center right')
-    ax.set_title('Doppio: reference CNN on Fashion-MNIST')
+    ax.set_title('Doppio: reference CNN on Fashion-MNIST, {} device(s)'.format(devices))
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -323,13 +422,14 @@ def main(argv=None):
         raise SystemExit('fmnist_train: --test_batch_size {} must divide the {} test '
                          'images'.format(args.test_batch_size, test_count))
 
-    train, test, deploy = build_models(args, train_db, train_count, test_db)
-    # Seeds every random fill of the init net (Caffe2: net device_option).
-    train.param_init_net.Proto().device_option.random_seed = args.seed
-    workspace.RunNetOnce(train.param_init_net)
+    train = build_train_model(args, train_db, train_count)
+    test, deploy = build_eval_models(args, test_db)
+    data_parallel_model.RunInitNet(train)
     workspace.RunNetOnce(test.param_init_net)
-    workspace.CreateNet(train.net, overwrite=True)
     workspace.CreateNet(test.net, overwrite=True)
+    print('training on {} CPU device(s), {} image(s) each per step, {} worker(s) per '
+          'device'.format(args.devices, args.batch_size // args.devices,
+                          args.num_threads_per_device), flush=True)
 
     iters = train_count // args.batch_size
     test_iters = test_count // args.test_batch_size
@@ -347,7 +447,7 @@ def main(argv=None):
     checkpoint = os.path.join(args.workdir, 'checkpoint.minidb')
     saved = save_checkpoint(train, checkpoint)
     plot_path = os.path.join(args.workdir, 'loss.png')
-    plot_losses(plot_path, losses, iters, accuracies)
+    plot_losses(plot_path, losses, iters, accuracies, args.devices)
     x_test, y_test = read_idx(args, 'test', args.test_limit)
     served_accuracy = export_and_score(args, deploy, x_test, y_test)
     print('checkpoint: {} ({} blobs); loss curve: {}'.format(checkpoint, len(saved),
@@ -357,7 +457,10 @@ def main(argv=None):
     summary = dict(epochs=epochs, final_test_accuracy=accuracies[-1],
                    run_net_test_accuracy=served_accuracy, losses=losses,
                    checkpoint=checkpoint, checkpoint_blobs=saved,
-                   train_images=train_count, test_images=test_count)
+                   train_images=train_count, test_images=test_count,
+                   devices=args.devices, batch_size=args.batch_size,
+                   num_threads_per_device=args.num_threads_per_device,
+                   intra_op_threads=args.intra_op_threads)
     with open(os.path.join(args.workdir, 'summary.json'), 'w') as f:
         json.dump(summary, f, indent=1)
     return summary

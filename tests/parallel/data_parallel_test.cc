@@ -143,7 +143,7 @@ TEST(ParallelizeTest, TrainNetStructure) {
   for (const Argument& arg : net.arg()) {
     if (arg.name() == "num_workers") {
       has_workers = true;
-      EXPECT_EQ(arg.i(), 2);
+      EXPECT_EQ(arg.i(), 1);  // workers per device (num_threads_per_device)
     }
   }
   EXPECT_TRUE(has_workers);
@@ -290,16 +290,19 @@ TEST(ParallelizeTest, Errors) {
   EXPECT_MESSAGE_HAS(ErrorOf([&] { Parallelize(model, TwoDevices()); }),
                      "Scale", "shared blob 'lr'", "per-device blob 'w1'");
 
-  // Gather's gradient on its table is a GradientSlice.
+  // Gather's gradient on its table is a GradientSlice, concatenated over
+  // the devices under a name the model must not use already (the sparse
+  // path itself: sparse_data_parallel_test.py).
   DataParallelTemplate sparse;
   *sparse.param_init_net.add_op() =
       MakeOp("XavierFill", {}, {"table"}, {IntsArg("shape", {6, 2})});
   *sparse.net.add_op() = MakeOp("Gather", {"table", "ids"}, {"rows"});
   *sparse.net.add_op() = MakeOp("AveragedLoss", {"rows"}, {"loss"});
+  *sparse.net.add_op() = MakeOp("Scale", {"loss"}, {"table_grad_values_all_devices"});
   sparse.losses = {"loss"};
   sparse.params = {"table"};
   EXPECT_MESSAGE_HAS(ErrorOf([&] { Parallelize(sparse, TwoDevices()); }),
-                     "parameter 'table'", "sparse gradient", "not supported yet");
+                     "'table_grad_values_all_devices' already exists", "parameter 'table'");
 }
 
 }  // namespace

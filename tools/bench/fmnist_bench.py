@@ -1,0 +1,197 @@
+#!/usr/bin/python3
+"""Training throughput of the reference CNN on Fashion-MNIST, Doppio beside
+PyTorch, one run each, one after the other (run it through fmnist_bench.sh,
+which builds what it needs):
+
+    tools/python tools/bench/fmnist_bench.py [--epochs 1] [--train_limit N]
+        [--out tools/bench/results/fmnist_bench.json]
+
+Runs, all with the global batch 64 and momentum SGD lr 0.05:
+  doppio 1x2   python_api/examples/fmnist_train.py on 1 device, each op on
+               2 intra-op threads (one dag worker)
+  doppio 1x2 (2 workers)  1 device, 2 dag workers of 1 thread each: two
+               independent ops (backward's weight and input gradients) at once
+  doppio 2x1   2 devices (Parallelize_CPU), 1 worker of 1 thread each
+  torch 2 thr  ../shared/bench/torch_fmnist.py cnn, 2 threads
+  torch DDP 2  ../shared/bench/torch_ddp.py, 2 gloo processes of 1 thread
+               (throughput only: it measures no accuracy)
+Images/s is training only (not the DB build, tests or export): the mean
+over all epochs for Doppio and torch_fmnist, torch_ddp's own timing for DDP.
+--train_limit makes Doppio and torch_fmnist train on the first N images, for
+quick checks; DDP then runs the same number of steps.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                          '..', '..'))
+PEER_DIR = os.path.normpath(os.path.join(REPO_ROOT, '..', 'shared', 'bench'))
+EXAMPLE = os.path.join(REPO_ROOT, 'python_api', 'examples', 'fmnist_train.py')
+FULL_TRAIN_IMAGES = 60000
+GLOBAL_BATCH = 64
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--epochs', type=int, default=1)
+    parser.add_argument('--train_limit', type=int, default=-1,
+                        help='train on the first N images only (-1: all 60,000)')
+    parser.add_argument('--out', default=os.path.join(REPO_ROOT, 'tools', 'bench', 'results',
+                                                      'fmnist_bench.json'))
+    parser.add_argument('--skip_torch', action='store_true',
+                        help='run only the Doppio configurations')
+    args = parser.parse_args(argv)
+    if args.epochs < 1:
+        parser.error('--epochs must be positive, got {}'.format(args.epochs))
+    if args.train_limit == 0 or args.train_limit < -1:
+        parser.error('--train_limit must be positive or -1, got {}'.format(args.train_limit))
+    return args
+
+
+def load_average():
+    return round(os.getloadavg()[0], 2)
+
+
+def run(command, what, env=None):
+    """Runs a benchmark process; its stdout, or an exit naming `what`."""
+    print('running {}'.format(what), file=sys.stderr, flush=True)
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True, env=env)
+    if result.returncode != 0:
+        raise SystemExit('fmnist_bench: {} failed (exit {}):\n{}'.format(
+            what, result.returncode, result.stderr[-3000:]))
+    return result.stdout
+
+
+def last_json_line(text, what):
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith('{'):
+            return json.loads(line)
+    raise SystemExit('fmnist_bench: {} printed no JSON result:\n{}'.format(what, text[-2000:]))
+
+
+def doppio(args, devices, workers, intra_op_threads, workdir):
+    what = 'doppio {} device(s) x {} worker(s) x {} thread(s) per op'.format(
+        devices, workers, intra_op_threads)
+    command = [sys.executable, EXAMPLE, '--epochs', str(args.epochs), '--devices',
+               str(devices), '--num_threads_per_device', str(workers), '--intra_op_threads',
+               str(intra_op_threads), '--train_limit', str(args.train_limit),
+               '--workdir', workdir, '--no_progress']
+    before = load_average()
+    run(command, what)
+    with open(os.path.join(workdir, 'summary.json')) as f:
+        summary = json.load(f)
+    seconds = sum(e['seconds'] for e in summary['epochs'])
+    steps = summary['train_images'] // GLOBAL_BATCH
+    name = 'doppio {} device(s) x {} thread(s)'.format(devices, workers * intra_op_threads)
+    if workers > 1:
+        name += ' ({} workers)'.format(workers)
+    return dict(name=name, what=what, devices=devices, workers_per_device=workers,
+                intra_op_threads=intra_op_threads,
+                img_per_s=round(steps * GLOBAL_BATCH * args.epochs / seconds),
+                test_acc=summary['final_test_accuracy'],
+                epochs=[dict(epoch=e['epoch'], img_per_s=e['img_per_s'],
+                             test_acc=e['test_acc']) for e in summary['epochs']],
+                load_before=before, load_after=load_average())
+
+
+def torch_single(args):
+    what = 'pytorch 2 threads (torch_fmnist.py cnn)'
+    before = load_average()
+    # torch_fmnist.py has no limit argument: the same script, its training
+    # set cut to the first N images when --train_limit asks.
+    code = ('import sys; sys.path.insert(0, {peer!r}); import torch_fmnist as t\n'
+            'limit = {limit}\n'
+            'if limit > 0:\n'
+            '    full = t.load\n'
+            '    t.load = lambda kind: tuple(a[:limit] for a in full(kind)) '
+            'if kind == "train" else full(kind)\n'
+            'sys.argv = ["torch_fmnist.py", "cnn", "{epochs}", "2"]\n'
+            't.main()\n').format(peer=PEER_DIR, limit=args.train_limit, epochs=args.epochs)
+    result = last_json_line(run(['/usr/bin/python3', '-c', code], what), what)
+    seconds = sum(e['seconds'] for e in result['epochs'])
+    images = (args.train_limit if args.train_limit > 0 else FULL_TRAIN_IMAGES) * args.epochs
+    return dict(name='pytorch 2 threads', what=what, peer=result['peer'],
+                img_per_s=round(images / seconds), test_acc=result['epochs'][-1]['test_acc'],
+                epochs=result['epochs'], load_before=before, load_after=load_average())
+
+
+def torch_ddp(args):
+    what = 'pytorch DDP 2 processes (torch_ddp.py)'
+    images = args.train_limit if args.train_limit > 0 else FULL_TRAIN_IMAGES
+    iters = images // GLOBAL_BATCH * args.epochs
+    before = load_average()
+    result = last_json_line(run(['/usr/bin/python3', os.path.join(PEER_DIR, 'torch_ddp.py'),
+                                 '2', str(iters)], what), what)
+    return dict(name='pytorch DDP 2x1', what=what, img_per_s=result['img_per_s'],
+                test_acc=None, steps=iters, load_before=before, load_after=load_average())
+
+
+def table(rows, best_torch):
+    lines = ['| run | images/s | test accuracy | ours / PyTorch best | load avg before, after |',
+             '|---|---:|---:|---:|---|']
+    for row in rows:
+        accuracy = '{:.4f}'.format(row['test_acc']) if row['test_acc'] is not None else '-'
+        ratio = '{:.2f}'.format(row['img_per_s'] / best_torch) \
+            if best_torch and row['name'].startswith('doppio') else '-'
+        lines.append('| {} | {} | {} | {} | {}, {} |'.format(
+            row['name'], row['img_per_s'], accuracy, ratio, row['load_before'],
+            row['load_after']))
+    return '\n'.join(lines)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    for peer in ('torch_fmnist.py', 'torch_ddp.py'):
+        if not args.skip_torch and not os.path.exists(os.path.join(PEER_DIR, peer)):
+            raise SystemExit('fmnist_bench: the PyTorch peer {} is missing'.format(
+                os.path.join(PEER_DIR, peer)))
+    start = time.perf_counter()
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        # The DBs are built again in each run's workdir; that is outside the
+        # timed training loop.
+        rows.append(doppio(args, 1, 1, 2, os.path.join(scratch, 'doppio_1x2')))
+        rows.append(doppio(args, 1, 2, 1, os.path.join(scratch, 'doppio_1x2_workers')))
+        rows.append(doppio(args, 2, 1, 1, os.path.join(scratch, 'doppio_2x1')))
+    if not args.skip_torch:
+        rows.append(torch_single(args))
+        rows.append(torch_ddp(args))
+    torch_rows = [r for r in rows if r['name'].startswith('pytorch')]
+    best_torch = max((r['img_per_s'] for r in torch_rows), default=None)
+    ours_best = max(r['img_per_s'] for r in rows if r['name'].startswith('doppio'))
+    cpu = next((line.split(':', 1)[1].strip() for line in open('/proc/cpuinfo')
+                if line.startswith('model name')), platform.processor())
+    result = dict(
+        date=datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
+        machine=dict(cpu=cpu, cores=os.cpu_count()), epochs=args.epochs,
+        train_limit=args.train_limit, global_batch=GLOBAL_BATCH, rows=rows,
+        pytorch_best_img_per_s=best_torch, doppio_best_img_per_s=ours_best,
+        ratio_doppio_best_over_pytorch_best=round(ours_best / best_torch, 3)
+        if best_torch else None,
+        seconds=round(time.perf_counter() - start, 1))
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, 'w') as f:
+        json.dump(result, f, indent=1)
+    print('fmnist_bench {}: {}, {} core(s), {} epoch(s){}'.format(
+        result['date'], cpu, os.cpu_count(), args.epochs,
+        ', first {} training images'.format(args.train_limit) if args.train_limit > 0 else ''))
+    print()
+    print(table(rows, best_torch))
+    print()
+    if best_torch:
+        print('ours best / PyTorch best: {:.2f} (target >= 1.5)'.format(
+            result['ratio_doppio_best_over_pytorch_best']))
+    print('results: {}'.format(args.out))
+    return result
+
+
+if __name__ == '__main__':
+    main()
