@@ -13,9 +13,9 @@ Every device ("cpu_0/", "cpu_1/" ...) takes batch_size / devices images per
 step from the one reader, so together they read each record once per epoch;
 the gradients are summed by Allreduce (each device's loss is scaled by
 1 / devices) and every replica applies the same update. SpatialBN
-normalizes each device's own share of the batch (32 images on 2 devices):
-Parallelize has no combine_spatial_bn yet, so the statistics are per device,
-and the running mean/variance kept for testing are device 0's.
+normalizes each device's own share of the batch (32 images on 2 devices),
+Caffe2's default; --combine_spatial_bn pools the batch statistics across
+devices instead. The running mean/variance kept for testing are device 0's.
 
 Threads: each device gets --num_threads_per_device dag workers (default 1)
 and each op the cores divided among all workers, so 2 devices run one op
@@ -63,6 +63,9 @@ def parse_args(argv):
                         help='global batch: the devices share it equally')
     parser.add_argument('--devices', type=int, default=2,
                         help='CPU devices (replicas) to train on')
+    parser.add_argument('--combine_spatial_bn', action='store_true',
+                        help='SpatialBN statistics over all devices\' images, as on one '
+                        'device (default: per device, as Caffe2)')
     parser.add_argument('--num_threads_per_device', type=int, default=1,
                         help='dag executor workers per device (ops of one device that may '
                         'run at once)')
@@ -242,7 +245,8 @@ def build_train_model(args, train_db, train_count):
     data_parallel_model.Parallelize_CPU(
         train, input_builder_fun=add_input, forward_pass_builder_fun=add_forward,
         optimizer_builder_fun=add_optimizer, devices=list(range(args.devices)),
-        num_threads_per_device=args.num_threads_per_device)
+        num_threads_per_device=args.num_threads_per_device,
+        combine_spatial_bn=args.combine_spatial_bn)
     configure_threads(args, train.net.Proto())
     # Seeds every random fill of the init net (the replicas' fills are
     # replaced by device 0's values, broadcast at the end of the init net).
