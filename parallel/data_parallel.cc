@@ -7,6 +7,7 @@
 #include "core/backward.h"
 #include "core/enforce.h"
 #include "parallel/combine_spatial_bn.h"
+#include "parallel/shared_model.h"
 #include "parallel/sparse_gradients.h"
 
 namespace doppio {
@@ -35,6 +36,8 @@ void ValidateOptions(const ParallelizeOptions& options) {
                  "Parallelize: num_threads_per_device must be >= 1, got ",
                  options.num_threads_per_device);
   DOPPIO_ENFORCE(!options.net_type.empty(), "Parallelize: net_type is empty");
+  DOPPIO_ENFORCE(!options.shared_model || options.device_type == CPU,
+                 "Parallelize: shared_model is only supported on CPU devices");
 }
 
 // One replica's view: its blob prefix and DeviceOption.
@@ -46,13 +49,18 @@ struct Replica {
 // Clones ops onto every replica and keeps the shared-blob rules.
 class Cloner {
  public:
-  Cloner(const std::vector<Replica>& replicas, const std::set<std::string>& shared)
-      : replicas_(replicas), shared_(shared) {}
+  // `master_blobs` (the params of a shared model) exist once, under the
+  // first replica's prefix, and every replica's ops use that copy.
+  Cloner(const std::vector<Replica>& replicas, const std::set<std::string>& shared,
+         const std::set<std::string>& master_blobs)
+      : replicas_(replicas), shared_(shared), master_blobs_(master_blobs) {}
 
   bool IsShared(const std::string& blob) const { return shared_.count(blob) > 0; }
 
   std::string Rename(const std::string& blob, const Replica& replica) const {
-    return IsShared(blob) ? blob : replica.prefix + blob;
+    if (IsShared(blob)) return blob;
+    if (master_blobs_.count(blob)) return replicas_.front().prefix + blob;
+    return replica.prefix + blob;
   }
 
   // An op whose outputs are all shared runs once for all replicas. Mixing
@@ -99,18 +107,22 @@ class Cloner {
   }
 
   // Appends `ops` replica after replica (shared ops once, with the first),
-  // calling after_op(template index, replica index) after each clone. With
+  // calling after_op(template index, replica index) after each clone; an op
+  // flagged in master_only goes to the first replica alone. With
   // op_major, op i goes to every replica before op i + 1 does: in the net's
   // listed order, a collective after op i then precedes every replica's
   // later backward ops, so the last layer's gradients are reduced while the
   // first layer's are still being computed.
   template <typename AfterOp>
   void AppendAll(const std::vector<OperatorDef>& ops, const std::string& where, NetDef* out,
-                 AfterOp after_op, bool op_major = false) const {
+                 AfterOp after_op, bool op_major = false,
+                 const std::vector<bool>& master_only = {}) const {
     std::vector<bool> shared_op(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) shared_op[i] = IsSharedOp(ops[i], where);
     auto append = [&](size_t i, size_t r) {
-      if (shared_op[i]) {
+      if (i < master_only.size() && master_only[i]) {
+        if (r == 0) *out->add_op() = shared_op[i] ? CloneShared(ops[i]) : Clone(ops[i], replicas_[0]);
+      } else if (shared_op[i]) {
         if (r == 0) *out->add_op() = CloneShared(ops[i]);
       } else {
         *out->add_op() = Clone(ops[i], replicas_[r]);
@@ -128,14 +140,16 @@ class Cloner {
     }
   }
 
-  void AppendAll(const std::vector<OperatorDef>& ops, const std::string& where,
-                 NetDef* out) const {
-    AppendAll(ops, where, out, [](int, int) {});
+  void AppendAll(const std::vector<OperatorDef>& ops, const std::string& where, NetDef* out,
+                 const std::vector<bool>& master_only = {}) const {
+    AppendAll(ops, where, out, [](int, int) {}, /*op_major=*/false, master_only);
   }
 
-  // One name per replica, or the name itself once when it is shared.
+  // One name per replica, or the name itself once when it is shared (or the
+  // master's copy of a shared-model param).
   std::vector<std::string> RenameAll(const std::string& blob) const {
     if (IsShared(blob)) return {blob};
+    if (master_blobs_.count(blob)) return {replicas_.front().prefix + blob};
     std::vector<std::string> names;
     for (const Replica& replica : replicas_) names.push_back(replica.prefix + blob);
     return names;
@@ -144,6 +158,7 @@ class Cloner {
  private:
   const std::vector<Replica>& replicas_;
   const std::set<std::string>& shared_;
+  const std::set<std::string>& master_blobs_;
 };
 
 std::vector<OperatorDef> OpsOf(const NetDef& net) {
@@ -267,7 +282,13 @@ Parallelized Parallelize(const DataParallelTemplate& model,
     replicas.push_back(replica);
   }
   const std::set<std::string> shared(options.shared_blobs.begin(), options.shared_blobs.end());
-  const Cloner cloner(replicas, shared);
+  // The params of a shared model exist once, the master's; none otherwise.
+  std::set<std::string> master_params;
+  if (options.shared_model) {
+    CheckSharedModelTemplate(model, train_ops);
+    master_params.insert(model.params.begin(), model.params.end());
+  }
+  const Cloner cloner(replicas, shared, master_params);
   for (const auto& entry : result.param_to_grad) {
     DOPPIO_ENFORCE(!shared.count(entry.first) && !shared.count(entry.second),
                    "Parallelize: parameter '", entry.first, "' or its gradient '", entry.second,
@@ -275,7 +296,9 @@ Parallelized Parallelize(const DataParallelTemplate& model,
   }
   for (const Replica& replica : replicas) {
     std::map<std::string, std::string> device_map;
+    const bool owns_params = !options.shared_model || &replica == &replicas.front();
     for (const auto& entry : result.param_to_grad) {
+      if (!owns_params) break;
       device_map[replica.prefix + entry.first] = replica.prefix + entry.second;
     }
     result.device_param_to_grad.push_back(device_map);
@@ -383,13 +406,19 @@ Parallelized Parallelize(const DataParallelTemplate& model,
                      }
                      for (const SparseGradientSync* sync : sparse->second) {
                        for (OperatorDef& op : AllDevicesConcatOps(*sync, prefixes, device_options)) {
+                         // A shared model's update runs on the master alone.
+                         if (options.shared_model && op.output(0).rfind(prefixes.front(), 0) != 0) {
+                           continue;
+                         }
                          *net.add_op() = std::move(op);
                        }
                      }
                    },
                    /*op_major=*/true);
+  // A shared model has one copy of each param to update: the master's.
   cloner.AppendAll(OpsOf(update_net),
-                   "param_update_net '" + model.param_update_net.name() + "'", &net);
+                   "param_update_net '" + model.param_update_net.name() + "'", &net,
+                   std::vector<bool>(update_net.op_size(), options.shared_model));
   net.set_type(options.net_type);
   // Doppio's dag executor reads num_workers per device (each device has its
   // own pool), so this is Caffe2's total divided by the device count.
@@ -402,8 +431,11 @@ Parallelized Parallelize(const DataParallelTemplate& model,
   init.set_name(model.param_init_net.name());
   *init.mutable_arg() = model.param_init_net.arg();
   if (model.param_init_net.has_type()) init.set_type(model.param_init_net.type());
+  std::vector<bool> init_master_only;
+  if (options.shared_model) init_master_only = MasterOnlyInitOps(model, train_ops);
   cloner.AppendAll(OpsOf(model.param_init_net),
-                   "param_init_net '" + model.param_init_net.name() + "'", &init);
+                   "param_init_net '" + model.param_init_net.name() + "'", &init,
+                   init_master_only);
   if (num_devices > 1) {
     std::set<std::string> initialized;
     for (const OperatorDef& op : model.param_init_net.op()) {
@@ -418,7 +450,11 @@ Parallelized Parallelize(const DataParallelTemplate& model,
     for (const std::string& blob : to_broadcast) {
       // A blob the init net does not make (loaded from a checkpoint later)
       // is synced by FinalizeAfterCheckpoint instead.
-      if (!initialized.count(blob) || shared.count(blob) || !done.insert(blob).second) continue;
+      // A shared model's params exist once; there is nothing to copy.
+      if (!initialized.count(blob) || shared.count(blob) || master_params.count(blob) ||
+          !done.insert(blob).second) {
+        continue;
+      }
       OperatorDef broadcast = CollectiveOp("Broadcast", "broadcast_" + blob,
                                            cloner.RenameAll(blob), replicas.front().device_option);
       Argument* root = broadcast.add_arg();

@@ -47,6 +47,10 @@ struct ParallelizeOptions {
   // Training SpatialBN normalizes over all devices' batches together
   // (parallel/combine_spatial_bn.h), as Caffe2's option of that name.
   bool combine_spatial_bn = false;
+  // CPU only, as in Caffe2: every device reads the master's (devices[0])
+  // params, the update ops run once for the master, the init net makes only
+  // the master's params and no param Broadcast (parallel/shared_model.h).
+  bool shared_model = false;
 };
 
 struct Parallelized {
@@ -59,7 +63,8 @@ struct Parallelized {
   // with one the slice backward produced.
   std::map<std::string, GradientWrapper> sparse_param_to_grad;
   // One map per entry of ParallelizeOptions::devices, in that order:
-  // device-prefixed param -> device-prefixed gradient.
+  // device-prefixed param -> device-prefixed gradient. With shared_model
+  // only the master's map has entries: the other devices own no params.
   std::vector<std::map<std::string, std::string>> device_param_to_grad;
 };
 

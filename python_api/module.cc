@@ -216,7 +216,7 @@ py::tuple ParallelizePy(const py::bytes& init_bytes, const py::bytes& net_bytes,
                         const std::vector<int>& devices, int device_type,
                         bool broadcast_computed_params, const std::string& net_type,
                         int num_threads_per_device, const std::vector<std::string>& shared_blobs,
-                        bool combine_spatial_bn) {
+                        bool combine_spatial_bn, bool shared_model) {
   DataParallelTemplate model;
   model.param_init_net = ParseProto<NetDef>(init_bytes, "param_init_net NetDef");
   model.net = ParseProto<NetDef>(net_bytes, "net NetDef");
@@ -232,6 +232,7 @@ py::tuple ParallelizePy(const py::bytes& init_bytes, const py::bytes& net_bytes,
   options.num_threads_per_device = num_threads_per_device;
   options.shared_blobs = shared_blobs;
   options.combine_spatial_bn = combine_spatial_bn;
+  options.shared_model = shared_model;
   Parallelized result;
   {
     py::gil_scoped_release release;
@@ -302,7 +303,7 @@ PYBIND11_MODULE(_C, m) {
         py::arg("computed_params"), py::arg("devices"), py::arg("device_type"),
         py::arg("broadcast_computed_params"), py::arg("net_type"),
         py::arg("num_threads_per_device"), py::arg("shared_blobs"),
-        py::arg("combine_spatial_bn") = false);
+        py::arg("combine_spatial_bn") = false, py::arg("shared_model") = false);
   m.def("schema", &SchemaInfo, py::arg("op_type"));
   m.def("inplace_allowed", [](const std::string& type, int input, int output) {
     const OpSchema* schema = OpSchemaRegistry::Schema(type);

@@ -20,9 +20,21 @@ A sparse gradient (GradientSlice, e.g. of a table read by Gather) is not
 allreduced: each device concatenates every device's indices and values
 (`cpu_<id>/<param>_grad_indices_all_devices`, `..._values_all_devices`) and
 its sparse update op applies them all, so the replicas stay identical.
+With shared_model=True (CPU only) the devices share the master's
+(devices[0]'s) parameters: every device's ops read `cpu_<master>/<param>`,
+no other device has a copy, gradients are still computed per device and
+allreduced, and the update ops (and the optimizer state they keep) exist
+only for the master; model.params and model.param_to_grad list the master's
+alone, as Caffe2's _PruneParametersForSharing leaves them. Computed params
+(batch-norm running statistics) stay per device.
+
+Parallelize is all or nothing: the builders run on a copy of the model's
+state, which replaces the model's only once the whole pass has succeeded,
+so a failing call leaves the model as it was.
 This increment handles CPU devices (Parallelize_CPU).
 """
 
+import copy
 import logging
 import re
 
@@ -72,7 +84,8 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     model.param_to_grad with the template's names. combine_spatial_bn=True
     makes training SpatialBN use the statistics of all devices' batches
     (ChannelStats / ChannelBackpropStats summed across devices), so N
-    devices normalize like one device with the whole batch."""
+    devices normalize like one device with the whole batch. shared_model=True
+    (CPU only) makes every device use the master's parameters (module doc)."""
     model = model_helper_obj
     if scope.CurrentDeviceScope() is not None:
         raise ValueError('Parallelize must be called without a device scope: '
@@ -88,10 +101,12 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     for option, value, why in [
             ('optimize_gradient_memory', optimize_gradient_memory, 'no memonger yet'),
             ('dynamic_memory_management', dynamic_memory_management, 'no memonger yet'),
-            ('ideep', ideep, 'no IDEEP devices'),
-            ('shared_model', shared_model, 'every CPU device gets its own replica')]:
+            ('ideep', ideep, 'no IDEEP devices')]:
         if value:
             _refuse(option, value, why)
+    if shared_model and not cpu_device:
+        raise ValueError('Parallelize: shared_model is only supported on CPU devices '
+                         '(cpu_device=True)')
     if not cpu_device:
         # The C++ pass says the same; checked here so nothing is built first.
         raise RuntimeError('Parallelize: GPU devices are not supported yet (CPU devices '
@@ -101,6 +116,60 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
                          'build it inside the builder functions'.format(
                              [str(p) for p in model.params]))
 
+    # Everything below works on a copy of the model's state; it replaces the
+    # model's once nothing can fail any more.
+    work = _WorkingCopy(model)
+    _BuildParallel(work, input_builder_fun, forward_pass_builder_fun,
+                   param_update_builder_fun, optimizer_builder_fun, devices, net_type,
+                   broadcast_computed_params, num_threads_per_device, shared_model,
+                   combine_spatial_bn)
+    _Commit(work, model)
+    log.info('Parallelized model %s onto CPU devices %s%s', model.name, devices,
+             ' (shared model)' if shared_model else '')
+    return model
+
+
+def _WorkingCopy(model):
+    """A shallow copy of `model` whose nets and containers are deep copies
+    (one memo, so blob references keep pointing at the copied nets)."""
+    work = copy.copy(model)
+    memo = {}
+    for key, value in model.__dict__.items():
+        if isinstance(value, (core.Net, list, dict, set)):
+            try:
+                work.__dict__[key] = copy.deepcopy(value, memo)
+            except (TypeError, copy.Error):
+                # Something a user stored that cannot be deep-copied (a
+                # handle): a fresh container still keeps the model's intact.
+                work.__dict__[key] = copy.copy(value)
+    return work
+
+
+def _Commit(work, model):
+    """Moves the finished state of `work` onto `model`. Lists and dicts are
+    updated in place: ModelHelper may share them with a param_model."""
+    for key, value in work.__dict__.items():
+        if key not in model.__dict__:
+            model.__dict__[key] = value
+            continue
+        old = model.__dict__[key]
+        if old is value:
+            continue
+        if type(old) is list and type(value) is list:
+            old[:] = value
+        elif type(old) is dict and type(value) is dict:
+            old.clear()
+            old.update(value)
+        else:
+            model.__dict__[key] = value
+
+
+def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
+                   param_update_builder_fun, optimizer_builder_fun, devices, net_type,
+                   broadcast_computed_params, num_threads_per_device, shared_model,
+                   combine_spatial_bn):
+    """The builders, the C++ pass and the bookkeeping, all on `model` (the
+    working copy)."""
     # Blobs made before the builders run are shared by all devices.
     pre_existing = set()
     for net in (model.param_init_net, model.net):
@@ -141,27 +210,32 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     shared = _SharedBlobs(pre_existing, [template_init, forward_proto, update_proto])
     params = [str(p) for p in model.params]
     computed = [str(p) for p in model._computed_params]
+    weights = [str(p) for p in model.weights]
+    biases = [str(p) for p in model.biases]
     init_bytes, net_bytes, param_to_grad = workspace.C.parallelize(
         template_init.SerializeToString(), forward_proto.SerializeToString(),
         update_proto.SerializeToString(), losses, params, computed, devices,
         caffe2_pb2.CPU, bool(broadcast_computed_params), net_type,
         int(num_threads_per_device), sorted(shared),
-        combine_spatial_bn=bool(combine_spatial_bn))
+        combine_spatial_bn=bool(combine_spatial_bn), shared_model=bool(shared_model))
 
     # The template's sparse gradients, before param_to_grad is replaced.
     sparse_param_to_grad = {str(p): g for p, g in model.param_to_grad.items()
                             if isinstance(g, core.GradientSlice)} if has_update else {}
     model.param_init_net = _NetFromBytes(init_bytes)
     model.net = _NetFromBytes(net_bytes)
-    _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared)
+    _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared, shared_model)
     _RecordSparseGradients(model, devices, sparse_param_to_grad)
+    # Caffe2 keeps the replicas' weights and biases (the master's alone for
+    # a shared model).
+    owners = devices[:1] if shared_model else devices
+    model.weights[:] = [core.BlobReference(_Prefix(d) + w) for d in owners for w in weights]
+    model.biases[:] = [core.BlobReference(_Prefix(d) + b) for d in owners for b in biases]
     model._losses_by_gpu = {d: [core.BlobReference(_Prefix(d) + l) for l in losses]
                             for d in devices}
     model._optimizer = optimizer
     model._net_type = net_type
     model._broadcast_computed_params = broadcast_computed_params
-    log.info('Parallelized model %s onto CPU devices %s', model.name, devices)
-    return model
 
 
 def _Prefix(device):
@@ -205,27 +279,35 @@ def _NetFromBytes(data):
     return net
 
 
-def _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared):
+def _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared,
+                       shared_model=False):
     """Caffe2's bookkeeping on the model: per-device blob groups, device-
-    prefixed params and param_to_grad."""
+    prefixed params and param_to_grad. With a shared model every device's
+    entry of a param's group is the master's blob, and params and
+    param_to_grad list the master's only."""
     model._devices = devices
     model._device_type = caffe2_pb2.CPU
     model._device_prefix = 'cpu'
-    model._shared_model = False
+    model._shared_model = bool(shared_model)
     model._shared_blobs = set(shared)
     grouped = {}
     for name in params + computed + list(param_to_grad.values()):
         grouped[name] = {d: core.BlobReference(_Prefix(d) + name) for d in devices}
+    if shared_model:
+        for name in params:
+            grouped[name] = {d: core.BlobReference(_Prefix(devices[0]) + name)
+                             for d in devices}
     model._device_grouped_blobs = grouped
     model._param_names = list(params)
     model._computed_param_names = list(computed)
     model._grad_names = [param_to_grad[p] for p in params if p in param_to_grad]
+    owners = devices[:1] if shared_model else devices
     # Only reassign the list contents: ModelHelper may share them with a
     # param_model.
-    model.params[:] = [grouped[p][d] for d in devices for p in params]
+    model.params[:] = [grouped[p][d] for d in owners for p in params]
     model._computed_params[:] = [grouped[p][d] for d in devices for p in computed]
     model.param_to_grad = {grouped[p][d]: core.BlobReference(_Prefix(d) + g)
-                           for d in devices for p, g in param_to_grad.items()}
+                           for d in owners for p, g in param_to_grad.items()}
     model.grad_map = {str(k): v for k, v in model.param_to_grad.items()}
 
 
@@ -242,7 +324,7 @@ def _RecordSparseGradients(model, devices, sparse_param_to_grad):
     for param, grad in sparse_param_to_grad.items():
         if len(devices) > 1:
             grad = _AllDevicesSlice(param)
-        for d in devices:
+        for d in (devices[:1] if model._shared_model else devices):
             model.param_to_grad[model._device_grouped_blobs[param][d]] = core.GradientSlice(
                 core.BlobReference(_Prefix(d) + str(grad.indices)),
                 core.BlobReference(_Prefix(d) + str(grad.values)))
@@ -307,6 +389,16 @@ def FinalizeAfterCheckpoint(model, blobs=None, cpu_mode=False):
     names = sorted(set(_StripDevicePrefix(model, b) for b in blobs
                        if re.match(r'^{}_\d+/'.format(model._device_prefix), str(b))))
     devices = model._devices
+    if model._shared_model:
+        # The params, and the optimizer state only the master's updates
+        # keep, exist once: only blobs every device has are copied.
+        referenced = set()
+        for net in (model.param_init_net, model.net):
+            for op in net.Proto().op:
+                referenced.update(op.input)
+                referenced.update(op.output)
+        names = [n for n in names if n not in model._param_names and
+                 all(_Prefix(d) + n in referenced for d in devices)]
     key = tuple(names)
     if getattr(model, '_checkpoint_net_key', None) != key:
         net = core.Net('checkpoint_sync_net')
