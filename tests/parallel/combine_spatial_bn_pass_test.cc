@@ -14,12 +14,14 @@
 #include "core/workspace.h"
 #include "parallel/combine_spatial_bn.h"
 #include "parallel/data_parallel.h"
+#include "tests/parallel/workspace_feed.h"
 #include "tests/test_util.h"
 
 namespace doppio {
 namespace {
 
 using testing::ErrorOf;
+using testing::FeedFloats;
 using testing::FloatArg;
 using testing::IntsArg;
 using testing::MakeOp;
@@ -113,13 +115,6 @@ TEST(CombineSpatialBNTest, EveryDeviceWaitsForTheReducedStatistics) {
   // The scale and bias gradients are still summed for the update.
   EXPECT_GE(IndexOf(net, "Allreduce", "cpu_0/s_grad"), 0);
   EXPECT_GE(IndexOf(net, "Allreduce", "cpu_0/b_grad"), 0);
-}
-
-void FeedFloats(Workspace* ws, const std::string& name, const std::vector<int64_t>& dims,
-                const std::vector<float>& values) {
-  Tensor* tensor = ws->CreateBlob(name)->GetMutableTensor();
-  tensor->Resize(dims);
-  std::copy(values.begin(), values.end(), tensor->mutable_data<float>());
 }
 
 TEST(CombineSpatialBNTest, DevicesNormalizeWithTheStatisticsOfAllBatches) {

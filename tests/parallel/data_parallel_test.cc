@@ -14,12 +14,16 @@
 #include "core/backward.h"
 #include "core/workspace.h"
 #include "parallel/data_parallel.h"
+#include "tests/parallel/workspace_feed.h"
 #include "tests/test_util.h"
 
 namespace doppio {
 namespace {
 
 using testing::ErrorOf;
+using testing::FeedFloats;
+using testing::FeedInts;
+using testing::Fetch;
 using testing::FloatArg;
 using testing::IntsArg;
 using testing::MakeOp;
@@ -184,29 +188,6 @@ TEST(ParallelizeTest, OneDeviceHasNoCollectives) {
   }
   EXPECT_EQ(result.net.type(), "simple");
   EXPECT_EQ(result.net.op(0).input(0), "cpu_2/data");
-}
-
-void FeedFloats(Workspace* ws, const std::string& name, const std::vector<int64_t>& dims,
-                const std::vector<float>& values) {
-  Tensor* tensor = ws->CreateBlob(name)->GetMutableTensor();
-  tensor->Resize(dims);
-  std::copy(values.begin(), values.end(), tensor->mutable_data<float>());
-}
-
-void FeedInts(Workspace* ws, const std::string& name, const std::vector<int32_t>& values) {
-  Tensor* tensor = ws->CreateBlob(name)->GetMutableTensor();
-  tensor->Resize({static_cast<int64_t>(values.size())});
-  std::copy(values.begin(), values.end(), tensor->mutable_data<int32_t>());
-}
-
-std::vector<float> Fetch(Workspace* ws, const std::string& name) {
-  const Blob* blob = ws->GetBlob(name);
-  if (blob == nullptr) {
-    ADD_FAILURE() << "no blob '" << name << "'";
-    return {};
-  }
-  const Tensor& tensor = blob->GetTensor();
-  return {tensor.data<float>(), tensor.data<float>() + tensor.numel()};
 }
 
 TEST(ParallelizeTest, TwoHalfBatchesTrainLikeOneWholeBatch) {

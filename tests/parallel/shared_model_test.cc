@@ -15,12 +15,16 @@
 #include "core/backward.h"
 #include "core/workspace.h"
 #include "parallel/data_parallel.h"
+#include "tests/parallel/workspace_feed.h"
 #include "tests/test_util.h"
 
 namespace doppio {
 namespace {
 
 using testing::ErrorOf;
+using testing::FeedFloats;
+using testing::FeedInts;
+using testing::Fetch;
 using testing::FloatArg;
 using testing::IntsArg;
 using testing::MakeOp;
@@ -189,29 +193,6 @@ TEST(SharedModelTest, Errors) {
   gpu.device_type = CUDA;
   EXPECT_NE(ErrorOf([&] { Parallelize(MomentumMlp(0.5f), gpu); }).find("CPU"),
             std::string::npos);
-}
-
-void FeedFloats(Workspace* ws, const std::string& name, const std::vector<int64_t>& dims,
-                const std::vector<float>& values) {
-  Tensor* tensor = ws->CreateBlob(name)->GetMutableTensor();
-  tensor->Resize(dims);
-  std::copy(values.begin(), values.end(), tensor->mutable_data<float>());
-}
-
-void FeedInts(Workspace* ws, const std::string& name, const std::vector<int32_t>& values) {
-  Tensor* tensor = ws->CreateBlob(name)->GetMutableTensor();
-  tensor->Resize({static_cast<int64_t>(values.size())});
-  std::copy(values.begin(), values.end(), tensor->mutable_data<int32_t>());
-}
-
-std::vector<float> Fetch(Workspace* ws, const std::string& name) {
-  const Blob* blob = ws->GetBlob(name);
-  if (blob == nullptr) {
-    ADD_FAILURE() << "no blob '" << name << "'";
-    return {};
-  }
-  const Tensor& tensor = blob->GetTensor();
-  return {tensor.data<float>(), tensor.data<float>() + tensor.numel()};
 }
 
 std::vector<float> InitialValues(const std::string& param) {
