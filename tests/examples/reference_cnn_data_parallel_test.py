@@ -74,8 +74,12 @@ def test_reference_cnn_same_on_1_2_4_devices_with_combined_bn():
     for devices in (2, 4):
         workspace.ResetWorkspace()
         _, many = train(devices, initial)
+        # Sums of statistics over devices round differently from one sum
+        # over the batch, and BN's 1/std magnifies that on quiet channels
+        # (up to ~1e-5 after 4 steps); per-device statistics (no combining)
+        # differ by ~2e-3.
         for p in PARAMS + STATS:
-            np.testing.assert_allclose(many[p], one[p], rtol=1e-4, atol=1e-6,
+            np.testing.assert_allclose(many[p], one[p], rtol=1e-4, atol=5e-5,
                                        err_msg='{} devices: {}'.format(devices, p))
 
 
