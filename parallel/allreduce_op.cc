@@ -155,20 +155,6 @@ void AllreduceOp::RunOnDevice() {
 
 REGISTER_CPU_OPERATOR(Allreduce, AllreduceOp);
 
-namespace {
-
-// Output i has the shape of its blob: input i in the default engine, input
-// i + 1 where a communicator comes first (the "GLOO" engine).
-std::vector<TensorShape> ReplicaShapes(const OperatorDef& def,
-                                       const std::vector<TensorShape>& inputs) {
-  const int offset = static_cast<int>(inputs.size()) - def.output_size();
-  std::vector<TensorShape> outputs;
-  for (int i = 0; i < def.output_size(); ++i) outputs.push_back(inputs.at(i + offset));
-  return outputs;
-}
-
-}  // namespace
-
 OPERATOR_SCHEMA(Allreduce)
     .NumInputs(1, INT_MAX)
     .NumOutputs(1, INT_MAX)
@@ -176,11 +162,16 @@ OPERATOR_SCHEMA(Allreduce)
     // common world followed by X_0..X_{n-1} for "GLOO"; blobs are in place.
     .NumInputsOutputs([](int in, int out) { return in == out || in == out + 1; })
     .AllowInplace([](int in, int out) { return in == out || in == out + 1; })
-    .TensorInferenceFunction(ReplicaShapes)
+    .TensorInferenceFunction(InPlaceCollectiveShapes)
     .Arg("num_threads",
          "(int, default 0) threads that share the work; 0 uses every core this process "
          "may run on. Tensors under 16384 elements per thread use fewer. The result "
          "does not depend on it.")
+    .Arg("algorithm", "(string, engine GLOO) \"ring\", \"ring_chunked\" or "
+         "\"halving_doubling\"; unset picks halving_doubling for power-of-two worlds, "
+         "else ring_chunked")
+    .Arg("status_blob", "(string, engine GLOO) the last output receives an int32 status "
+         "(0 ok, 1 failed) instead of the op throwing; an extra last output does the same")
     .Input(0, "X_0", "device 0's tensor (float32, float64 or float16)")
     .Input(1, "X_1...", "the other devices' tensors: same shape and type")
     .Output(0, "X_0", "in place: the sum of every input")

@@ -46,18 +46,18 @@ REGISTER_CPU_OPERATOR(Broadcast, BroadcastOp);
 
 namespace {
 
-// Every output takes the root's shape and type; with a common world first
-// (the "GLOO" engine) the tensors start at input 1.
+// In process every output takes the root's shape and type. Under engine
+// "GLOO" the root is a rank, and each rank's blobs keep their own shapes.
 std::vector<TensorShape> RootShapes(const OperatorDef& def,
                                     const std::vector<TensorShape>& inputs) {
-  const int offset = static_cast<int>(inputs.size()) - def.output_size();
+  if (def.engine() == "GLOO") return InPlaceCollectiveShapes(def, inputs);
   int root = 0;
   for (const Argument& arg : def.arg()) {
     if (arg.name() == "root" && arg.has_i()) root = static_cast<int>(arg.i());
   }
   DOPPIO_ENFORCE(root >= 0 && root < def.output_size(), "op Broadcast: root ", root,
                  " is not one of its ", def.output_size(), " tensors");
-  return std::vector<TensorShape>(def.output_size(), inputs.at(root + offset));
+  return std::vector<TensorShape>(def.output_size(), inputs.at(root));
 }
 
 }  // namespace
@@ -70,7 +70,10 @@ OPERATOR_SCHEMA(Broadcast)
     .NumInputsOutputs([](int in, int out) { return in == out || in == out + 1; })
     .AllowInplace([](int in, int out) { return in == out || in == out + 1; })
     .TensorInferenceFunction(RootShapes)
-    .Arg("root", "(int, default 0) the input whose tensor is copied to the others")
+    .Arg("root", "(int, default 0) in process: the input whose tensor is copied to the "
+         "others; engine GLOO: the rank whose tensors every rank receives")
+    .Arg("status_blob", "(string, engine GLOO) the last output receives an int32 status "
+         "(0 ok, 1 failed) instead of the op throwing; an extra last output does the same")
     .Input(0, "X_0", "device 0's blob")
     .Input(1, "X_1...", "the other devices' blobs")
     .Output(0, "X_0", "in place: a copy of X_root")

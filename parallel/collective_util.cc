@@ -38,4 +38,22 @@ void EnforceSameDimsAndType(const OperatorBase& op, const std::vector<Tensor*>& 
   }
 }
 
+std::vector<TensorShape> InPlaceCollectiveShapes(const OperatorDef& def,
+                                                 const std::vector<TensorShape>& inputs) {
+  const bool gloo = def.engine() == "GLOO";
+  const int first_tensor = gloo ? 1 : 0;
+  const int tensors = static_cast<int>(inputs.size()) - first_tensor;
+  std::vector<TensorShape> outputs;
+  for (int i = 0; i < def.output_size(); ++i) {
+    if (i < tensors) {
+      outputs.push_back(inputs.at(i + first_tensor));
+    } else {
+      TensorShape status;  // a 0-d int32: 0 ok, 1 failed
+      status.set_data_type(TensorProto::INT32);
+      outputs.push_back(status);
+    }
+  }
+  return outputs;
+}
+
 }  // namespace doppio

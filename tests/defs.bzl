@@ -12,6 +12,7 @@ def cc_tests_per_file(deps = [], data = [], size = "small"):
                 # The collectives register ops like //operators does; linked
                 # into every test so registry-wide checks see them.
                 "//parallel:collectives_cpu",
+                "//parallel/gloo:gloo_ops",
                 "//tests:test_util",
                 "//third_party/system:gtest_main",
             ],

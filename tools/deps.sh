@@ -15,6 +15,7 @@ DOPPIO_DEBIAN_PACKAGES=(
   pybind11-dev python3-dev
   python3-protobuf python3-numpy python3-pytest python3-hypothesis
   zlib1g-dev
+  libgloo-dev libhiredis-dev redis-server
   dataset-fashion-mnist
   python3-tqdm python3-matplotlib graphviz
 )

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/registry.h"
+#include "core/schema.h"
 #include "core/workspace.h"
 #include "tests/test_util.h"
 
@@ -220,6 +221,37 @@ TEST(BroadcastTest, ErrorsNameTheBlobs) {
                        ws.RunOperatorOnce(MakeOp("Broadcast", {"a", "b"}, {"a", "c"}));
                      }),
                      "Broadcast", "in place");
+}
+
+TensorShape Shape(const std::vector<int64_t>& dims, TensorProto::DataType type) {
+  TensorShape shape;
+  for (int64_t d : dims) shape.add_dims(d);
+  shape.set_data_type(type);
+  return shape;
+}
+
+TEST(CollectiveSchemaTest, GlooFormShapesSkipTheWorldAndTypeTheStatus) {
+  // Cross-process form: a common world first, the tensors in place, and an
+  // optional int32 status last. The in-process form maps blob i to blob i.
+  const TensorShape world;  // not a tensor
+  const std::vector<TensorShape> inputs = {world, Shape({3, 2}, TensorProto::FLOAT),
+                                           Shape({4}, TensorProto::DOUBLE)};
+  for (const char* type : {"Allreduce", "Broadcast"}) {
+    SCOPED_TRACE(type);
+    OperatorDef def = MakeOp(type, {"world", "x", "y"}, {"x", "y", "status"});
+    def.set_engine("GLOO");
+    const std::vector<TensorShape> out =
+        OpSchemaRegistry::Schema(type)->InferTensor(def, inputs);
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[0].SerializeAsString(), inputs[1].SerializeAsString());
+    EXPECT_EQ(out[1].SerializeAsString(), inputs[2].SerializeAsString());
+    EXPECT_EQ(out[2].dims_size(), 0);
+    EXPECT_EQ(out[2].data_type(), TensorProto::INT32);
+
+    OperatorDef no_status = MakeOp(type, {"world", "x", "y"}, {"x", "y"});
+    no_status.set_engine("GLOO");
+    EXPECT_EQ(OpSchemaRegistry::Schema(type)->InferTensor(no_status, inputs).size(), 2u);
+  }
 }
 
 }  // namespace

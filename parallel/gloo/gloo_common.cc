@@ -1,0 +1,134 @@
+#include "parallel/gloo/gloo_common.h"
+
+#include <exception>
+#include <limits>
+#include <utility>
+
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+
+#include "core/workspace.h"
+
+namespace doppio {
+
+GlooStoreHandler::GlooStoreHandler(std::unique_ptr<gloo::rendezvous::Store> backend,
+                                   const std::string& prefix, std::string description)
+    : backend_(std::move(backend)), description_(std::move(description)) {
+  if (!prefix.empty()) {
+    prefixed_ = std::make_unique<gloo::rendezvous::PrefixStore>(prefix, *backend_);
+    description_ += " (prefix '" + prefix + "')";
+  }
+}
+
+gloo::rendezvous::Store& GlooStoreHandler::store() const {
+  if (prefixed_) return *prefixed_;
+  return *backend_;
+}
+
+GlooFailureHandler::GlooFailureHandler(OperatorBase* op, int status_output) : op_(op) {
+  if (status_output >= 0) {
+    status_ = op->OutputBlob(status_output);
+  } else {
+    // Caffe2 names the status blob with an argument instead of an output.
+    const std::string name = op->GetSingleArgument<std::string>("status_blob", "");
+    if (!name.empty()) status_ = op->workspace()->CreateBlob(name);
+  }
+}
+
+void GlooFailureHandler::SetStatus(int32_t value) {
+  Tensor* tensor = status_->GetMutableTensor();
+  tensor->Resize({});
+  *tensor->mutable_data<int32_t>() = value;
+}
+
+bool GlooFailureHandler::Run(const std::string& what, const std::string& where,
+                             const std::function<void()>& body) {
+  std::string message;
+  try {
+    body();
+    if (status_ != nullptr) SetStatus(kGlooStatusOk);
+    return true;
+  } catch (const gloo::IoException& error) {
+    message = std::string("I/O error (a peer died, closed its connection or timed out): ") +
+              error.what();
+  } catch (const gloo::EnforceNotMet& error) {
+    message = std::string("Gloo check failed: ") + error.what();
+  } catch (const gloo::Exception& error) {
+    message = std::string("Gloo error: ") + error.what();
+  }
+  if (status_ != nullptr) {
+    SetStatus(kGlooStatusFailed);
+    return false;
+  }
+  DOPPIO_THROW("op ", op_->DisplayName(), ": Gloo ", what, " failed on ", where, ": ",
+               message);
+}
+
+InplaceOperands InplaceTensorsAfterWorld(OperatorBase* op, bool same_shape) {
+  const int count = op->InputSize() - 1;
+  DOPPIO_ENFORCE(count >= 1, "op ", op->DisplayName(),
+                 " needs a common world and at least one tensor");
+  DOPPIO_ENFORCE(op->OutputSize() == count || op->OutputSize() == count + 1, "op ",
+                 op->DisplayName(), " runs in place over its ", count,
+                 " tensor(s): it takes as many outputs, plus an optional status, got ",
+                 op->OutputSize());
+  InplaceOperands operands;
+  if (op->OutputSize() == count + 1) operands.status_output = count;
+  for (int i = 0; i < count; ++i) {
+    DOPPIO_ENFORCE(op->IsInputOutputAlias(i + 1, i), "op ", op->DisplayName(),
+                   " runs in place: output ", i, " ('", op->output_name(i), "') must be input ",
+                   i + 1, " ('", op->input_name(i + 1), "')");
+    Blob* blob = op->OutputBlob(i);
+    DOPPIO_ENFORCE(blob->IsTensor(), "op ", op->DisplayName(), ": input ", i + 1, " ('",
+                   op->input_name(i + 1), "') should be a tensor but holds ", blob->TypeName());
+    Tensor* tensor = blob->GetMutable<Tensor>();
+    DOPPIO_ENFORCE(tensor->dtype() != DataType::kUndefined && tensor->dtype() != DataType::kString,
+                   "op ", op->DisplayName(), ": input ", i + 1, " ('", op->input_name(i + 1),
+                   "') is ", tensor->DebugString(), "; it needs a written numeric tensor");
+    tensor->raw_data();  // an error if never written
+    if (same_shape && i > 0) {
+      const Tensor& first = *operands.tensors[0];
+      DOPPIO_ENFORCE(tensor->dims() == first.dims() && tensor->dtype() == first.dtype(), "op ",
+                     op->DisplayName(), ": input ", i + 1, " ('", op->input_name(i + 1), "') is ",
+                     tensor->DebugString(), " but input 1 ('", op->input_name(1), "') is ",
+                     first.DebugString(), "; the tensors need one shape and type");
+    }
+    operands.tensors.push_back(tensor);
+  }
+  return operands;
+}
+
+bool AlgorithmKey::operator==(const AlgorithmKey& other) const {
+  return world == other.world && buffers == other.buffers && count == other.count &&
+         dtype == other.dtype && variant == other.variant;
+}
+
+gloo::Algorithm& CachedAlgorithm::Get(
+    AlgorithmKey key, const std::function<std::unique_ptr<gloo::Algorithm>()>& make) {
+  if (algorithm_ == nullptr || !(key == key_)) {
+    algorithm_.reset();  // release the old buffers' slots before building
+    algorithm_ = make();
+    key_ = std::move(key);
+  }
+  return *algorithm_;
+}
+
+int ElementCount(const OperatorBase& op, int64_t numel) {
+  DOPPIO_ENFORCE(numel <= std::numeric_limits<int>::max(), "op ", op.DisplayName(), ": ",
+                 numel, " elements exceed Gloo's limit of ", std::numeric_limits<int>::max(),
+                 " per tensor");
+  return static_cast<int>(numel);
+}
+
+std::string DescribeRank(const gloo::Context& world) {
+  return "rank " + std::to_string(world.rank) + " of " + std::to_string(world.size);
+}
+
+const CommonWorld& CommonWorldInput(const OperatorBase& op) {
+  const CommonWorld& world = op.InputAs<CommonWorld>(0);
+  DOPPIO_ENFORCE(world != nullptr, "op ", op.DisplayName(), ": common world '",
+                 op.input_name(0), "' holds no context (destroyed, or never connected)");
+  return world;
+}
+
+}  // namespace doppio

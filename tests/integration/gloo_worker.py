@@ -1,0 +1,126 @@
+"""One rank of a Gloo collectives test, run as its own process by
+gloo_collectives_test.py: python3 gloo_worker.py SPEC_JSON OUT_JSON.
+
+It rendezvouses through the store named in the spec, runs the spec's
+scenario and writes what it saw to OUT_JSON: the collectives' results, or
+the error message and how long the failing step took."""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from doppio import core, workspace
+
+ALGORITHMS = ["ring", "ring_chunked", "halving_doubling", None]
+LENGTH = 11  # odd, so chunked and halving/doubling splits are uneven
+
+
+def known_inputs(rank):
+    """The two tensors rank `rank` contributes; the test recomputes them."""
+    a = (np.arange(LENGTH, dtype=np.float32) + 1.0) * (rank + 1)
+    b = np.full((LENGTH,), 0.5 * rank - 1.0, dtype=np.float32)
+    return a, b
+
+
+def run(op_type, inputs, outputs, **kwargs):
+    workspace.RunOperatorOnce(core.CreateOperator(op_type, inputs, outputs, **kwargs))
+
+
+def create_store(spec):
+    store = spec["store"]
+    if store["kind"] == "file":
+        run("FileStoreHandlerCreate", [], ["store"], path=store["path"], prefix=spec["prefix"])
+    else:
+        run("RedisStoreHandlerCreate", [], ["store"], host=store["host"], port=store["port"],
+            prefix=spec["prefix"])
+
+
+def create_world(spec, outputs=("world",)):
+    run("CreateCommonWorld", ["store"], list(outputs), name="world", size=spec["size"],
+        rank=spec["rank"], interface="lo", timeout_ms=spec["timeout_ms"])
+
+
+def collectives(spec, result):
+    rank, size = spec["rank"], spec["size"]
+    a, b = known_inputs(rank)
+    for algorithm in ALGORITHMS:
+        workspace.FeedBlob("a", a)
+        workspace.FeedBlob("b", b)
+        kwargs = {"algorithm": algorithm} if algorithm else {}
+        run("Allreduce", ["world", "a", "b"], ["a", "b"], engine="GLOO", **kwargs)
+        key = algorithm or "default"
+        result["allreduce_" + key] = [workspace.FetchBlob("a").tolist(),
+                                      workspace.FetchBlob("b").tolist()]
+    workspace.FeedBlob("x", a)
+    run("Broadcast", ["world", "x"], ["x"], engine="GLOO", root=size - 1)
+    result["broadcast"] = workspace.FetchBlob("x").tolist()
+    run("Barrier", ["world"], [], engine="GLOO")
+    workspace.FeedBlob("a", a)
+    workspace.FeedBlob("b", b)
+    run("Allgather", ["world", "a", "b"], ["gathered"], engine="GLOO")
+    result["allgather"] = workspace.FetchBlob("gathered").tolist()
+    workspace.FeedBlob("a", a)
+    run("ReduceScatter", ["world", "a"], ["a"], engine="GLOO")
+    result["reduce_scatter"] = workspace.FetchBlob("a").tolist()
+    # With the optional status output a healthy collective reports 0.
+    workspace.FeedBlob("a", a)
+    run("Allreduce", ["world", "a"], ["a", "status"], engine="GLOO")
+    result["status_ok"] = int(workspace.FetchBlob("status"))
+    # A cloned world carries collectives of its own.
+    run("CloneCommonWorld", ["world"], ["world2"])
+    workspace.FeedBlob("a", a)
+    run("Allreduce", ["world2", "a"], ["a"], engine="GLOO")
+    result["allreduce_clone"] = workspace.FetchBlob("a").tolist()
+    run("DestroyCommonWorld", ["world2"], ["world2"])
+    run("Barrier", ["world"], [], engine="GLOO")
+    run("DestroyCommonWorld", ["world"], ["world"])
+
+
+def peer_lost(spec, result):
+    """The last rank leaves (or idles) before the allreduce; the others run it."""
+    # Everyone connected first: otherwise a rank that leaves at once can cut
+    # off a peer still connecting, which fails the rendezvous instead.
+    run("Barrier", ["world"], [], engine="GLOO")
+    if spec["rank"] == spec["size"] - 1:
+        if spec["quit"] == "exit":
+            os._exit(0)  # no clean shutdown: sockets are closed by the kernel
+        time.sleep(spec["idle_s"])
+        os._exit(0)
+    a, _ = known_inputs(spec["rank"])
+    workspace.FeedBlob("a", a)
+    outputs = ["a", "status"] if spec.get("status") else ["a"]
+    start = time.time()
+    try:
+        run("Allreduce", ["world", "a"], outputs, engine="GLOO", algorithm="ring")
+    finally:
+        result["elapsed"] = time.time() - start
+    if spec.get("status"):
+        result["status"] = int(workspace.FetchBlob("status"))
+
+
+def main():
+    spec = json.loads(sys.argv[1])
+    out_path = sys.argv[2]
+    result = {}
+    start = time.time()
+    try:
+        create_store(spec)
+        create_world(spec)
+        result["rendezvous_s"] = time.time() - start
+        if spec["scenario"] == "collectives":
+            collectives(spec, result)
+        elif spec["scenario"] == "peer_lost":
+            peer_lost(spec, result)
+        elif spec["scenario"] != "rendezvous":
+            raise ValueError("unknown scenario " + spec["scenario"])
+    except RuntimeError as error:
+        result["error"] = str(error)
+        result.setdefault("elapsed", time.time() - start)
+    with open(out_path, "w") as out:
+        json.dump(result, out)
+
+
+if __name__ == "__main__":
+    main()
