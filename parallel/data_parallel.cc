@@ -38,6 +38,7 @@ void ValidateOptions(const ParallelizeOptions& options) {
   DOPPIO_ENFORCE(!options.net_type.empty(), "Parallelize: net_type is empty");
   DOPPIO_ENFORCE(!options.shared_model || options.device_type == CPU,
                  "Parallelize: shared_model is only supported on CPU devices");
+  ValidateRendezvous(options.rendezvous);
 }
 
 // One replica's view: its blob prefix and DeviceOption.
@@ -207,6 +208,16 @@ OperatorDef CollectiveOp(const std::string& type, const std::string& name,
   return op;
 }
 
+// In-process Broadcast of the first copy (device 0's) to the others.
+OperatorDef RootBroadcast(const std::string& name, const std::vector<std::string>& copies,
+                          const DeviceOption& device_option) {
+  OperatorDef broadcast = CollectiveOp("Broadcast", name, copies, device_option);
+  Argument* root = broadcast.add_arg();
+  root->set_name("root");
+  root->set_i(0);
+  return broadcast;
+}
+
 // The "num_workers" argument (the NetDef field of that name is deprecated).
 void SetNumWorkers(int num_workers, NetDef* net) {
   for (Argument& arg : *net->mutable_arg()) {
@@ -306,6 +317,13 @@ Parallelized Parallelize(const DataParallelTemplate& model,
 
   // ---- train net: forward + backward per device, allreduces, updates ----
   const int num_devices = static_cast<int>(replicas.size());
+  const bool distributed = IsDistributed(options.rendezvous);
+  DOPPIO_ENFORCE(!distributed || result.sparse_param_to_grad.empty(),
+                 "Parallelize: sparse gradients across shards (rendezvous with num_shards ",
+                 options.rendezvous.num_shards, ") are not implemented yet; parameter '",
+                 result.sparse_param_to_grad.empty() ? std::string()
+                                                     : result.sparse_param_to_grad.begin()->first,
+                 "' has one");
   // Rewritten before any index into train_ops is taken below; the train ops
   // are emitted op-major, which the cross-device statistics need.
   std::map<int, std::vector<std::string>> bn_allreduce_after;
@@ -357,7 +375,8 @@ Parallelized Parallelize(const DataParallelTemplate& model,
   // grad -> index of the last template op reading or writing it: reducing
   // earlier would change what later backward ops of that device read.
   std::map<int, std::vector<std::string>> allreduce_after = std::move(bn_allreduce_after);
-  if (num_devices > 1) {
+  std::set<std::string> reduced_grads;  // as opposed to combined batch-norm statistics
+  if (num_devices > 1 || distributed) {
     std::map<std::string, int> last_touch;
     std::set<std::string> grads;
     for (const auto& entry : result.param_to_grad) grads.insert(entry.second);
@@ -379,9 +398,11 @@ Parallelized Parallelize(const DataParallelTemplate& model,
     for (const auto& item : order) {
       const std::string& grad = result.param_to_grad.at(item.second);
       allreduce_after[last_touch.at(grad)].push_back(grad);
+      reduced_grads.insert(grad);
     }
   }
 
+  ShardCollectives net_shards(options.rendezvous, replicas.front().device_option);
   NetDef& net = result.net;
   net.set_name(model.net.name());
   *net.mutable_arg() = model.net.arg();
@@ -391,9 +412,17 @@ Parallelized Parallelize(const DataParallelTemplate& model,
                      auto it = allreduce_after.find(index);
                      if (it != allreduce_after.end()) {
                        for (const std::string& grad : it->second) {
-                         *net.add_op() = CollectiveOp("Allreduce", "allreduce_" + grad,
-                                                      cloner.RenameAll(grad),
-                                                      replicas.front().device_option);
+                         const std::vector<std::string> copies = cloner.RenameAll(grad);
+                         if (num_devices > 1) {
+                           *net.add_op() = CollectiveOp("Allreduce", "allreduce_" + grad, copies,
+                                                        replicas.front().device_option);
+                         }
+                         if (!distributed || !reduced_grads.count(grad)) continue;
+                         *net.add_op() = net_shards.Allreduce(copies.front());
+                         if (num_devices > 1) {
+                           *net.add_op() = RootBroadcast("broadcast_" + grad, copies,
+                                                         replicas.front().device_option);
+                         }
                        }
                      }
                      auto sparse = concat_after.find(index);
@@ -433,10 +462,13 @@ Parallelized Parallelize(const DataParallelTemplate& model,
   if (model.param_init_net.has_type()) init.set_type(model.param_init_net.type());
   std::vector<bool> init_master_only;
   if (options.shared_model) init_master_only = MasterOnlyInitOps(model, train_ops);
+  ShardCollectives init_shards(options.rendezvous, replicas.front().device_option);
   cloner.AppendAll(OpsOf(model.param_init_net),
                    "param_init_net '" + model.param_init_net.name() + "'", &init,
                    init_master_only);
-  if (num_devices > 1) {
+  // After the template's ops: one of them may make the store handler.
+  if (distributed) *init.add_op() = init_shards.CreateCommonWorld();
+  if (num_devices > 1 || distributed) {
     std::set<std::string> initialized;
     for (const OperatorDef& op : model.param_init_net.op()) {
       initialized.insert(op.output().begin(), op.output().end());
@@ -450,17 +482,17 @@ Parallelized Parallelize(const DataParallelTemplate& model,
     for (const std::string& blob : to_broadcast) {
       // A blob the init net does not make (loaded from a checkpoint later)
       // is synced by FinalizeAfterCheckpoint instead.
-      // A shared model's params exist once; there is nothing to copy.
-      if (!initialized.count(blob) || shared.count(blob) || master_params.count(blob) ||
-          !done.insert(blob).second) {
+      if (!initialized.count(blob) || shared.count(blob) || !done.insert(blob).second) {
         continue;
       }
-      OperatorDef broadcast = CollectiveOp("Broadcast", "broadcast_" + blob,
-                                           cloner.RenameAll(blob), replicas.front().device_option);
-      Argument* root = broadcast.add_arg();
-      root->set_name("root");
-      root->set_i(0);
-      *init.add_op() = broadcast;
+      const std::vector<std::string> copies = cloner.RenameAll(blob);
+      // Across processes first, so the local copies get shard 0's value. A
+      // shared model's params exist once per process: no local copies.
+      if (distributed) *init.add_op() = init_shards.Broadcast(copies.front());
+      if (num_devices > 1 && !master_params.count(blob)) {
+        *init.add_op() = RootBroadcast("broadcast_" + blob, copies,
+                                       replicas.front().device_option);
+      }
     }
   }
   SetExternalInputs(&init);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/gradient.h"
+#include "parallel/distributed.h"
 #include "proto/doppio.pb.h"
 
 namespace doppio {
@@ -51,6 +52,9 @@ struct ParallelizeOptions {
   // params, the update ops run once for the master, the init net makes only
   // the master's params and no param Broadcast (parallel/shared_model.h).
   bool shared_model = false;
+  // num_shards > 1: this process is one shard of a multi-process run
+  // (parallel/distributed.h); devices are this process's own.
+  RendezvousOptions rendezvous;
 };
 
 struct Parallelized {
@@ -81,6 +85,10 @@ std::string DevicePrefix(int device_type, int device_id);
 // A sparse (GradientSlice) param gradient is not allreduced: every device
 // concatenates all devices' slices and the update ops read that
 // (sparse_gradients.h).
+//
+// With a rendezvous of several shards the gradients are also allreduced and
+// the init params broadcast across processes (parallel/distributed.h);
+// sparse gradients are refused there.
 //
 // Throws doppio::Error for: no or duplicate devices, a non-CPU device type,
 // a loss no op of the template net produces, update ops without losses, an

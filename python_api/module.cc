@@ -216,7 +216,8 @@ py::tuple ParallelizePy(const py::bytes& init_bytes, const py::bytes& net_bytes,
                         const std::vector<int>& devices, int device_type,
                         bool broadcast_computed_params, const std::string& net_type,
                         int num_threads_per_device, const std::vector<std::string>& shared_blobs,
-                        bool combine_spatial_bn, bool shared_model) {
+                        bool combine_spatial_bn, bool shared_model,
+                        const py::dict& rendezvous) {
   DataParallelTemplate model;
   model.param_init_net = ParseProto<NetDef>(init_bytes, "param_init_net NetDef");
   model.net = ParseProto<NetDef>(net_bytes, "net NetDef");
@@ -233,6 +234,24 @@ py::tuple ParallelizePy(const py::bytes& init_bytes, const py::bytes& net_bytes,
   options.shared_blobs = shared_blobs;
   options.combine_spatial_bn = combine_spatial_bn;
   options.shared_model = shared_model;
+  // Keys as the Python front end normalized them (data_parallel_model.py).
+  RendezvousOptions& shards = options.rendezvous;
+  if (rendezvous.contains("num_shards")) shards.num_shards = rendezvous["num_shards"].cast<int>();
+  if (rendezvous.contains("shard_id")) shards.shard_id = rendezvous["shard_id"].cast<int>();
+  if (rendezvous.contains("kv_handler")) {
+    shards.kv_handler = rendezvous["kv_handler"].cast<std::string>();
+  }
+  if (rendezvous.contains("common_world")) {
+    shards.common_world = rendezvous["common_world"].cast<std::string>();
+  }
+  if (rendezvous.contains("engine")) shards.engine = rendezvous["engine"].cast<std::string>();
+  if (rendezvous.contains("transport")) {
+    shards.transport = rendezvous["transport"].cast<std::string>();
+  }
+  if (rendezvous.contains("interface")) {
+    shards.interface = rendezvous["interface"].cast<std::string>();
+  }
+  if (rendezvous.contains("timeout_ms")) shards.timeout_ms = rendezvous["timeout_ms"].cast<int>();
   Parallelized result;
   {
     py::gil_scoped_release release;
@@ -303,7 +322,8 @@ PYBIND11_MODULE(_C, m) {
         py::arg("computed_params"), py::arg("devices"), py::arg("device_type"),
         py::arg("broadcast_computed_params"), py::arg("net_type"),
         py::arg("num_threads_per_device"), py::arg("shared_blobs"),
-        py::arg("combine_spatial_bn") = false, py::arg("shared_model") = false);
+        py::arg("combine_spatial_bn") = false, py::arg("shared_model") = false,
+        py::arg("rendezvous") = py::dict());
   m.def("schema", &SchemaInfo, py::arg("op_type"));
   m.def("inplace_allowed", [](const std::string& type, int input, int output) {
     const OpSchema* schema = OpSchemaRegistry::Schema(type);

@@ -32,6 +32,22 @@ Parallelize is all or nothing: the builders run on a copy of the model's
 state, which replaces the model's only once the whole pass has succeeded,
 so a failing call leaves the model as it was.
 This increment handles CPU devices (Parallelize_CPU).
+
+Several processes ("shards") train one model when each passes a
+`rendezvous` dict with Caffe2's keys: kv_handler (a store handler blob made
+by a net the process ran before, e.g. FileStoreHandlerCreate or
+RedisStoreHandlerCreate), shard_id, num_shards, engine ('GLOO', the only
+one), transport ('tcp'), interface ('' binds the host name's address) and
+exit_nets (accepted and ignored: a failed collective raises in RunNet
+instead). Doppio adds timeout_ms (default 30000): the limit for the
+rendezvous and for every cross-process send or receive. Each process
+parallelizes over its own devices; the loss scale counts every device of
+every shard, the init net connects one common world and broadcasts shard
+0's parameters to all shards, and each gradient is summed over the local
+devices, then across shards, then copied back to the local devices
+(parallel/distributed.h). The cross-process collectives run one at a time,
+in the same order in every shard. Sparse gradients across shards are not
+implemented yet (NotImplementedError).
 """
 
 import copy
@@ -39,6 +55,7 @@ import logging
 import re
 
 from doppio import core
+from doppio import data_parallel_shards
 from doppio import scope
 from doppio import workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2
@@ -96,8 +113,7 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     if devices is None:
         devices = list(range(0, workspace.NumCudaDevices()))
     devices = list(devices)
-    if rendezvous is not None:
-        _refuse('rendezvous', rendezvous, 'multi-process training comes in a later version')
+    rendezvous = data_parallel_shards.CheckRendezvous(rendezvous)
     for option, value, why in [
             ('optimize_gradient_memory', optimize_gradient_memory, 'no memonger yet'),
             ('dynamic_memory_management', dynamic_memory_management, 'no memonger yet'),
@@ -122,7 +138,7 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     _BuildParallel(work, input_builder_fun, forward_pass_builder_fun,
                    param_update_builder_fun, optimizer_builder_fun, devices, net_type,
                    broadcast_computed_params, num_threads_per_device, shared_model,
-                   combine_spatial_bn)
+                   combine_spatial_bn, rendezvous)
     _Commit(work, model)
     log.info('Parallelized model %s onto CPU devices %s%s', model.name, devices,
              ' (shared model)' if shared_model else '')
@@ -167,7 +183,7 @@ def _Commit(work, model):
 def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
                    param_update_builder_fun, optimizer_builder_fun, devices, net_type,
                    broadcast_computed_params, num_threads_per_device, shared_model,
-                   combine_spatial_bn):
+                   combine_spatial_bn, rendezvous=None):
     """The builders, the C++ pass and the bookkeeping, all on `model` (the
     working copy)."""
     # Blobs made before the builders run are shared by all devices.
@@ -176,7 +192,8 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
         for op in net.Proto().op:
             pre_existing.update(op.output)
 
-    loss_scale = 1.0 / max(1, len(devices))
+    num_shards = rendezvous['num_shards'] if rendezvous else 1
+    loss_scale = 1.0 / (max(1, len(devices)) * num_shards)
     input_builder_fun(model)
     losses = forward_pass_builder_fun(model, loss_scale)
     has_update = param_update_builder_fun is not None or optimizer_builder_fun is not None
@@ -212,12 +229,20 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     computed = [str(p) for p in model._computed_params]
     weights = [str(p) for p in model.weights]
     biases = [str(p) for p in model.biases]
+    if rendezvous and has_update:
+        sparse = sorted(str(p) for p, g in model.param_to_grad.items()
+                        if isinstance(g, core.GradientSlice))
+        if sparse:
+            raise NotImplementedError(
+                'Parallelize: sparse gradients across shards (rendezvous with num_shards {}) '
+                'are not implemented yet; params {} have them'.format(num_shards, sparse))
     init_bytes, net_bytes, param_to_grad = workspace.C.parallelize(
         template_init.SerializeToString(), forward_proto.SerializeToString(),
         update_proto.SerializeToString(), losses, params, computed, devices,
         caffe2_pb2.CPU, bool(broadcast_computed_params), net_type,
         int(num_threads_per_device), sorted(shared),
-        combine_spatial_bn=bool(combine_spatial_bn), shared_model=bool(shared_model))
+        combine_spatial_bn=bool(combine_spatial_bn), shared_model=bool(shared_model),
+        rendezvous=data_parallel_shards.RendezvousForPass(rendezvous))
 
     # The template's sparse gradients, before param_to_grad is replaced.
     sparse_param_to_grad = {str(p): g for p, g in model.param_to_grad.items()
@@ -236,6 +261,7 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     model._optimizer = optimizer
     model._net_type = net_type
     model._broadcast_computed_params = broadcast_computed_params
+    model._rendezvous = rendezvous
 
 
 def _Prefix(device):
@@ -414,14 +440,26 @@ def FinalizeAfterCheckpoint(model, blobs=None, cpu_mode=False):
 
 
 def Synchronize(model, timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC):
-    """Caffe2's barrier across the hosts of a multi-host run. Every device
-    here lives in this process and each RunNet returns only when all of
-    them are done, so, as Caffe2 does for a single host, this is a no-op
-    (after checking its arguments)."""
+    """Caffe2's barrier across the shards of a multi-process run: returns
+    once every shard has called it. Every device of one process lives in it
+    and each RunNet returns only when all of them are done, so, as in
+    Caffe2, a single process needs nothing. Unlike Caffe2, the barrier uses
+    the model's common world (RunInitNet must have run), so its limit is
+    the rendezvous's timeout_ms; timeout_sec is only checked."""
     _CheckParallelized(model)
     if timeout_sec <= 0:
         raise ValueError('Synchronize: timeout_sec must be positive, got {!r}'.format(
             timeout_sec))
+    data_parallel_shards.Barrier(model)
+
+
+def AddDistributedBlobSync(model, blobs):
+    """As in Caffe2: appends to model.net an Allreduce (a sum) of `blobs`
+    (full names, synced as given: across shards, not across devices) over
+    the shards; nothing for a single process. Call it before RunInitNet,
+    which creates the net."""
+    _CheckParallelized(model)
+    data_parallel_shards.AllreduceAcrossShards(model, blobs)
 
 
 def AddBlobSync(model, blobs, net=None):

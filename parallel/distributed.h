@@ -1,0 +1,74 @@
+// Parallelize across processes ("shards"), as Caffe2's data_parallel_model
+// does when given a rendezvous: every process runs the same Parallelize
+// pass on its own local devices, and the pass adds Gloo collectives over
+// one common world so the shards train as one synchronous model.
+//
+// Per param gradient, after every local device's backward: in-process
+// Allreduce over the local devices, Gloo Allreduce of device 0's copy across
+// the shards, in-process Broadcast of that sum back to the other local
+// devices. The init net connects the world first, and after the params are
+// made broadcasts shard 0's params (device 0's copy) to every shard, before
+// the in-process Broadcast to the local devices.
+//
+// One common world carries every collective, so no two may run at once (a
+// Gloo context is not re-entrant): each Gloo op takes a control input on
+// the blob the previous one wrote, which chains them under the dag executor
+// in the order they were emitted. That order is the same in every shard, so
+// the shards meet in each collective. Caffe2 instead clones the world per
+// concurrent op (max_concurrent_distributed_ops); the chain trades that
+// overlap between collectives for having one world to connect and time out.
+#pragma once
+
+#include <string>
+
+#include "proto/doppio.pb.h"
+
+namespace doppio {
+
+// Caffe2's rendezvous dict; num_shards <= 1 means a single process and
+// everything else is ignored.
+struct RendezvousOptions {
+  // A store handler blob (FileStoreHandlerCreate / RedisStoreHandlerCreate)
+  // that a net the caller ran before the init net made.
+  std::string kv_handler;
+  int num_shards = 1;
+  int shard_id = 0;
+  // The common world the init net creates and every collective reads.
+  std::string common_world = "data_parallel_model_common_world";
+  std::string engine = "GLOO";
+  std::string transport = "tcp";
+  std::string interface;
+  // Limit for the rendezvous and for each send / receive (CreateCommonWorld).
+  int timeout_ms = 30000;
+};
+
+bool IsDistributed(const RendezvousOptions& rendezvous);
+
+// Throws doppio::Error for a missing kv_handler or common world name, a
+// shard id outside [0, num_shards), an engine other than GLOO, or a
+// non-positive timeout.
+void ValidateRendezvous(const RendezvousOptions& rendezvous);
+
+// Emits one net's cross-shard ops, chained (see above).
+class ShardCollectives {
+ public:
+  explicit ShardCollectives(const RendezvousOptions& rendezvous,
+                            const DeviceOption& device_option);
+
+  OperatorDef CreateCommonWorld();
+  // In place on `blob`: the sum over every shard's `blob`.
+  OperatorDef Allreduce(const std::string& blob);
+  // In place on `blob`: shard 0's value.
+  OperatorDef Broadcast(const std::string& blob);
+
+ private:
+  OperatorDef Collective(const std::string& type, const std::string& name,
+                         const std::string& blob);
+
+  RendezvousOptions rendezvous_;
+  DeviceOption device_option_;
+  // What the previous collective of this net wrote; empty before the first.
+  std::string previous_;
+};
+
+}  // namespace doppio

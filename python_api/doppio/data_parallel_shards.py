@@ -1,0 +1,94 @@
+"""The multi-process side of doppio.data_parallel_model: Caffe2's
+rendezvous dict, checked and passed to the C++ pass (parallel/distributed.h),
+and the collectives across shards that Synchronize and
+AddDistributedBlobSync run over the model's common world."""
+
+from doppio import core
+from doppio import workspace
+from doppio.proto import doppio_pb2 as caffe2_pb2
+
+_RENDEZVOUS_KEYS = frozenset(['kv_handler', 'shard_id', 'num_shards', 'engine', 'transport',
+                              'interface', 'exit_nets', 'timeout_ms'])
+_COMMON_WORLD = 'data_parallel_model_common_world'
+
+
+def CheckRendezvous(rendezvous):
+    """Caffe2's rendezvous dict with its defaults filled in, or None for a
+    single process (no dict, or num_shards <= 1, as in Caffe2)."""
+    if rendezvous is None:
+        return None
+    if not isinstance(rendezvous, dict):
+        raise TypeError('Parallelize: rendezvous must be a dict, got {!r}'.format(rendezvous))
+    unknown = sorted(set(rendezvous) - _RENDEZVOUS_KEYS)
+    if unknown:
+        raise ValueError('Parallelize: unknown rendezvous keys {}; known: {}'.format(
+            unknown, sorted(_RENDEZVOUS_KEYS)))
+    if 'num_shards' not in rendezvous:
+        raise ValueError('Parallelize: rendezvous needs num_shards')
+    if int(rendezvous['num_shards']) <= 1:
+        return None
+    for key in ('kv_handler', 'shard_id'):
+        if rendezvous.get(key) is None:
+            raise ValueError('Parallelize: rendezvous needs {} when num_shards > 1'.format(key))
+    result = dict(engine='GLOO', transport='tcp', interface='', exit_nets=None,
+                  timeout_ms=30000)
+    result.update(rendezvous)
+    result['kv_handler'] = str(result['kv_handler'])
+    result['num_shards'] = int(result['num_shards'])
+    result['shard_id'] = int(result['shard_id'])
+    result['timeout_ms'] = int(result['timeout_ms'])
+    result['interface'] = result['interface'] or ''
+    if result['engine'] != 'GLOO':
+        raise NotImplementedError("Parallelize: rendezvous engine {!r} is not supported: only "
+                                  "'GLOO' is built".format(result['engine']))
+    if result['transport'] != 'tcp':
+        raise NotImplementedError("Parallelize: rendezvous transport {!r} is not supported: "
+                                  "only 'tcp' is built".format(result['transport']))
+    result['common_world'] = _COMMON_WORLD
+    return result
+
+
+def RendezvousForPass(rendezvous):
+    if not rendezvous:
+        return {}
+    return {key: rendezvous[key] for key in ('kv_handler', 'shard_id', 'num_shards', 'engine',
+                                             'transport', 'interface', 'timeout_ms',
+                                             'common_world')}
+
+
+def IsDistributed(model):
+    return bool(getattr(model, '_rendezvous', None))
+
+
+def Barrier(model):
+    """Returns once every shard has entered it (one net, created once)."""
+    if not IsDistributed(model):
+        return
+    if getattr(model, '_barrier_net', None) is None:
+        net = core.Net('data_parallel_model_barrier_net')
+        net.Barrier([model._rendezvous['common_world']], [],
+                    engine=model._rendezvous['engine'],
+                    device_option=core.DeviceOption(caffe2_pb2.CPU))
+        workspace.CreateNet(net, overwrite=True)
+        model._barrier_net = net
+    workspace.RunNet(model._barrier_net.Proto().name)
+
+
+def AllreduceAcrossShards(model, blobs):
+    """Appends to model.net a Gloo Allreduce of `blobs`, after the net's
+    other cross-process collectives."""
+    if not IsDistributed(model):
+        return
+    blobs = [str(b) for b in blobs]
+    if not blobs:
+        return
+    proto = model.net.Proto()
+    # After the net's other cross-process collectives: one common world
+    # carries one collective at a time (parallel/distributed.h).
+    previous = [op.output[0] for op in proto.op
+                if op.engine == model._rendezvous['engine'] and op.output]
+    model.net.Allreduce([model._rendezvous['common_world']] + blobs, blobs,
+                        engine=model._rendezvous['engine'],
+                        device_option=core.DeviceOption(caffe2_pb2.CPU))
+    if previous:
+        proto.op[-1].control_input.append(previous[-1])

@@ -1,0 +1,144 @@
+"""The environment tools/launch.py gives each process, and the rendezvous ops
+built from it.
+
+`tools/python tools/launch.py --nprocs N [--store URL] script.py ...` starts
+N copies of script.py with:
+
+    DOPPIO_RANK, DOPPIO_WORLD_SIZE   this process's rank in [0, N), and N
+                                     (also RANK / WORLD_SIZE, as torchrun sets)
+    DOPPIO_STORE                     the rendezvous store: "file:///a/directory"
+                                     or "redis://host:port"
+    DOPPIO_RUN_ID                    an id fresh for every launch; the store
+                                     key prefix, so keys a previous run left in
+                                     the same store are never read by this one
+
+A script then needs only:
+
+    from doppio import distributed, workspace
+    handler = distributed.store_handler_from_env()           # runs the op now
+    world = distributed.common_world_from_env(handler)       # rendezvous
+    ...  Allreduce([world, "x"], ["x"], engine="GLOO") ...
+
+or passes a core.Net to both helpers to add the ops to that net instead
+(for an init net, as data_parallel_model's rendezvous expects a handler
+blob).
+"""
+import os
+from urllib.parse import urlsplit
+
+RANK_ENV = "DOPPIO_RANK"
+WORLD_SIZE_ENV = "DOPPIO_WORLD_SIZE"
+STORE_ENV = "DOPPIO_STORE"
+RUN_ID_ENV = "DOPPIO_RUN_ID"
+
+
+def _env(name):
+    value = os.environ.get(name)
+    if value is None or value == "":
+        raise RuntimeError(
+            "environment variable %s is not set; start this script with "
+            "tools/launch.py (or set DOPPIO_RANK, DOPPIO_WORLD_SIZE, DOPPIO_STORE "
+            "and DOPPIO_RUN_ID yourself)" % name)
+    return value
+
+
+def _env_int(name):
+    value = _env(name)
+    try:
+        return int(value)
+    except ValueError:
+        raise RuntimeError("environment variable %s must be an integer, got %r"
+                           % (name, value)) from None
+
+
+def rank():
+    """This process's rank, from DOPPIO_RANK."""
+    value = _env_int(RANK_ENV)
+    size = world_size()
+    if not 0 <= value < size:
+        raise RuntimeError("%s=%d is not a rank of a world of %s=%d"
+                           % (RANK_ENV, value, WORLD_SIZE_ENV, size))
+    return value
+
+
+def world_size():
+    """The number of processes, from DOPPIO_WORLD_SIZE."""
+    value = _env_int(WORLD_SIZE_ENV)
+    if value < 1:
+        raise RuntimeError("%s must be at least 1, got %d" % (WORLD_SIZE_ENV, value))
+    return value
+
+
+def run_id():
+    """This launch's id (DOPPIO_RUN_ID): the store key prefix."""
+    return _env(RUN_ID_ENV)
+
+
+def store_url():
+    """The rendezvous store's URL, from DOPPIO_STORE."""
+    return _env(STORE_ENV)
+
+
+def parse_store_url(url):
+    """("file", {"path": directory}) for file:///directory, or
+    ("redis", {"host": host, "port": port}) for redis://host:port; anything
+    else is a RuntimeError naming the URL."""
+    parts = urlsplit(url)
+    if parts.scheme == "file":
+        # file://relative/dir would put "relative" in the host part; only an
+        # absolute path says the same directory to every process.
+        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            raise RuntimeError("store URL %r: a file store is file:///absolute/directory" % url)
+        return "file", {"path": parts.path}
+    if parts.scheme == "redis":
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if not parts.hostname or port is None or parts.path not in ("", "/"):
+            raise RuntimeError("store URL %r: a Redis store is redis://host:port" % url)
+        return "redis", {"host": parts.hostname, "port": port}
+    raise RuntimeError("store URL %r: expected file:///directory or redis://host:port" % url)
+
+
+def _emit(net_or_workspace, op):
+    """Adds `op` to a core.Net, or runs it now in the current workspace."""
+    from doppio import workspace
+    if net_or_workspace is None or net_or_workspace is workspace:
+        workspace.RunOperatorOnce(op)
+    elif hasattr(net_or_workspace, "Proto"):
+        net_or_workspace.Proto().op.extend([op])
+    else:
+        raise TypeError("expected a core.Net, the workspace module or None, got %r"
+                        % (net_or_workspace,))
+
+
+def store_handler_from_env(net_or_workspace=None, handler="store_handler"):
+    """Creates the store handler blob `handler` for DOPPIO_STORE, with
+    DOPPIO_RUN_ID as key prefix, and returns its name.
+
+    `net_or_workspace`: None or the workspace module runs the op at once in
+    the current workspace; a core.Net gets the op appended."""
+    from doppio import core
+    kind, where = parse_store_url(store_url())
+    op_type = "FileStoreHandlerCreate" if kind == "file" else "RedisStoreHandlerCreate"
+    op = core.CreateOperator(op_type, [], [handler], prefix=run_id(), **where)
+    _emit(net_or_workspace, op)
+    return op.output[0]  # under the current name scope, as CreateOperator names it
+
+
+def common_world_from_env(handler, net_or_workspace=None, world="comm_world",
+                          interface="lo", timeout_ms=30000):
+    """Creates the common world blob `world` of DOPPIO_WORLD_SIZE ranks, this
+    one DOPPIO_RANK, through the store handler blob `handler`; returns its
+    name. `interface` defaults to loopback, which suits the processes of one
+    launch on one host; pass "" to bind the address the host name resolves
+    to. `net_or_workspace` as in store_handler_from_env."""
+    from doppio import core
+    # A BlobReference keeps the handler's name as given: it already carries
+    # any name scope, which CreateOperator would otherwise add a second time.
+    op = core.CreateOperator("CreateCommonWorld", [core.BlobReference(str(handler))], [world],
+                             size=world_size(), rank=rank(), interface=interface,
+                             timeout_ms=timeout_ms)
+    _emit(net_or_workspace, op)
+    return op.output[0]
