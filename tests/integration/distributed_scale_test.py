@@ -1,0 +1,144 @@
+"""Parallelize across more processes and a bigger model: 4 processes x 1
+device train the MLP 10 steps to the params of one process on the whole
+batch; 2 processes x 1 device train the full reference CNN (per-shard BN)
+4 steps to the params of one process with 2 devices fed the same per-device
+batches -- in-process and cross-process reduction both just sum the
+gradients."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import distributed_training_worker as worker  # noqa: E402
+from gloo_collectives_test import file_store  # noqa: E402,F401
+from parallelize_distributed_test import single_process_reference  # noqa: E402
+
+WORKER = os.path.join(HERE, 'distributed_training_worker.py')
+WALL_LIMIT_S = 45
+
+
+def launch(store, specs, prefix=None, timeout_ms=10000, wall_limit_s=WALL_LIMIT_S):
+    """Runs one worker per spec (dicts with shard_id, num_shards, model and
+    any of the worker's options), all under one key prefix (fresh unless
+    given); returns (reports, seconds each process took to exit). Fails the
+    test if any outlives wall_limit_s."""
+    out_dir = tempfile.mkdtemp(prefix='doppio_scale_out_')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    prefix = prefix or uuid.uuid4().hex
+    processes = []
+    start = time.time()
+    try:
+        for index, shard in enumerate(specs):
+            spec = dict(store=store, prefix=prefix, timeout_ms=timeout_ms, **shard)
+            out = os.path.join(out_dir, 'shard%d.json' % index)
+            processes.append((out, subprocess.Popen(
+                [sys.executable, WORKER, json.dumps(spec), out], env=env,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
+        deadline = start + wall_limit_s
+        reports, exit_s = [], []
+        for index, (out, process) in enumerate(processes):
+            try:
+                output, _ = process.communicate(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                pytest.fail('shard %d hung past %d s' % (index, wall_limit_s))
+            exit_s.append(time.time() - start)
+            if os.path.exists(out):
+                with open(out) as f:
+                    reports.append(json.load(f))
+            else:
+                reports.append({'exit': process.returncode,
+                                'output': output.decode(errors='replace')})
+        return reports, exit_s
+    finally:
+        for _, process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def assert_trained(reports):
+    for shard, report in enumerate(reports):
+        assert 'error' not in report and 'exit' not in report, (
+            shard, report.get('error') or report.get('output'))
+
+
+def mlp_specs(num_shards, **extra):
+    return [dict(shard_id=s, num_shards=num_shards, model='mlp', **extra)
+            for s in range(num_shards)]
+
+
+def test_four_shards_train_the_mlp_like_one_process(file_store):
+    reports, _ = launch(file_store, mlp_specs(4))
+    assert_trained(reports)
+    initial = reports[0]['init']
+    for report in reports[1:]:
+        assert report['init'] == initial  # shard 0's, broadcast
+    expected = single_process_reference(initial)
+    for p in worker.mlp.PARAMS:
+        assert not np.allclose(expected[p], initial[p]), p  # it trained
+        for shard, report in enumerate(reports):
+            np.testing.assert_allclose(report['final'][p], expected[p], rtol=1e-5, atol=1e-6,
+                                       err_msg='shard %d %s' % (shard, p))
+
+
+def cnn_two_devices_reference(initial):
+    """One process, two devices, per-device BN, each device fed the rows
+    the matching shard gets."""
+    from doppio import data_parallel_model, model_helper, optimizer, workspace
+    workspace.ResetWorkspace()
+    optimizer.reset_optimizer_instance_count()
+    model = model_helper.ModelHelper(name='reference_cnn_two_devices')
+    data_parallel_model.Parallelize_CPU(
+        model, input_builder_fun=lambda m: None, forward_pass_builder_fun=worker.cnn_forward,
+        optimizer_builder_fun=worker.cnn_sgd, devices=[0, 1], num_threads_per_device=1,
+        combine_spatial_bn=False)
+    data_parallel_model.RunInitNet(model)
+    for name, value in initial.items():
+        workspace.FeedBlob('cpu_0/' + name, np.array(value, np.float32))
+    data_parallel_model.FinalizeAfterCheckpoint(model)
+    per_device = worker.CNN_BATCH // 2
+    for x, y in worker.cnn_batches():
+        for device in (0, 1):
+            rows = slice(device * per_device, (device + 1) * per_device)
+            workspace.FeedBlob('cpu_%d/data' % device, x[rows])
+            workspace.FeedBlob('cpu_%d/label' % device, y[rows])
+        data_parallel_model.RunNet(model, 1)
+    names = worker.CNN_PARAMS + worker.CNN_STATS
+    result = [{p: workspace.FetchBlob('cpu_%d/%s' % (d, p)) for p in names} for d in (0, 1)]
+    workspace.ResetWorkspace()
+    return result
+
+
+def test_two_shards_train_the_reference_cnn_like_two_devices(file_store):
+    reports, _ = launch(file_store, [dict(shard_id=s, num_shards=2, model='cnn')
+                                     for s in range(2)])
+    assert_trained(reports)
+    initial = reports[0]['init']
+    assert reports[1]['init'] == initial
+    expected = cnn_two_devices_reference(initial)
+    for p in ['conv1_w', 'bn1_s', 'fc3_w', 'pred_w']:
+        assert not np.allclose(expected[0][p], initial[p]), p  # it trained
+    for shard, report in enumerate(reports):
+        # Params agree everywhere; BN statistics are each device's (shard's) own.
+        for p in worker.CNN_PARAMS:
+            np.testing.assert_allclose(report['final'][p], expected[0][p], rtol=1e-4, atol=5e-5,
+                                       err_msg='shard %d %s' % (shard, p))
+        for p in worker.CNN_STATS:
+            np.testing.assert_allclose(report['final'][p], expected[shard][p], rtol=1e-4,
+                                       atol=5e-5, err_msg='shard %d %s' % (shard, p))
+    # Per-shard BN really is per shard: the shards saw different rows.
+    assert not np.allclose(reports[0]['final']['bn1_rm'], reports[1]['final']['bn1_rm'])
+
+
+if __name__ == '__main__':
+    sys.exit(pytest.main([__file__, '-q', '-p', 'no:cacheprovider']))
