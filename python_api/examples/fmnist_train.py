@@ -27,6 +27,21 @@ Everything it writes goes to --workdir: the DBs, checkpoint.minidb (device
 0's blobs, "cpu_0/" names), predict_net.pb and init_net.pb (plain names:
 data_uint8 in, softmax out), loss.png and summary.json (the numbers, for
 scripts and tests).
+
+Several processes: started by tools/launch.py (DOPPIO_WORLD_SIZE > 1), each
+process is one shard of the run. It reads its own shard of the training DB
+(CreateDB num_shards / shard_id: every world_size-th record), takes
+batch_size / (shards x devices) images per device per step, and joins the
+others through the launcher's store (Parallelize's rendezvous): gradients
+are summed across every device of every shard. Shard 0 alone evaluates,
+prints, checkpoints, exports and scores; the others train silently.
+Unless --intra_op_threads says otherwise, each op gets the host's cores
+divided among all the launcher's processes, devices and workers; with
+--num_threads_per_device 2 a shard's allreduces overlap the rest of its
+backward pass (tools/bench/README.md, fmnist_bench).
+
+    tools/python tools/launch.py --nprocs 2 python_api/examples/fmnist_train.py \
+        --devices 1 [--epochs 1]
 """
 import argparse
 import gzip
@@ -44,6 +59,7 @@ from caffe2.proto import caffe2_pb2
 from caffe2.python import (brew, core, data_parallel_model, model_helper, optimizer,
                            workspace)
 from caffe2.python.predictor import mobile_exporter
+from doppio import distributed
 
 # Pixels are scaled to [0, 1] and then standardized with the training set's
 # statistics (the same constants as the PyTorch peer, ../shared/bench).
@@ -52,6 +68,10 @@ PIXEL_STD = 0.3530
 DEFAULT_DATA_DIR = '/usr/share/datasets/fashion-mnist'
 # Blob prefix of the replica whose params are tested, saved and exported.
 DEVICE0 = 'cpu_0/'
+# A shard waits for shard 0 at the first allreduce of every epoch while
+# shard 0 evaluates (and at the rendezvous while it builds the test DB), so
+# the cross-process limit is minutes, not the default 30 s.
+SHARD_TIMEOUT_MS = 600000
 REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                           '..', '..'))
 
@@ -93,16 +113,39 @@ def parse_args(argv):
     parser.add_argument('--no_progress', action='store_true',
                         help='no progress bars (one line per epoch instead)')
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--checkpoint_every_shard', action='store_true',
+                        help='several processes: shards other than 0 also save their '
+                        'replica as checkpoint_shard<N>.minidb (to compare the replicas)')
     args = parser.parse_args(argv)
+    args.shard_id, args.num_shards = shard_from_env()
     if args.epochs < 1 or args.batch_size < 1 or args.test_batch_size < 1:
         parser.error('--epochs, --batch_size and --test_batch_size must be positive')
     if args.devices < 1 or args.num_threads_per_device < 1 or args.intra_op_threads < 0:
         parser.error('--devices and --num_threads_per_device must be positive, '
                      '--intra_op_threads >= 0')
-    if args.batch_size % args.devices:
-        parser.error('--batch_size {} must be a multiple of --devices {}'.format(
-            args.batch_size, args.devices))
+    if args.batch_size % (args.devices * args.num_shards):
+        parser.error('--batch_size {} must be a multiple of --devices {} x {} process(es)'
+                     .format(args.batch_size, args.devices, args.num_shards))
+    if args.shard_id > 0:
+        args.no_progress = True
     return args
+
+
+def shard_from_env():
+    """(shard id, number of shards): (rank, world size) under tools/launch.py,
+    (0, 1) when run by itself."""
+    if int(os.environ.get(distributed.WORLD_SIZE_ENV) or '1') <= 1:
+        return 0, 1
+    try:
+        return distributed.rank(), distributed.world_size()
+    except RuntimeError as e:
+        raise SystemExit('fmnist_train: {}'.format(e))
+
+
+def log(args, *what, **kwargs):
+    """Prints on shard 0 only: the other shards train silently."""
+    if args.shard_id == 0:
+        print(*what, **kwargs)
 
 
 def tool(args, name):
@@ -128,6 +171,9 @@ def make_db(args, split, limit):
     """Runs tools/make_db; returns (db path, number of records)."""
     images, labels = idx_files(args.data_dir, split)
     db_path = os.path.join(args.workdir, 'fmnist_{}_{}'.format(split, args.db_type))
+    if args.num_shards > 1:
+        # The shards may share a workdir: each builds its own copy.
+        db_path += '_shard{}'.format(args.shard_id)
     if os.path.isdir(db_path):
         shutil.rmtree(db_path)
     elif os.path.exists(db_path):
@@ -136,9 +182,15 @@ def make_db(args, split, limit):
                     '--output_file', db_path, '--db', args.db_type,
                     '--data_limit', str(limit), '--channel_first'],
                    check=True, stdout=subprocess.DEVNULL)
+    return db_path, record_count(args, split, limit)
+
+
+def record_count(args, split, limit):
+    """The number of images of a split, from its IDX header."""
+    _, labels = idx_files(args.data_dir, split)
     with gzip.open(labels) as f:
         count = int.from_bytes(f.read(8)[4:], 'big')
-    return db_path, count if limit < 0 else min(limit, count)
+    return count if limit < 0 else min(limit, count)
 
 
 def read_idx(args, split, limit):
@@ -203,14 +255,23 @@ def add_loss_and_accuracy(model, softmax, label):
     return loss
 
 
+def shard_records(args, train_count):
+    """How many training records this shard's reader walks over: every
+    num_shards-th one, starting at shard_id."""
+    return (train_count - args.shard_id + args.num_shards - 1) // args.num_shards
+
+
 def build_train_model(args, train_db, train_count):
     """The training model, parallelized: per-device blobs are "cpu_<d>/..."."""
     train = model_helper.ModelHelper(name='fmnist_train')
     # Made before Parallelize, so one reader (a shared, unprefixed blob)
-    # serves every device: each record goes to exactly one of them.
+    # serves every device of this shard: each of the shard's records goes to
+    # exactly one of them.
     reader = train.param_init_net.CreateDB([], 'dbreader_' + train_db, db=train_db,
-                                           db_type=args.db_type)
-    per_device_batch = args.batch_size // args.devices
+                                           db_type=args.db_type, num_shards=args.num_shards,
+                                           shard_id=args.shard_id)
+    per_device_batch = args.batch_size // (args.devices * args.num_shards)
+    shuffle_buffer = max(1, shard_records(args, train_count) // args.devices)
 
     def add_input(model):
         model.param_init_net.ConstantFill([], 'pixel_shift', shape=[1],
@@ -220,14 +281,15 @@ def build_train_model(args, train_db, train_count):
         # does (fixed order costs ~4 points of test accuracy here).
         data_uint8, _ = model.net.TensorProtosDBInput(
             [reader], ['data_uint8', 'label'], batch_size=per_device_batch,
-            shuffle_buffer=max(1, train_count // args.devices), shuffle_seed=args.seed)
+            shuffle_buffer=shuffle_buffer, shuffle_seed=args.seed + args.shard_id)
         add_preprocessing(model, data_uint8)
 
     def add_forward(model, loss_scale):
         softmax = add_reference_cnn(model, 'data', is_test=0)
         loss = add_loss_and_accuracy(model, softmax, 'label')
         # Allreduce sums the devices' gradients: scaled, the sum is the
-        # gradient of the mean loss over the global batch.
+        # gradient of the mean loss over the global batch (Parallelize's
+        # loss_scale counts the devices of every shard).
         return [model.net.Scale(loss, 'scaled_loss', scale=loss_scale)]
 
     def add_optimizer(model):
@@ -245,7 +307,7 @@ def build_train_model(args, train_db, train_count):
     data_parallel_model.Parallelize_CPU(
         train, input_builder_fun=add_input, forward_pass_builder_fun=add_forward,
         optimizer_builder_fun=add_optimizer, devices=list(range(args.devices)),
-        num_threads_per_device=args.num_threads_per_device,
+        rendezvous=rendezvous(args), num_threads_per_device=args.num_threads_per_device,
         combine_spatial_bn=args.combine_spatial_bn)
     configure_threads(args, train.net.Proto())
     # Seeds every random fill of the init net (the replicas' fills are
@@ -253,6 +315,20 @@ def build_train_model(args, train_db, train_count):
     for op in train.param_init_net.Proto().op:
         op.device_option.random_seed = args.seed
     return train
+
+
+def rendezvous(args):
+    """None for one process; else Parallelize's rendezvous through the store
+    tools/launch.py named, whose handler blob is created here and now."""
+    if args.num_shards == 1:
+        return None
+    try:
+        handler = distributed.store_handler_from_env()
+    except RuntimeError as e:
+        raise SystemExit('fmnist_train: {}'.format(e))
+    return dict(kv_handler=handler, shard_id=args.shard_id, num_shards=args.num_shards,
+                engine='GLOO', transport='tcp', interface='lo', exit_nets=None,
+                timeout_ms=SHARD_TIMEOUT_MS)
 
 
 def set_net_arg(net_proto, name, value):
@@ -268,8 +344,15 @@ def configure_threads(args, net_proto):
     gives each op the cores divided among all workers unless
     "intra_op_threads" says otherwise. So 2 devices x 1 worker run one op
     per core, and 1 device x 1 worker runs each op on both cores."""
-    if args.intra_op_threads > 0:
-        set_net_arg(net_proto, 'intra_op_threads', args.intra_op_threads)
+    threads = args.intra_op_threads
+    if threads == 0 and args.num_shards > 1:
+        # The executor divides the cores among this process's workers only;
+        # the launcher's other processes on this host share those cores too.
+        local_processes = int(os.environ.get('LOCAL_WORLD_SIZE') or args.num_shards)
+        threads = max(1, (os.cpu_count() or 1) //
+                      (local_processes * args.devices * args.num_threads_per_device))
+    if threads > 0:
+        set_net_arg(net_proto, 'intra_op_threads', threads)
 
 
 def build_eval_models(args, test_db):
@@ -416,9 +499,13 @@ def main(argv=None):
 
     start = time.perf_counter()
     train_db, train_count = make_db(args, 'train', args.train_limit)
-    test_db, test_count = make_db(args, 'test', args.test_limit)
-    print('data: {} training and {} test images in {} DBs ({:.1f} s)'.format(
+    if args.shard_id == 0:
+        test_db, test_count = make_db(args, 'test', args.test_limit)
+    else:
+        test_db, test_count = None, record_count(args, 'test', args.test_limit)
+    log(args, 'data: {} training and {} test images in {} DBs ({:.1f} s)'.format(
         train_count, test_count, args.db_type, time.perf_counter() - start))
+    # Every shard checks, so a bad argument stops them all alike.
     if train_count < args.batch_size:
         raise SystemExit('fmnist_train: {} training images are fewer than one batch'
                          .format(train_count))
@@ -427,19 +514,26 @@ def main(argv=None):
                          'images'.format(args.test_batch_size, test_count))
 
     train = build_train_model(args, train_db, train_count)
-    test, deploy = build_eval_models(args, test_db)
+    test = deploy = None
+    if args.shard_id == 0:
+        test, deploy = build_eval_models(args, test_db)
     data_parallel_model.RunInitNet(train)
-    workspace.RunNetOnce(test.param_init_net)
-    workspace.CreateNet(test.net, overwrite=True)
-    print('training on {} CPU device(s), {} image(s) each per step, {} worker(s) per '
-          'device'.format(args.devices, args.batch_size // args.devices,
-                          args.num_threads_per_device), flush=True)
+    if test is not None:
+        workspace.RunNetOnce(test.param_init_net)
+        workspace.CreateNet(test.net, overwrite=True)
+    log(args, 'training on {} process(es) x {} CPU device(s), {} image(s) each per step, '
+        '{} worker(s) per device'.format(
+            args.num_shards, args.devices, args.batch_size // (args.devices * args.num_shards),
+            args.num_threads_per_device), flush=True)
 
+    # The same on every shard: each step is one global batch.
     iters = train_count // args.batch_size
     test_iters = test_count // args.test_batch_size
     losses, accuracies, epochs = [], [], []
     for epoch in range(args.epochs):
         seconds = train_one_epoch(args, train, epoch, iters, losses)
+        if test is None:
+            continue
         accuracies.append(evaluate(test, test_iters))
         epochs.append(dict(epoch=epoch + 1, seconds=round(seconds, 2),
                            img_per_s=round(iters * args.batch_size / seconds),
@@ -448,10 +542,22 @@ def main(argv=None):
         print('epoch {}: loss {train_loss:.4f}, {img_per_s} images/s, '
               'test accuracy {test_acc:.4f}'.format(epoch + 1, **epochs[-1]), flush=True)
 
+    if args.shard_id > 0:
+        if args.checkpoint_every_shard:
+            save_checkpoint(train, os.path.join(
+                args.workdir, 'checkpoint_shard{}.minidb'.format(args.shard_id)))
+        return None
+    return finish(args, train, deploy, losses, accuracies, epochs,
+                  dict(train_images=train_count, test_images=test_count, iters=iters))
+
+
+def finish(args, train, deploy, losses, accuracies, epochs, counts):
+    """Shard 0's output: checkpoint, loss curve, export, run_net's score and
+    summary.json."""
     checkpoint = os.path.join(args.workdir, 'checkpoint.minidb')
     saved = save_checkpoint(train, checkpoint)
     plot_path = os.path.join(args.workdir, 'loss.png')
-    plot_losses(plot_path, losses, iters, accuracies, args.devices)
+    plot_losses(plot_path, losses, counts['iters'], accuracies, args.devices)
     x_test, y_test = read_idx(args, 'test', args.test_limit)
     served_accuracy = export_and_score(args, deploy, x_test, y_test)
     print('checkpoint: {} ({} blobs); loss curve: {}'.format(checkpoint, len(saved),
@@ -461,8 +567,9 @@ def main(argv=None):
     summary = dict(epochs=epochs, final_test_accuracy=accuracies[-1],
                    run_net_test_accuracy=served_accuracy, losses=losses,
                    checkpoint=checkpoint, checkpoint_blobs=saved,
-                   train_images=train_count, test_images=test_count,
-                   devices=args.devices, batch_size=args.batch_size,
+                   train_images=counts['train_images'], test_images=counts['test_images'],
+                   devices=args.devices, processes=args.num_shards,
+                   batch_size=args.batch_size,
                    num_threads_per_device=args.num_threads_per_device,
                    intra_op_threads=args.intra_op_threads)
     with open(os.path.join(args.workdir, 'summary.json'), 'w') as f:

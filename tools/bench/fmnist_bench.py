@@ -12,6 +12,11 @@ Runs, all with the global batch 64 and momentum SGD lr 0.05:
   doppio 1x2 (2 workers)  1 device, 2 dag workers of 1 thread each: two
                independent ops (backward's weight and input gradients) at once
   doppio 2x1   2 devices (Parallelize_CPU), 1 worker of 1 thread each
+  doppio 2 processes x 1 device  the example started by tools/launch.py
+               as 2 shards of 1 device, 1 thread per op (gloo allreduce over
+               loopback, as DDP); images/s from shard 0's epoch timer
+  doppio 2 processes x 1 device (2 workers)  the same with 2 dag workers
+               per shard, so the allreduces overlap the rest of backward
   torch 2 thr  ../shared/bench/torch_fmnist.py cnn, 2 threads
   torch DDP 2  ../shared/bench/torch_ddp.py, 2 gloo processes of 1 thread
                (throughput only: it measures no accuracy)
@@ -34,6 +39,7 @@ REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file
                                           '..', '..'))
 PEER_DIR = os.path.normpath(os.path.join(REPO_ROOT, '..', 'shared', 'bench'))
 EXAMPLE = os.path.join(REPO_ROOT, 'python_api', 'examples', 'fmnist_train.py')
+LAUNCH = os.path.join(REPO_ROOT, 'tools', 'launch.py')
 FULL_TRAIN_IMAGES = 60000
 GLOBAL_BATCH = 64
 
@@ -77,13 +83,17 @@ def last_json_line(text, what):
     raise SystemExit('fmnist_bench: {} printed no JSON result:\n{}'.format(what, text[-2000:]))
 
 
-def doppio(args, devices, workers, intra_op_threads, workdir):
+def doppio(args, devices, workers, intra_op_threads, workdir, processes=1):
     what = 'doppio {} device(s) x {} worker(s) x {} thread(s) per op'.format(
         devices, workers, intra_op_threads)
     command = [sys.executable, EXAMPLE, '--epochs', str(args.epochs), '--devices',
                str(devices), '--num_threads_per_device', str(workers), '--intra_op_threads',
                str(intra_op_threads), '--train_limit', str(args.train_limit),
                '--workdir', workdir, '--no_progress']
+    if processes > 1:
+        # Shard 0 writes summary.json; its epoch time is the global step's.
+        command[1:1] = [LAUNCH, '--nprocs', str(processes)]
+        what = 'doppio {} processes x {}'.format(processes, what[len('doppio '):])
     before = load_average()
     run(command, what)
     with open(os.path.join(workdir, 'summary.json')) as f:
@@ -91,9 +101,12 @@ def doppio(args, devices, workers, intra_op_threads, workdir):
     seconds = sum(e['seconds'] for e in summary['epochs'])
     steps = summary['train_images'] // GLOBAL_BATCH
     name = 'doppio {} device(s) x {} thread(s)'.format(devices, workers * intra_op_threads)
+    if processes > 1:
+        name = 'doppio {} processes x {} device(s)'.format(processes, devices)
     if workers > 1:
         name += ' ({} workers)'.format(workers)
-    return dict(name=name, what=what, devices=devices, workers_per_device=workers,
+    return dict(name=name, what=what, processes=processes, devices=devices,
+                workers_per_device=workers,
                 intra_op_threads=intra_op_threads,
                 img_per_s=round(steps * GLOBAL_BATCH * args.epochs / seconds),
                 test_acc=summary['final_test_accuracy'],
@@ -134,16 +147,21 @@ def torch_ddp(args):
                 test_acc=None, steps=iters, load_before=before, load_after=load_average())
 
 
-def table(rows, best_torch):
-    lines = ['| run | images/s | test accuracy | ours / PyTorch best | load avg before, after |',
-             '|---|---:|---:|---:|---|']
+def ratio(row, reference):
+    if not reference or not row['name'].startswith('doppio'):
+        return '-'
+    return '{:.2f}'.format(row['img_per_s'] / reference)
+
+
+def table(rows, best_torch, ddp):
+    lines = ['| run | images/s | test accuracy | ours / PyTorch best | ours / DDP 2x1 '
+             '| load avg before, after |',
+             '|---|---:|---:|---:|---:|---|']
     for row in rows:
         accuracy = '{:.4f}'.format(row['test_acc']) if row['test_acc'] is not None else '-'
-        ratio = '{:.2f}'.format(row['img_per_s'] / best_torch) \
-            if best_torch and row['name'].startswith('doppio') else '-'
-        lines.append('| {} | {} | {} | {} | {}, {} |'.format(
-            row['name'], row['img_per_s'], accuracy, ratio, row['load_before'],
-            row['load_after']))
+        lines.append('| {} | {} | {} | {} | {} | {}, {} |'.format(
+            row['name'], row['img_per_s'], accuracy, ratio(row, best_torch), ratio(row, ddp),
+            row['load_before'], row['load_after']))
     return '\n'.join(lines)
 
 
@@ -161,12 +179,18 @@ def main(argv=None):
         rows.append(doppio(args, 1, 1, 2, os.path.join(scratch, 'doppio_1x2')))
         rows.append(doppio(args, 1, 2, 1, os.path.join(scratch, 'doppio_1x2_workers')))
         rows.append(doppio(args, 2, 1, 1, os.path.join(scratch, 'doppio_2x1')))
+        rows.append(doppio(args, 1, 1, 1, os.path.join(scratch, 'doppio_2_processes'),
+                           processes=2))
+        rows.append(doppio(args, 1, 2, 1, os.path.join(scratch, 'doppio_2_processes_workers'),
+                           processes=2))
     if not args.skip_torch:
         rows.append(torch_single(args))
         rows.append(torch_ddp(args))
     torch_rows = [r for r in rows if r['name'].startswith('pytorch')]
     best_torch = max((r['img_per_s'] for r in torch_rows), default=None)
     ours_best = max(r['img_per_s'] for r in rows if r['name'].startswith('doppio'))
+    ddp = next((r['img_per_s'] for r in rows if r['name'] == 'pytorch DDP 2x1'), None)
+    ours_2_processes = max(r['img_per_s'] for r in rows if r.get('processes', 1) > 1)
     cpu = next((line.split(':', 1)[1].strip() for line in open('/proc/cpuinfo')
                 if line.startswith('model name')), platform.processor())
     result = dict(
@@ -176,6 +200,8 @@ def main(argv=None):
         pytorch_best_img_per_s=best_torch, doppio_best_img_per_s=ours_best,
         ratio_doppio_best_over_pytorch_best=round(ours_best / best_torch, 3)
         if best_torch else None,
+        pytorch_ddp_img_per_s=ddp, doppio_2_processes_img_per_s=ours_2_processes,
+        ratio_doppio_2_processes_over_ddp=round(ours_2_processes / ddp, 3) if ddp else None,
         seconds=round(time.perf_counter() - start, 1))
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, 'w') as f:
@@ -184,11 +210,15 @@ def main(argv=None):
         result['date'], cpu, os.cpu_count(), args.epochs,
         ', first {} training images'.format(args.train_limit) if args.train_limit > 0 else ''))
     print()
-    print(table(rows, best_torch))
+    print(table(rows, best_torch, ddp))
     print()
     if best_torch:
         print('ours best / PyTorch best: {:.2f} (target >= 1.5)'.format(
             result['ratio_doppio_best_over_pytorch_best']))
+    if ddp:
+        print('ours best 2 processes x 1 device / PyTorch DDP 2 processes: {:.2f} '
+              '(target >= 1.3)'
+              .format(result['ratio_doppio_2_processes_over_ddp']))
     print('results: {}'.format(args.out))
     return result
 
