@@ -5,7 +5,6 @@ missing rank and an unreachable Redis end in clear errors, never a hang."""
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,43 +17,16 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gloo_worker  # noqa: E402  (the ranks' code: its known_inputs)
+from redis_server import free_port, running_redis_server  # noqa: E402
 
 WORKER = os.path.join(HERE, "gloo_worker.py")
 WALL_LIMIT_S = 40
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def redis_server():
-    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-    if not os.path.exists(binary):
-        pytest.fail("redis-server is not installed (tools/deps.sh installs it)")
-    port = free_port()
-    server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1",
-                               "--save", "", "--appendonly", "no"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                pass
-            assert server.poll() is None, "redis-server exited at startup"
-            assert time.time() < deadline, "redis-server did not answer within 10 s"
-            time.sleep(0.05)
+    with running_redis_server() as port:
         yield {"kind": "redis", "host": "127.0.0.1", "port": port}
-    finally:
-        server.kill()
-        server.wait()
 
 
 @pytest.fixture

@@ -14,6 +14,9 @@ import time
 
 import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from redis_server import running_redis_server  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # tests/integration -> the repository (or runfiles) root's tools/.
 LAUNCH = os.path.join(HERE, "..", "..", "tools", "launch.py")
@@ -22,38 +25,10 @@ WALL_LIMIT_S = 60
 RESULT = re.compile(r"^\[rank (\d+)\] result (\d+) (\d+) (\S+) (\S+) (\S+) (\S+)$")
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def redis_server():
-    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-    if not os.path.exists(binary):
-        pytest.fail("redis-server is not installed (tools/deps.sh installs it)")
-    port = free_port()
-    server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1",
-                               "--save", "", "--appendonly", "no"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                pass
-            assert server.poll() is None, "redis-server exited at startup"
-            assert time.time() < deadline, "redis-server did not answer within 10 s"
-            time.sleep(0.05)
+    with running_redis_server() as port:
         yield "redis://127.0.0.1:%d" % port
-    finally:
-        server.kill()
-        server.wait()
 
 
 @pytest.fixture
