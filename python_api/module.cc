@@ -20,6 +20,7 @@
 #include "core/schema.h"
 #include "core/workspace.h"
 #include "parallel/data_parallel.h"
+#include "parallel/gloo/gloo_common.h"
 #include "python_api/numpy_tensor.h"
 
 namespace py = pybind11;
@@ -336,6 +337,9 @@ PYBIND11_MODULE(_C, m) {
     return schema->inplace_enforced(input, output);
   });
   m.def("num_cuda_devices", [] { return 0; });
+  m.def("drain_common_worlds", &DrainCommonWorlds, py::call_guard<py::gil_scoped_release>(),
+        "Waits (each at most its timeout) until every rank of every live Gloo common world "
+        "reaches this call; returns how many failed. Registered with atexit by doppio.");
 }
 
 }  // namespace python

@@ -16,6 +16,7 @@
 #include "core/net_trace.h"
 #include "core/npy.h"
 #include "core/workspace.h"
+#include "parallel/gloo/gloo_common.h"
 #include "proto/doppio.pb.h"
 #include "tools/cli_util.h"
 
@@ -235,6 +236,9 @@ int main(int argc, char** argv) {
   using namespace doppio;
   return cli::RunTool(kTool, kUsage, argv[0], [&] {
     Run(ParseOptions(argc, argv));
+    // A net with Gloo collectives: let every peer finish its last one
+    // before this process's exit closes the connections.
+    DrainCommonWorlds();
     return 0;
   });
 }

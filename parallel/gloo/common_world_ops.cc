@@ -5,7 +5,6 @@
 #include <chrono>
 #include <exception>
 
-#include <gloo/barrier_all_to_all.h>
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
@@ -81,7 +80,10 @@ void CreateCommonWorldOp::RunOnDevice() {
                             std::to_string(timeout_ms_) + ")";
   const bool connected = failures.Run("rendezvous (CreateCommonWorld)", where,
                                       [&] { context->connectFullMesh(store, device_); });
-  if (connected) *OutputAs<CommonWorld>(0) = std::move(context);
+  if (connected) {
+    TrackCommonWorld(context);
+    *OutputAs<CommonWorld>(0) = std::move(context);
+  }
 }
 
 void CloneCommonWorldOp::RunOnDevice() {
@@ -93,7 +95,10 @@ void CloneCommonWorldOp::RunOnDevice() {
     clone = factory.makeContext(existing->getDevice());
     clone->setTimeout(existing->getTimeout());
   });
-  if (cloned) *OutputAs<CommonWorld>(0) = std::move(clone);
+  if (cloned) {
+    TrackCommonWorld(clone);
+    *OutputAs<CommonWorld>(0) = std::move(clone);
+  }
 }
 
 void DestroyCommonWorldOp::RunOnDevice() {
@@ -103,19 +108,13 @@ void DestroyCommonWorldOp::RunOnDevice() {
   if (!blob->IsType<CommonWorld>()) return;
   CommonWorld* world = blob->GetMutable<CommonWorld>();
   if (*world == nullptr) return;
-  // A rank that closes while a peer's last message of a collective is still
-  // unread in its socket makes the kernel reset the connection, and that
-  // peer's collective fails. Waiting until every rank got here first means
-  // every rank has consumed all of the others' messages. A dead peer makes
-  // the barrier fail at once (or after the timeout): irrelevant, as the
-  // world is being closed anyway.
-  if ((*world)->size > 1) {
-    try {
-      gloo::BarrierAllToAll((*world)).run();
-    } catch (const gloo::Exception&) {
-    } catch (const gloo::EnforceNotMet&) {
-    }
-  }
+  // Closing while a peer may still wait on this rank's last message fails
+  // that peer's collective (see TrackCommonWorld); after a barrier every
+  // rank has consumed all of the others' messages. A dead peer makes the
+  // barrier fail at once (or after the timeout): irrelevant, as the world is
+  // being closed anyway.
+  BarrierIgnoringFailure(*world);
+  UntrackCommonWorld(*world);
   (*world)->closeConnections();
   world->reset();
 }

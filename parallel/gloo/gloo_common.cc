@@ -1,9 +1,13 @@
 #include "parallel/gloo/gloo_common.h"
 
+#include <algorithm>
 #include <exception>
 #include <limits>
+#include <mutex>
+#include <thread>
 #include <utility>
 
+#include <gloo/barrier_all_to_all.h>
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 
@@ -129,6 +133,79 @@ const CommonWorld& CommonWorldInput(const OperatorBase& op) {
   DOPPIO_ENFORCE(world != nullptr, "op ", op.DisplayName(), ": common world '",
                  op.input_name(0), "' holds no context (destroyed, or never connected)");
   return world;
+}
+
+namespace {
+
+struct WorldRegistry {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<gloo::Context>> live;
+};
+
+WorldRegistry& Worlds() {
+  // Leaked on purpose: DrainCommonWorlds may run from exit handlers, after
+  // function-local statics of other translation units are destroyed.
+  static WorldRegistry* registry = new WorldRegistry;
+  return *registry;
+}
+
+}  // namespace
+
+void TrackCommonWorld(const CommonWorld& world) {
+  if (world == nullptr || world->size <= 1) return;
+  WorldRegistry& registry = Worlds();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  // Forget worlds that are gone, so a long job that reconnects keeps a short list.
+  auto& live = registry.live;
+  live.erase(std::remove_if(live.begin(), live.end(),
+                            [](const std::weak_ptr<gloo::Context>& w) { return w.expired(); }),
+             live.end());
+  live.push_back(world);
+}
+
+void UntrackCommonWorld(const CommonWorld& world) {
+  WorldRegistry& registry = Worlds();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  auto& live = registry.live;
+  live.erase(std::remove_if(live.begin(), live.end(),
+                            [&](const std::weak_ptr<gloo::Context>& w) {
+                              return w.expired() || w.lock() == world;
+                            }),
+             live.end());
+}
+
+bool BarrierIgnoringFailure(const CommonWorld& world) {
+  if (world == nullptr || world->size <= 1) return true;
+  try {
+    gloo::BarrierAllToAll(world).run();
+    return true;
+  } catch (const gloo::Exception&) {
+  } catch (const gloo::EnforceNotMet&) {
+  } catch (const std::exception&) {
+  }
+  return false;
+}
+
+int DrainCommonWorlds() {
+  std::vector<CommonWorld> worlds;
+  {
+    WorldRegistry& registry = Worlds();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    for (const auto& weak : registry.live) {
+      if (CommonWorld world = weak.lock()) worlds.push_back(std::move(world));
+    }
+    registry.live.clear();  // drained: a second call has nothing to wait for
+  }
+  std::vector<char> failed(worlds.size(), 0);
+  std::vector<std::thread> threads;
+  threads.reserve(worlds.size());
+  for (size_t i = 0; i < worlds.size(); ++i) {
+    threads.emplace_back([&, i] { failed[i] = BarrierIgnoringFailure(worlds[i]) ? 0 : 1; });
+  }
+  for (auto& thread : threads) thread.join();
+  int failures = 0;
+  for (char f : failed) failures += f;
+  return failures;
 }
 
 }  // namespace doppio

@@ -121,4 +121,31 @@ std::string DescribeRank(const gloo::Context& world);
 // holds anything else or was destroyed.
 const CommonWorld& CommonWorldInput(const OperatorBase& op);
 
+// Orderly shutdown of common worlds.
+//
+// Gloo's TCP receive path reports a pair's failure before a completion that
+// already arrived: when a rank exits right after its last send, the peer's
+// device thread can read that message and the end-of-stream together, and
+// the peer's collective then throws "Connection closed by peer" although
+// every byte it needed came. So no rank may close a world while a peer could
+// still be waiting on it: closing waits for a barrier first.
+//
+// Thread-safe. The registry holds weak references: it keeps no world alive.
+void TrackCommonWorld(const CommonWorld& world);
+// DestroyCommonWorld's: the world was drained and closed by hand.
+void UntrackCommonWorld(const CommonWorld& world);
+
+// A barrier over `world` that never throws; false when it failed (a dead peer
+// makes it fail at once, a silent one after the world's timeout). Every rank
+// must reach it for it to succeed.
+bool BarrierIgnoringFailure(const CommonWorld& world);
+
+// Runs BarrierIgnoringFailure on every tracked world that is still alive and
+// not yet drained, concurrently (so ranks need not agree on an order), and
+// marks them drained. Called at normal process exit (doppio's Python module
+// registers it with atexit; run_net calls it before returning) so a rank that
+// finishes first waits for its peers instead of cutting off their last
+// collective. Returns how many barriers failed.
+int DrainCommonWorlds();
+
 }  // namespace doppio

@@ -5,6 +5,9 @@ as numpy arrays. Every failure inside the runtime surfaces as RuntimeError
 carrying the C++ message.
 """
 
+import atexit
+import sys
+
 import numpy as np
 
 from doppio import _C as C
@@ -16,6 +19,31 @@ from doppio import scope
 has_cuda_support = bool(getattr(C, 'has_cuda_support', False))
 has_gpu_support = has_cuda_support
 has_hip_support = False
+
+
+# At a normal exit, wait for the peers of every Gloo common world this
+# process connected before the kernel closes its sockets: a rank that exits
+# right after its last collective could otherwise fail a peer still reading
+# that collective's final message (see parallel/gloo/gloo_common.h). After an
+# uncaught exception the wait is skipped, so peers learn of the failure at
+# once instead of after their timeout.
+_uncaught_exception = False
+_previous_excepthook = sys.excepthook
+
+
+def _note_uncaught_exception(kind, value, traceback):
+    global _uncaught_exception
+    _uncaught_exception = True
+    _previous_excepthook(kind, value, traceback)
+
+
+def _drain_common_worlds_at_exit():
+    if not _uncaught_exception:
+        C.drain_common_worlds()
+
+
+sys.excepthook = _note_uncaught_exception
+atexit.register(_drain_common_worlds_at_exit)
 
 
 def GlobalInit(args):

@@ -36,9 +36,11 @@ def file_store():
     shutil.rmtree(directory, ignore_errors=True)
 
 
-def launch(store, size, scenario, ranks=None, timeout_ms=10000, **extra):
+def launch(store, size, scenario, ranks=None, timeout_ms=10000, with_exit_times=False,
+           **extra):
     """Runs `ranks` (default all) of a `size`-rank world; returns each rank's
-    report. Fails the test if any process outlives WALL_LIMIT_S."""
+    report (and, `with_exit_times`, the times ranks recorded when their
+    processes left). Fails the test if any process outlives WALL_LIMIT_S."""
     ranks = list(range(size)) if ranks is None else ranks
     out_dir = tempfile.mkdtemp(prefix="doppio_gloo_out_")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -65,7 +67,14 @@ def launch(store, size, scenario, ranks=None, timeout_ms=10000, **extra):
             else:
                 reports[rank] = {"exit": process.returncode,
                                  "output": output.decode(errors="replace")}
-        return reports
+        if not with_exit_times:
+            return reports
+        exit_times = {}
+        for rank, out, _ in processes:
+            if os.path.exists(out + ".exit"):
+                with open(out + ".exit") as f:
+                    exit_times[rank] = float(f.read())
+        return reports, exit_times
     finally:
         for _, _, process in processes:
             if process.poll() is None:
@@ -109,6 +118,28 @@ def test_collectives_file_store(file_store, size):
 @pytest.mark.parametrize("size", [2, 4])
 def test_collectives_redis_store(redis_server, size):
     check_collectives(launch(redis_server, size, "collectives"), size)
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_a_normal_exit_waits_for_every_peer(file_store, size):
+    # Gloo fails a peer still reading the last collective's final message
+    # when the sender's exit closes the socket (seen as "Connection closed by
+    # peer" in 3-rank ring_chunked runs); rank 0 must leave only after the
+    # lingering ranks reached their own exit.
+    reports, exit_times = launch(file_store, size, "exit_order", linger_s=1.5,
+                                 with_exit_times=True)
+    for rank in range(size):
+        assert "error" not in reports[rank] and "exit" not in reports[rank], reports[rank]
+    latest_leaving = max(reports[rank]["leaving_at"] for rank in range(1, size))
+    assert exit_times[0] >= latest_leaving, (exit_times[0], latest_leaving)
+
+
+def test_an_uncaught_exception_exits_without_waiting(file_store):
+    reports, exit_times = launch(file_store, 2, "exit_order", linger_s=3.0,
+                                 rank0_raises=True, with_exit_times=True)
+    assert "leaving_at" in reports[1], reports[1]
+    # Rank 0 left well before rank 1 stopped lingering.
+    assert exit_times[0] < reports[1]["leaving_at"] - 1.0, (exit_times[0], reports[1])
 
 
 @pytest.mark.parametrize("quit", ["exit", "idle"])

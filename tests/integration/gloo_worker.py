@@ -4,6 +4,7 @@ gloo_collectives_test.py: python3 gloo_worker.py SPEC_JSON OUT_JSON.
 It rendezvouses through the store named in the spec, runs the spec's
 scenario and writes what it saw to OUT_JSON: the collectives' results, or
 the error message and how long the failing step took."""
+import atexit
 import json
 import os
 import sys
@@ -11,7 +12,22 @@ import time
 
 import numpy as np
 
-from doppio import core, workspace
+
+# Registered before doppio's own exit handler, so it runs after it (atexit
+# runs handlers last-in first-out): the time it writes is when the process
+# really leaves, after doppio's drain of its common worlds.
+_EXIT_RECORD = {}
+
+
+def _record_exit_time():
+    if "path" in _EXIT_RECORD:
+        with open(_EXIT_RECORD["path"], "w") as out:
+            out.write(repr(time.time()))
+
+
+atexit.register(_record_exit_time)
+
+from doppio import core, workspace  # noqa: E402
 
 ALGORITHMS = ["ring", "ring_chunked", "halving_doubling", None]
 LENGTH = 11  # odd, so chunked and halving/doubling splits are uneven
@@ -100,6 +116,28 @@ def peer_lost(spec, result):
         result["status"] = int(workspace.FetchBlob("status"))
 
 
+def exit_order(spec, result, out_path):
+    """Rank 0 ends first (returning normally, or with an uncaught exception
+    when spec["rank0_raises"]); the others linger `linger_s` after the last
+    collective, then note when they leave. A normal exit must wait for them
+    (doppio drains every common world at exit, so no rank's exit can cut off
+    a peer's last collective); an exit by exception must not."""
+    run("Barrier", ["world"], [], engine="GLOO")
+    a, _ = known_inputs(spec["rank"])
+    workspace.FeedBlob("a", a)
+    run("Allreduce", ["world", "a"], ["a"], engine="GLOO", algorithm="ring_chunked")
+    result["allreduce"] = workspace.FetchBlob("a").tolist()
+    if spec["rank"] == 0:
+        _EXIT_RECORD["path"] = out_path + ".exit"
+        if spec.get("rank0_raises"):
+            with open(out_path, "w") as out:
+                json.dump(result, out)
+            raise ValueError("rank 0 fails on purpose")
+        return
+    time.sleep(spec["linger_s"])
+    result["leaving_at"] = time.time()
+
+
 def main():
     spec = json.loads(sys.argv[1])
     out_path = sys.argv[2]
@@ -113,6 +151,8 @@ def main():
             collectives(spec, result)
         elif spec["scenario"] == "peer_lost":
             peer_lost(spec, result)
+        elif spec["scenario"] == "exit_order":
+            exit_order(spec, result, out_path)
         elif spec["scenario"] != "rendezvous":
             raise ValueError("unknown scenario " + spec["scenario"])
     except RuntimeError as error:
