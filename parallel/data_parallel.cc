@@ -375,7 +375,9 @@ Parallelized Parallelize(const DataParallelTemplate& model,
   // grad -> index of the last template op reading or writing it: reducing
   // earlier would change what later backward ops of that device read.
   std::map<int, std::vector<std::string>> allreduce_after = std::move(bn_allreduce_after);
-  std::set<std::string> reduced_grads;  // as opposed to combined batch-norm statistics
+  // Across shards: buckets of gradients (parallel/distributed.h), each after
+  // the last op touching any of its gradients.
+  std::map<int, std::vector<std::vector<std::string>>> buckets_after;
   if (num_devices > 1 || distributed) {
     std::map<std::string, int> last_touch;
     std::set<std::string> grads;
@@ -395,10 +397,23 @@ Parallelized Parallelize(const DataParallelTemplate& model,
       order.emplace_back(use == first_use.end() ? -1 : use->second, entry.first);
     }
     std::sort(order.rbegin(), order.rend());
+    const std::map<std::string, int64_t> elements =
+        distributed ? InferredFloatElements(model.param_init_net)
+                    : std::map<std::string, int64_t>();
+    std::vector<GradientToReduce> across_shards;
     for (const auto& item : order) {
       const std::string& grad = result.param_to_grad.at(item.second);
       allreduce_after[last_touch.at(grad)].push_back(grad);
-      reduced_grads.insert(grad);
+      auto known = elements.find(item.second);  // a dense gradient has its param's shape
+      across_shards.push_back({grad, known == elements.end() ? -1 : known->second});
+    }
+    if (distributed) {
+      for (std::vector<std::string>& bucket :
+           PlanGradientBuckets(across_shards, options.rendezvous.bucket_cap_mb)) {
+        int after = -1;
+        for (const std::string& grad : bucket) after = std::max(after, last_touch.at(grad));
+        buckets_after[after].push_back(std::move(bucket));
+      }
     }
   }
 
@@ -412,15 +427,25 @@ Parallelized Parallelize(const DataParallelTemplate& model,
                      auto it = allreduce_after.find(index);
                      if (it != allreduce_after.end()) {
                        for (const std::string& grad : it->second) {
-                         const std::vector<std::string> copies = cloner.RenameAll(grad);
-                         if (num_devices > 1) {
-                           *net.add_op() = CollectiveOp("Allreduce", "allreduce_" + grad, copies,
-                                                        replicas.front().device_option);
+                         if (num_devices == 1) break;
+                         *net.add_op() = CollectiveOp("Allreduce", "allreduce_" + grad,
+                                                      cloner.RenameAll(grad),
+                                                      replicas.front().device_option);
+                       }
+                     }
+                     auto buckets = buckets_after.find(index);
+                     if (buckets != buckets_after.end()) {
+                       for (const std::vector<std::string>& bucket : buckets->second) {
+                         // Device 0's copies hold the local sums.
+                         std::vector<std::string> masters;
+                         for (const std::string& grad : bucket) {
+                           masters.push_back(cloner.RenameAll(grad).front());
                          }
-                         if (!distributed || !reduced_grads.count(grad)) continue;
-                         *net.add_op() = net_shards.Allreduce(copies.front());
-                         if (num_devices > 1) {
-                           *net.add_op() = RootBroadcast("broadcast_" + grad, copies,
+                         *net.add_op() = net_shards.AllreduceBucket(masters);
+                         if (num_devices == 1) continue;
+                         for (const std::string& grad : bucket) {
+                           *net.add_op() = RootBroadcast("broadcast_" + grad,
+                                                         cloner.RenameAll(grad),
                                                          replicas.front().device_option);
                          }
                        }

@@ -1,6 +1,9 @@
 #include "parallel/distributed.h"
 
+#include <algorithm>
+
 #include "core/enforce.h"
+#include "core/schema.h"
 
 namespace doppio {
 namespace {
@@ -35,6 +38,78 @@ void ValidateRendezvous(const RendezvousOptions& rendezvous) {
                  rendezvous.engine, "' is not supported; only 'GLOO'");
   DOPPIO_ENFORCE(rendezvous.timeout_ms > 0, "Parallelize: rendezvous timeout_ms must be "
                  "positive, got ", rendezvous.timeout_ms);
+  DOPPIO_ENFORCE(rendezvous.bucket_cap_mb >= 0, "Parallelize: rendezvous bucket_cap_mb must "
+                 "be >= 0 (0: one allreduce per gradient), got ", rendezvous.bucket_cap_mb);
+}
+
+std::vector<std::vector<std::string>> PlanGradientBuckets(
+    const std::vector<GradientToReduce>& grads, double bucket_cap_mb) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  constexpr double kFirstBucketBytes = 1.0 * kMiB;  // DDP's first bucket
+  const double cap_bytes = bucket_cap_mb * kMiB;
+  std::vector<std::vector<std::string>> buckets;
+  std::vector<std::string> current;
+  double current_bytes = 0;
+  auto close = [&] {
+    if (!current.empty()) buckets.push_back(std::move(current));
+    current.clear();
+    current_bytes = 0;
+  };
+  for (const GradientToReduce& grad : grads) {
+    if (cap_bytes <= 0 || grad.elements < 0) {
+      close();
+      buckets.push_back({grad.name});
+      continue;
+    }
+    current.push_back(grad.name);
+    current_bytes += static_cast<double>(grad.elements) * sizeof(float);
+    const double limit = buckets.empty() ? std::min(kFirstBucketBytes, cap_bytes) : cap_bytes;
+    if (current_bytes >= limit) close();
+  }
+  close();
+  return buckets;
+}
+
+std::map<std::string, int64_t> InferredFloatElements(const NetDef& init_net) {
+  std::map<std::string, TensorShape> shapes;
+  std::map<std::string, int64_t> elements;
+  for (const OperatorDef& op : init_net.op()) {
+    const OpSchema* schema = OpSchemaRegistry::Schema(op.type());
+    std::vector<TensorShape> outputs;
+    if (schema != nullptr && schema->has_shape_inference()) {
+      std::vector<TensorShape> inputs;
+      for (const std::string& input : op.input()) {
+        auto known = shapes.find(input);
+        TensorShape shape;
+        if (known != shapes.end()) {
+          shape = known->second;
+        } else {
+          shape.set_unknown_shape(true);
+        }
+        inputs.push_back(shape);
+      }
+      try {
+        outputs = schema->InferTensor(op, inputs);
+      } catch (const std::exception&) {
+        outputs.clear();  // the op reports its own error when it runs
+      }
+    }
+    for (int i = 0; i < op.output_size(); ++i) {
+      const std::string& blob = op.output(i);
+      shapes.erase(blob);
+      elements.erase(blob);  // a later op may rewrite the blob
+      if (i >= static_cast<int>(outputs.size()) || outputs[i].unknown_shape() ||
+          outputs[i].unknown_dims_size() > 0) {
+        continue;
+      }
+      shapes[blob] = outputs[i];
+      if (outputs[i].data_type() != TensorProto::FLOAT) continue;
+      int64_t count = 1;
+      for (int64_t dim : outputs[i].dims()) count *= dim;
+      elements[blob] = count;
+    }
+  }
+  return elements;
 }
 
 ShardCollectives::ShardCollectives(const RendezvousOptions& rendezvous,
@@ -59,28 +134,37 @@ OperatorDef ShardCollectives::CreateCommonWorld() {
 }
 
 OperatorDef ShardCollectives::Collective(const std::string& type, const std::string& name,
-                                         const std::string& blob) {
+                                         const std::vector<std::string>& blobs) {
   OperatorDef op;
   op.set_type(type);
   op.set_name(name);
   op.set_engine(rendezvous_.engine);
   op.add_input(rendezvous_.common_world);
-  op.add_input(blob);
-  op.add_output(blob);
+  for (const std::string& blob : blobs) {
+    op.add_input(blob);
+    op.add_output(blob);
+  }
   if (!previous_.empty() && previous_ != rendezvous_.common_world) {
     op.add_control_input(previous_);
   }
   *op.mutable_device_option() = device_option_;
-  previous_ = blob;
+  previous_ = blobs.back();
   return op;
 }
 
 OperatorDef ShardCollectives::Allreduce(const std::string& blob) {
-  return Collective("Allreduce", "allreduce_shards_" + blob, blob);
+  return Collective("Allreduce", "allreduce_shards_" + blob, {blob});
+}
+
+OperatorDef ShardCollectives::AllreduceBucket(const std::vector<std::string>& blobs) {
+  DOPPIO_ENFORCE(!blobs.empty(), "Parallelize: an empty gradient bucket");
+  if (blobs.size() == 1) return Allreduce(blobs.front());
+  return Collective("AllreduceCoalesced",
+                    "allreduce_shards_bucket_" + blobs.front() + "_to_" + blobs.back(), blobs);
 }
 
 OperatorDef ShardCollectives::Broadcast(const std::string& blob) {
-  OperatorDef op = Collective("Broadcast", "broadcast_shards_" + blob, blob);
+  OperatorDef op = Collective("Broadcast", "broadcast_shards_" + blob, {blob});
   AddArg(&op, "root", 0);
   return op;
 }

@@ -10,6 +10,14 @@
 // made broadcasts shard 0's params (device 0's copy) to every shard, before
 // the in-process Broadcast to the local devices.
 //
+// Gradients cross the shards in buckets, as in PyTorch DDP: consecutive
+// gradients (in the order backward finishes them) are packed into one
+// AllreduceCoalesced until a bucket holds bucket_cap_mb (the first one 1 MiB,
+// so communication starts early in backward). Each collective costs a few
+// round trips of latency whatever its size, so a dozen small gradients sent
+// one by one mostly wait. A bucket goes out after the last backward op that
+// touches any of its gradients.
+//
 // One common world carries every collective, so no two may run at once (a
 // Gloo context is not re-entrant): each Gloo op takes a control input on
 // the blob the previous one wrote, which chains them under the dag executor
@@ -19,7 +27,10 @@
 // overlap between collectives for having one world to connect and time out.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "proto/doppio.pb.h"
 
@@ -40,7 +51,28 @@ struct RendezvousOptions {
   std::string interface;
   // Limit for the rendezvous and for each send / receive (CreateCommonWorld).
   int timeout_ms = 30000;
+  // Gradient bucket size in MiB (PyTorch DDP's bucket_cap_mb); 0 sends each
+  // gradient in an Allreduce of its own, as Caffe2 does.
+  double bucket_cap_mb = 25;
 };
+
+// A gradient to sum across shards, in the order backward finishes them.
+struct GradientToReduce {
+  std::string name;
+  // float32 elements, or -1 when the pass cannot tell (a param the init net
+  // does not make with a "shape", or of another dtype): such a gradient
+  // travels alone.
+  int64_t elements = -1;
+};
+
+// Consecutive runs of `grads` per the bucket rule above; every gradient in
+// exactly one bucket, order kept.
+std::vector<std::vector<std::string>> PlanGradientBuckets(
+    const std::vector<GradientToReduce>& grads, double bucket_cap_mb);
+
+// Element counts of the float32 blobs whose shapes the ops' schemas infer
+// through `init_net` (the params its fills make), for PlanGradientBuckets.
+std::map<std::string, int64_t> InferredFloatElements(const NetDef& init_net);
 
 bool IsDistributed(const RendezvousOptions& rendezvous);
 
@@ -58,12 +90,15 @@ class ShardCollectives {
   OperatorDef CreateCommonWorld();
   // In place on `blob`: the sum over every shard's `blob`.
   OperatorDef Allreduce(const std::string& blob);
+  // In place on each of `blobs` (one bucket): the sum over every shard's
+  // namesake. One blob gives a plain Allreduce.
+  OperatorDef AllreduceBucket(const std::vector<std::string>& blobs);
   // In place on `blob`: shard 0's value.
   OperatorDef Broadcast(const std::string& blob);
 
  private:
   OperatorDef Collective(const std::string& type, const std::string& name,
-                         const std::string& blob);
+                         const std::vector<std::string>& blobs);
 
   RendezvousOptions rendezvous_;
   DeviceOption device_option_;

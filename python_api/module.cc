@@ -253,6 +253,9 @@ py::tuple ParallelizePy(const py::bytes& init_bytes, const py::bytes& net_bytes,
     shards.interface = rendezvous["interface"].cast<std::string>();
   }
   if (rendezvous.contains("timeout_ms")) shards.timeout_ms = rendezvous["timeout_ms"].cast<int>();
+  if (rendezvous.contains("bucket_cap_mb")) {
+    shards.bucket_cap_mb = rendezvous["bucket_cap_mb"].cast<double>();
+  }
   Parallelized result;
   {
     py::gil_scoped_release release;

@@ -16,6 +16,7 @@ DOPPIO_DEBIAN_PACKAGES=(
   python3-protobuf python3-numpy python3-pytest python3-hypothesis
   zlib1g-dev
   libgloo-dev libhiredis-dev redis-server
+  iproute2
   dataset-fashion-mnist
   python3-tqdm python3-matplotlib graphviz
 )

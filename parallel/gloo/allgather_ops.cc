@@ -50,7 +50,7 @@ void GlooAllgatherOp::RunOnDevice() {
   GlooFailureHandler failures(this, OutputSize() == 2 ? 1 : -1);
   const int bytes = ElementCount(*this, static_cast<int64_t>(first.nbytes()));
   if (bytes == 0) {
-    failures.Run("allgather", DescribeRank(*world), [] {});
+    failures.Run("allgather", world, [] {});
     return;
   }
   ElementCount(*this, static_cast<int64_t>(y->nbytes()));
@@ -64,7 +64,7 @@ void GlooAllgatherOp::RunOnDevice() {
   key.buffers.push_back(out);
   key.count = bytes;
   key.dtype = first.dtype();
-  const bool ok = failures.Run("allgather (ring)", DescribeRank(*world), [&] {
+  const bool ok = failures.Run("allgather (ring)", world, [&] {
     auto make = [&]() -> std::unique_ptr<gloo::Algorithm> {
       // Bytes, so every fixed-size type travels the same way.
       return std::make_unique<gloo::AllgatherRing<uint8_t>>(world, buffers, out, bytes);

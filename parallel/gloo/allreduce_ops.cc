@@ -76,10 +76,10 @@ void GlooAllreduceOp::RunOnDevice() {
   }
   GlooFailureHandler failures(this, operands.status_output);
   if (count == 0) {
-    failures.Run("allreduce", DescribeRank(*world), [] {});
+    failures.Run("allreduce", world, [] {});
     return;
   }
-  const bool ok = failures.Run("allreduce (" + algorithm + ")", DescribeRank(*world), [&] {
+  const bool ok = failures.Run("allreduce (" + algorithm + ")", world, [&] {
     auto make = [&]() -> std::unique_ptr<gloo::Algorithm> {
       if (first.dtype() == DataType::kFloat) {
         return MakeAllreduce<float>(algorithm, world, operands.tensors, count);
@@ -101,10 +101,10 @@ void GlooReduceScatterOp::RunOnDevice() {
   for (int r = 0; r < count % world->size; ++r) ++block_sizes[r];
   GlooFailureHandler failures(this, operands.status_output);
   if (count == 0) {
-    failures.Run("reduce-scatter", DescribeRank(*world), [] {});
+    failures.Run("reduce-scatter", world, [] {});
     return;
   }
-  const bool ok = failures.Run("reduce-scatter (halving_doubling)", DescribeRank(*world), [&] {
+  const bool ok = failures.Run("reduce-scatter (halving_doubling)", world, [&] {
     auto make = [&]() -> std::unique_ptr<gloo::Algorithm> {
       if (first.dtype() == DataType::kFloat) {
         return std::make_unique<gloo::ReduceScatterHalvingDoubling<float>>(

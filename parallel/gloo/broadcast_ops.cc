@@ -27,7 +27,7 @@ void GlooBroadcastOp::RunOnDevice() {
   const Tensor& first = *operands.tensors[0];
   GlooFailureHandler failures(this, operands.status_output);
   if (first.nbytes() == 0) {
-    failures.Run("broadcast", DescribeRank(*world), [] {});
+    failures.Run("broadcast", world, [] {});
     return;
   }
   // Bytes, so every fixed-size type travels the same way.
@@ -41,8 +41,7 @@ void GlooBroadcastOp::RunOnDevice() {
   key.count = static_cast<int64_t>(first.nbytes());
   key.dtype = first.dtype();
   key.variant = "root " + std::to_string(root_);
-  const bool ok = failures.Run("broadcast from root " + std::to_string(root_),
-                               DescribeRank(*world), [&] {
+  const bool ok = failures.Run("broadcast from root " + std::to_string(root_), world, [&] {
     auto make = [&]() -> std::unique_ptr<gloo::Algorithm> {
       return std::make_unique<gloo::BroadcastOneToAll<uint8_t>>(world, buffers, first.nbytes(),
                                                                 root_, 0);
@@ -59,7 +58,7 @@ void GlooBarrierOp::RunOnDevice() {
   GlooFailureHandler failures(this, OutputSize() == 1 ? 0 : -1);
   AlgorithmKey key;
   key.world = world;
-  const bool ok = failures.Run("barrier", DescribeRank(*world), [&] {
+  const bool ok = failures.Run("barrier", world, [&] {
     auto make = [&]() -> std::unique_ptr<gloo::Algorithm> {
       return std::make_unique<gloo::BarrierAllToOne>(world, 0);
     };

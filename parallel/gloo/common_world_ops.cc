@@ -90,7 +90,7 @@ void CloneCommonWorldOp::RunOnDevice() {
   const CommonWorld existing = CommonWorldInput(*this);
   GlooFailureHandler failures(this, StatusOutput(*this));
   CommonWorld clone;
-  const bool cloned = failures.Run("clone of a common world", DescribeRank(*existing), [&] {
+  const bool cloned = failures.Run("clone of a common world", existing, [&] {
     gloo::rendezvous::ContextFactory factory(existing);
     clone = factory.makeContext(existing->getDevice());
     clone->setTimeout(existing->getTimeout());

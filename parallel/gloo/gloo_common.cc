@@ -12,6 +12,7 @@
 #include <gloo/common/logging.h>
 
 #include "core/workspace.h"
+#include "parallel/gloo/lost_peers.h"
 
 namespace doppio {
 
@@ -47,18 +48,34 @@ void GlooFailureHandler::SetStatus(int32_t value) {
 
 bool GlooFailureHandler::Run(const std::string& what, const std::string& where,
                              const std::function<void()>& body) {
+  return RunNaming(what, where, nullptr, body);
+}
+
+bool GlooFailureHandler::Run(const std::string& what, const CommonWorld& world,
+                             const std::function<void()>& body) {
+  return RunNaming(what, DescribeRank(*world), world.get(), body);
+}
+
+bool GlooFailureHandler::RunNaming(const std::string& what, const std::string& where,
+                                   gloo::Context* world, const std::function<void()>& body) {
   std::string message;
+  // Only I/O failures come from peers; an enforce is this rank's own check.
+  auto lost_peers = [&](const std::exception& error) -> std::string {
+    if (world == nullptr) return "";
+    const std::string peers = DescribeLostPeers(*world, error);
+    return peers.empty() ? "" : peers + ": ";
+  };
   try {
     body();
     if (status_ != nullptr) SetStatus(kGlooStatusOk);
     return true;
   } catch (const gloo::IoException& error) {
-    message = std::string("I/O error (a peer died, closed its connection or timed out): ") +
-              error.what();
+    message = lost_peers(error) +
+              "I/O error (a peer died, closed its connection or timed out): " + error.what();
   } catch (const gloo::EnforceNotMet& error) {
     message = std::string("Gloo check failed: ") + error.what();
   } catch (const gloo::Exception& error) {
-    message = std::string("Gloo error: ") + error.what();
+    message = lost_peers(error) + "Gloo error: " + error.what();
   }
   if (status_ != nullptr) {
     SetStatus(kGlooStatusFailed);

@@ -63,11 +63,18 @@ class GlooFailureHandler {
   // of 2"). On success the status, if any, is set to kGlooStatusOk.
   bool Run(const std::string& what, const std::string& where,
            const std::function<void()>& body);
+  // The same over a connected `world`: `where` is its DescribeRank, and a
+  // lost peer is named by rank ("lost rank 1 (127.0.0.1:23169)").
+  bool Run(const std::string& what, const CommonWorld& world,
+           const std::function<void()>& body);
 
   bool has_status() const { return status_ != nullptr; }
 
  private:
   void SetStatus(int32_t value);
+  // `world`: null while not connected (a rendezvous).
+  bool RunNaming(const std::string& what, const std::string& where, gloo::Context* world,
+                 const std::function<void()>& body);
 
   OperatorBase* op_;
   Blob* status_ = nullptr;

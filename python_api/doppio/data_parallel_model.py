@@ -40,7 +40,11 @@ RedisStoreHandlerCreate), shard_id, num_shards, engine ('GLOO', the only
 one), transport ('tcp'), interface ('' binds the host name's address) and
 exit_nets (accepted and ignored: a failed collective raises in RunNet
 instead). Doppio adds timeout_ms (default 30000): the limit for the
-rendezvous and for every cross-process send or receive. Each process
+rendezvous and for every cross-process send or receive, and bucket_cap_mb
+(default 25, as PyTorch DDP): gradients cross the shards packed in buckets
+of about that size (one AllreduceCoalesced each; the first bucket closes at
+1 MiB so communication starts early in backward); 0 sends each gradient in
+an Allreduce of its own, as Caffe2 does. Each process
 parallelizes over its own devices; the loss scale counts every device of
 every shard, the init net connects one common world and broadcasts shard
 0's parameters to all shards, and each gradient is summed over the local

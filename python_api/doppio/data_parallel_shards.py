@@ -8,7 +8,7 @@ from doppio import workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2
 
 _RENDEZVOUS_KEYS = frozenset(['kv_handler', 'shard_id', 'num_shards', 'engine', 'transport',
-                              'interface', 'exit_nets', 'timeout_ms'])
+                              'interface', 'exit_nets', 'timeout_ms', 'bucket_cap_mb'])
 _COMMON_WORLD = 'data_parallel_model_common_world'
 
 
@@ -31,12 +31,16 @@ def CheckRendezvous(rendezvous):
         if rendezvous.get(key) is None:
             raise ValueError('Parallelize: rendezvous needs {} when num_shards > 1'.format(key))
     result = dict(engine='GLOO', transport='tcp', interface='', exit_nets=None,
-                  timeout_ms=30000)
+                  timeout_ms=30000, bucket_cap_mb=25)
     result.update(rendezvous)
     result['kv_handler'] = str(result['kv_handler'])
     result['num_shards'] = int(result['num_shards'])
     result['shard_id'] = int(result['shard_id'])
     result['timeout_ms'] = int(result['timeout_ms'])
+    result['bucket_cap_mb'] = float(result['bucket_cap_mb'])
+    if result['bucket_cap_mb'] < 0:
+        raise ValueError('Parallelize: rendezvous bucket_cap_mb must be >= 0 (0: one '
+                         'allreduce per gradient), got {}'.format(result['bucket_cap_mb']))
     result['interface'] = result['interface'] or ''
     if result['engine'] != 'GLOO':
         raise NotImplementedError("Parallelize: rendezvous engine {!r} is not supported: only "
@@ -53,7 +57,7 @@ def RendezvousForPass(rendezvous):
         return {}
     return {key: rendezvous[key] for key in ('kv_handler', 'shard_id', 'num_shards', 'engine',
                                              'transport', 'interface', 'timeout_ms',
-                                             'common_world')}
+                                             'common_world', 'bucket_cap_mb')}
 
 
 def IsDistributed(model):

@@ -92,6 +92,9 @@ def parse_args(argv):
     parser.add_argument('--intra_op_threads', type=int, default=0,
                         help='threads each op may use (0: the cores divided among all '
                         'workers)')
+    parser.add_argument('--bucket_cap_mb', type=float, default=25,
+                        help='with several processes: gradients cross them in buckets of '
+                             'about this many MiB (0: one allreduce per gradient)')
     parser.add_argument('--test_batch_size', type=int, default=100)
     parser.add_argument('--base_lr', type=float, default=0.05)
     parser.add_argument('--momentum', type=float, default=0.9)
@@ -328,7 +331,7 @@ def rendezvous(args):
         raise SystemExit('fmnist_train: {}'.format(e))
     return dict(kv_handler=handler, shard_id=args.shard_id, num_shards=args.num_shards,
                 engine='GLOO', transport='tcp', interface='lo', exit_nets=None,
-                timeout_ms=SHARD_TIMEOUT_MS)
+                timeout_ms=SHARD_TIMEOUT_MS, bucket_cap_mb=args.bucket_cap_mb)
 
 
 def set_net_arg(net_proto, name, value):

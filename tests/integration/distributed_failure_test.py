@@ -1,8 +1,9 @@
 """A shard lost mid-training and a rendezvous over a finished run's keys.
 
-Kill: 4 shards train the MLP; shard 1 SIGKILLs itself before step 5. Every
-other shard fails that step's Allreduce within 2x timeout_ms with an error
-naming the collective and its own rank; none hangs. Shard 0 checkpointed
+Kill (with a file store and with a redis-server): 4 shards train the MLP;
+shard 1 SIGKILLs itself before step 5. Every other shard fails that step's
+Allreduce within 2x timeout_ms with an error naming the collective, its own
+rank and the lost shard's; none hangs. Shard 0 checkpointed
 after every step; all 4 restart from its last checkpoint under a fresh key
 prefix and finish the 10 steps with the params of an uninterrupted run.
 
@@ -20,17 +21,16 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import distributed_training_worker as worker  # noqa: E402
-from distributed_scale_test import assert_trained, launch, mlp_specs  # noqa: E402
-from gloo_collectives_test import file_store  # noqa: E402,F401
+from distributed_scale_test import assert_trained, launch, mlp_specs, store  # noqa: E402,F401
+from gloo_collectives_test import file_store, lost_ranks, redis_server  # noqa: E402,F401
 
 TIMEOUT_MS = 3000
 KILL_AT_STEP, KILLED_RANK = 5, 1
 
 
-def test_killed_shard_fails_the_others_then_restart_matches_uninterrupted(
-        file_store, tmp_path):
+def test_killed_shard_fails_the_others_then_restart_matches_uninterrupted(store, tmp_path):
     checkpoint = str(tmp_path / 'shard0.minidb')
-    reports, exit_s = launch(file_store, mlp_specs(4, checkpoint=checkpoint,
+    reports, exit_s = launch(store, mlp_specs(4, checkpoint=checkpoint,
                                                    kill_at_step=KILL_AT_STEP,
                                                    kill_rank=KILLED_RANK),
                              timeout_ms=TIMEOUT_MS)
@@ -41,6 +41,10 @@ def test_killed_shard_fails_the_others_then_restart_matches_uninterrupted(
         assert 'error' in report, (rank, report)
         message = report['error']
         assert 'Allreduce' in message and 'rank %d of 4' % rank in message, message
+        # A survivor may also have lost a survivor that failed and left
+        # first, but the killed shard's connection is always among the lost.
+        assert KILLED_RANK in lost_ranks(message), message
+        assert rank not in lost_ranks(message), message
         assert report['step'] == KILL_AT_STEP, report
         assert report['step_elapsed'] < 2 * TIMEOUT_MS / 1000.0, report
     # No survivor outlives the lost shard by more than 2x the timeout (the
@@ -49,11 +53,11 @@ def test_killed_shard_fails_the_others_then_restart_matches_uninterrupted(
     assert max(survivors) - exit_s[KILLED_RANK] < 2 * TIMEOUT_MS / 1000.0 + 1, exit_s
     assert reports[0]['checkpointed_steps'] == KILL_AT_STEP
 
-    resumed, _ = launch(file_store, mlp_specs(4, resume_from=checkpoint,
+    resumed, _ = launch(store, mlp_specs(4, resume_from=checkpoint,
                                               resume_step=KILL_AT_STEP),
                         timeout_ms=TIMEOUT_MS)
     assert_trained(resumed)
-    uninterrupted, _ = launch(file_store, mlp_specs(4), timeout_ms=TIMEOUT_MS)
+    uninterrupted, _ = launch(store, mlp_specs(4), timeout_ms=TIMEOUT_MS)
     assert_trained(uninterrupted)
     for p in worker.mlp.PARAMS:
         assert not np.allclose(resumed[0]['init'][p], uninterrupted[0]['final'][p]), p

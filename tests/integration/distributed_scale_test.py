@@ -3,7 +3,7 @@ device train the MLP 10 steps to the params of one process on the whole
 batch; 2 processes x 1 device train the full reference CNN (per-shard BN)
 4 steps to the params of one process with 2 devices fed the same per-device
 batches -- in-process and cross-process reduction both just sum the
-gradients."""
+gradients. Each runs with a file store and with a redis-server."""
 import json
 import os
 import shutil
@@ -19,7 +19,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import distributed_training_worker as worker  # noqa: E402
-from gloo_collectives_test import file_store  # noqa: E402,F401
+from gloo_collectives_test import file_store, redis_server  # noqa: E402,F401
 from parallelize_distributed_test import single_process_reference  # noqa: E402
 
 WORKER = os.path.join(HERE, 'distributed_training_worker.py')
@@ -66,6 +66,14 @@ def launch(store, specs, prefix=None, timeout_ms=10000, wall_limit_s=WALL_LIMIT_
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
+@pytest.fixture(params=['file', 'redis'])
+def store(request):
+    """Each test once with a file store and once with a redis-server (started
+    once per module, only when a Redis variant runs); launch() gives every
+    run a fresh key prefix."""
+    return request.getfixturevalue('file_store' if request.param == 'file' else 'redis_server')
+
+
 def assert_trained(reports):
     for shard, report in enumerate(reports):
         assert 'error' not in report and 'exit' not in report, (
@@ -77,8 +85,8 @@ def mlp_specs(num_shards, **extra):
             for s in range(num_shards)]
 
 
-def test_four_shards_train_the_mlp_like_one_process(file_store):
-    reports, _ = launch(file_store, mlp_specs(4))
+def test_four_shards_train_the_mlp_like_one_process(store):
+    reports, _ = launch(store, mlp_specs(4))
     assert_trained(reports)
     initial = reports[0]['init']
     for report in reports[1:]:
@@ -119,8 +127,8 @@ def cnn_two_devices_reference(initial):
     return result
 
 
-def test_two_shards_train_the_reference_cnn_like_two_devices(file_store):
-    reports, _ = launch(file_store, [dict(shard_id=s, num_shards=2, model='cnn')
+def test_two_shards_train_the_reference_cnn_like_two_devices(store):
+    reports, _ = launch(store, [dict(shard_id=s, num_shards=2, model='cnn')
                                      for s in range(2)])
     assert_trained(reports)
     initial = reports[0]['init']

@@ -6,7 +6,8 @@ shard, a slice of every global batch of 8) or 'cnn' (the example's full
 reference CNN with per-shard BN, one device per shard, a slice of every
 global batch of CNN_BATCH continuous random images). The spec may ask the
 shard to checkpoint after every step (minidb), to start from a checkpoint
-at a given step, or to SIGKILL itself before a given step. Writes device
+at a given step, to SIGKILL itself before a given step, or to bind Gloo to
+another interface than loopback ('interface'). Writes device
 0's params after init and at the end, or the error, the step it hit and
 how long that step ran."""
 import json
@@ -60,7 +61,8 @@ def parallelize(spec, model_kind):
     model = model_helper.ModelHelper(name='distributed_' + model_kind)
     rendezvous = dict(kv_handler='store_handler', shard_id=spec['shard_id'],
                       num_shards=spec['num_shards'], engine='GLOO', transport='tcp',
-                      interface='lo', exit_nets=None, timeout_ms=spec['timeout_ms'])
+                      interface=spec.get('interface', 'lo'), exit_nets=None,
+                      timeout_ms=spec['timeout_ms'])
     data_parallel_model.Parallelize_CPU(
         model, input_builder_fun=lambda m: None,
         forward_pass_builder_fun=MODELS[model_kind]['forward'],
@@ -104,6 +106,11 @@ def train(spec, result):
         if step < first_step:
             continue
         if step == spec.get('kill_at_step') and shard_id == spec.get('kill_rank'):
+            # Let the peers consume this shard's last messages of the previous
+            # step first: Gloo fails a receive whose data arrives together
+            # with the connection's end (parallel/gloo/gloo_common.h), which
+            # would fail that step instead of this one.
+            time.sleep(0.5)
             os.kill(os.getpid(), signal.SIGKILL)
         per_shard = per_shard or len(x) // num_shards
         rows = slice(shard_id * per_shard, (shard_id + 1) * per_shard)
@@ -123,9 +130,15 @@ def main():
     result = {}
     start = time.time()
     try:
-        workspace.RunOperatorOnce(core.CreateOperator(
-            'FileStoreHandlerCreate', [], ['store_handler'], path=spec['store']['path'],
-            prefix=spec['prefix']))
+        store = spec['store']
+        if store['kind'] == 'file':
+            handler = core.CreateOperator('FileStoreHandlerCreate', [], ['store_handler'],
+                                          path=store['path'], prefix=spec['prefix'])
+        else:
+            handler = core.CreateOperator('RedisStoreHandlerCreate', [], ['store_handler'],
+                                          host=store['host'], port=store['port'],
+                                          prefix=spec['prefix'])
+        workspace.RunOperatorOnce(handler)
         train(spec, result)
     except RuntimeError as error:
         result['error'] = str(error)

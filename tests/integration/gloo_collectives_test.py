@@ -4,6 +4,7 @@ checked against numpy over every rank's known inputs; a lost peer, a
 missing rank and an unreachable Redis end in clear errors, never a hang."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -83,6 +84,13 @@ def launch(store, size, scenario, ranks=None, timeout_ms=10000, with_exit_times=
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
+def lost_ranks(message):
+    """The ranks a collective's error says it lost ("lost rank 2 (addr)" or
+    "lost ranks 0 (addr), 2 (addr)"), as a set; empty when it names none."""
+    match = re.search(r"lost ranks? ((?:\d+ \([^)]*\)(?:, )?)+)", message)
+    return set(int(r) for r in re.findall(r"(\d+) \(", match.group(1))) if match else set()
+
+
 def check_collectives(reports, size):
     inputs = [gloo_worker.known_inputs(rank) for rank in range(size)]
     total_a = np.sum([a for a, _ in inputs], axis=0, dtype=np.float64)
@@ -108,6 +116,12 @@ def check_collectives(reports, size):
                                    total_a[begin:begin + blocks[rank]], rtol=1e-6)
         assert report["status_ok"] == 0
         np.testing.assert_allclose(report["allreduce_clone"], total_a, rtol=1e-6)
+        # Coalesced: each tensor summed with its namesakes only.
+        coalesced_a, coalesced_m = report["coalesced"]
+        np.testing.assert_allclose(coalesced_a, total_a, rtol=1e-6)
+        np.testing.assert_allclose(
+            coalesced_m, np.sum([gloo_worker.known_matrix(r) for r in range(size)], axis=0),
+            rtol=1e-6)
 
 
 @pytest.mark.parametrize("size", [2, 4])
@@ -145,13 +159,20 @@ def test_an_uncaught_exception_exits_without_waiting(file_store):
 @pytest.mark.parametrize("quit", ["exit", "idle"])
 def test_lost_peer_fails_the_collective_within_twice_the_timeout(file_store, quit):
     timeout_ms = 2000
-    reports = launch(file_store, 3, "peer_lost", timeout_ms=timeout_ms, quit=quit,
+    size = 3
+    reports = launch(file_store, size, "peer_lost", timeout_ms=timeout_ms, quit=quit,
                      idle_s=3 * timeout_ms / 1000.0)
+    lost = size - 1  # the rank gloo_worker.peer_lost makes quit
     for rank in (0, 1):
         report = reports[rank]
         assert "error" in report, (rank, report)
-        assert "allreduce (ring)" in report["error"] and "Allreduce" in report["error"]
-        assert "rank %d of 3" % rank in report["error"]
+        message = report["error"]
+        assert "allreduce (ring)" in message and "Allreduce" in message, message
+        assert "rank %d of 3" % rank in message, message
+        # Dead or silent, the quitting rank is the one the ring waits on:
+        # every survivor's error names it.
+        assert lost in lost_ranks(message), message
+        assert rank not in lost_ranks(message), message
         assert report["elapsed"] < 2 * timeout_ms / 1000.0, report
 
 
@@ -211,6 +232,13 @@ def test_bad_input_in_one_process_is_a_clear_error(file_store):
         run("Allreduce", ["world", "ints"], ["ints"], engine="GLOO")
     with pytest.raises(RuntimeError, match="should hold"):
         run("Allreduce", ["x", "x"], ["x"], engine="GLOO")
+    workspace.FeedBlob("x64", np.array([0.5, 1.5], np.float64))
+    with pytest.raises(RuntimeError, match="AllreduceCoalesced.*'x64'.*one dtype"):
+        run("AllreduceCoalesced", ["world", "x", "x64"], ["x", "x64"], engine="GLOO")
+    with pytest.raises(RuntimeError, match="float32 and float64"):
+        run("AllreduceCoalesced", ["world", "x", "ints"], ["x", "ints"], engine="GLOO")
+    with pytest.raises(RuntimeError, match="must be input 2"):
+        run("AllreduceCoalesced", ["world", "x", "x64"], ["x", "ints"], engine="GLOO")
     with pytest.raises(RuntimeError, match="rank 2 is not in"):
         run("CreateCommonWorld", ["store"], ["w2"], size=2, rank=2)
     run("DestroyCommonWorld", ["world"], ["world"])

@@ -40,6 +40,11 @@ def known_inputs(rank):
     return a, b
 
 
+def known_matrix(rank):
+    """A second, differently shaped tensor for AllreduceCoalesced."""
+    return np.arange(6, dtype=np.float32).reshape(2, 3) * (rank - 0.5) + rank * rank
+
+
 def run(op_type, inputs, outputs, **kwargs):
     workspace.RunOperatorOnce(core.CreateOperator(op_type, inputs, outputs, **kwargs))
 
@@ -84,6 +89,10 @@ def collectives(spec, result):
     workspace.FeedBlob("a", a)
     run("Allreduce", ["world", "a"], ["a", "status"], engine="GLOO")
     result["status_ok"] = int(workspace.FetchBlob("status"))
+    workspace.FeedBlob("a", a)
+    workspace.FeedBlob("m", known_matrix(rank))
+    run("AllreduceCoalesced", ["world", "a", "m"], ["a", "m"], engine="GLOO")
+    result["coalesced"] = [workspace.FetchBlob("a").tolist(), workspace.FetchBlob("m").tolist()]
     # A cloned world carries collectives of its own.
     run("CloneCommonWorld", ["world"], ["world2"])
     workspace.FeedBlob("a", a)

@@ -178,18 +178,24 @@ def test_rendezvous_errors_before_any_process_work():
     workspace.ResetWorkspace()
 
 
-def test_pass_orders_collectives_and_chains_them():
-    """The net: per gradient, in-process Allreduce, Gloo Allreduce of
-    device 0's copy, in-process Broadcast; each Gloo op after the previous
-    one. The init net: the world, then per param Gloo Broadcast before the
-    in-process one."""
+def parallelize_pass_shape(**rendezvous_extra):
     from doppio import data_parallel_model, model_helper, workspace
     workspace.ResetWorkspace()
     model = model_helper.ModelHelper(name='pass_shape')
     data_parallel_model.Parallelize_CPU(
         model, input_builder_fun=lambda m: None, forward_pass_builder_fun=worker.forward,
         optimizer_builder_fun=worker.build_sgd, devices=[0, 1],
-        rendezvous=dict(kv_handler='h', shard_id=1, num_shards=2))
+        rendezvous=dict(kv_handler='h', shard_id=1, num_shards=2, **rendezvous_extra))
+    return model
+
+
+def test_pass_orders_collectives_and_chains_them():
+    """bucket_cap_mb=0 (Caffe2's way). The net: per gradient, in-process
+    Allreduce, then Gloo Allreduce of device 0's copy, then in-process
+    Broadcast; each Gloo op after the previous one. The init net: the world, then per param
+    Gloo Broadcast before the in-process one."""
+    from doppio import workspace
+    model = parallelize_pass_shape(bucket_cap_mb=0)
     world = 'data_parallel_model_common_world'
     ops = list(model.net.Proto().op)
     gloo = [i for i, op in enumerate(ops) if op.engine == 'GLOO']
@@ -201,10 +207,13 @@ def test_pass_orders_collectives_and_chains_them():
         grad = op.input[1]
         assert grad.startswith('cpu_0/') and list(op.output) == [grad]
         local = grad[len('cpu_0/'):]
-        before, after = ops[i - 1], ops[i + 1]
-        assert before.type == 'Allreduce' and before.engine != 'GLOO'
-        assert list(before.input) == ['cpu_0/' + local, 'cpu_1/' + local]
-        assert after.type == 'Broadcast' and list(after.input) == list(before.input)
+        pair = ['cpu_0/' + local, 'cpu_1/' + local]
+        reduce_at = [j for j, other in enumerate(ops) if other.type == 'Allreduce' and
+                     other.engine != 'GLOO' and list(other.input) == pair]
+        broadcast_at = [j for j, other in enumerate(ops)
+                        if other.type == 'Broadcast' and list(other.input) == pair]
+        assert len(reduce_at) == 1 and len(broadcast_at) == 1, grad
+        assert reduce_at[0] < i < broadcast_at[0], grad
         assert list(op.control_input) == ([] if previous is None else [previous])
         previous = grad
     # Reverse forward order: fc2's gradients are reduced before fc1's.
@@ -225,6 +234,65 @@ def test_pass_orders_collectives_and_chains_them():
                  list(op.input) == ['cpu_0/' + p, 'cpu_1/' + p]]
         assert len(shards) == 1 and len(local) == 1, p
         assert create[0] < shards[0] < local[0], p
+    workspace.ResetWorkspace()
+
+
+def test_default_buckets_pack_the_mlp_gradients_into_one_collective():
+    """The MLP's gradients are far under the first bucket's 1 MiB: one
+    AllreduceCoalesced of device 0's copies, in reverse forward order, after
+    every gradient's in-process Allreduce and before the local Broadcasts."""
+    from doppio import workspace
+    model = parallelize_pass_shape()
+    ops = list(model.net.Proto().op)
+    gloo = [i for i, op in enumerate(ops) if op.engine == 'GLOO']
+    assert len(gloo) == 1
+    bucket = ops[gloo[0]]
+    assert bucket.type == 'AllreduceCoalesced'
+    grads = ['cpu_0/%s_grad' % p for p in ('fc2_b', 'fc2_w', 'fc1_b', 'fc1_w')]
+    assert sorted(bucket.input[1:]) == sorted(grads) and list(bucket.output) == list(
+        bucket.input[1:])
+    assert list(bucket.input[1:]).index('cpu_0/fc2_w_grad') < list(
+        bucket.input[1:]).index('cpu_0/fc1_w_grad')
+    for grad in grads:
+        local = grad[len('cpu_0/'):]
+        pair = ['cpu_0/' + local, 'cpu_1/' + local]
+        reduce_at = [i for i, op in enumerate(ops)
+                     if op.type == 'Allreduce' and list(op.input) == pair]
+        broadcast_at = [i for i, op in enumerate(ops)
+                        if op.type == 'Broadcast' and list(op.input) == pair]
+        assert len(reduce_at) == 1 and len(broadcast_at) == 1, grad
+        assert reduce_at[0] < gloo[0] < broadcast_at[0], grad
+    workspace.ResetWorkspace()
+
+
+def test_small_buckets_split_the_gradients_in_order():
+    """A cap just under fc1_w's bytes: buckets close once they reach the cap,
+    in reverse forward order (fc2 before fc1; a layer's w before its b, as
+    the pass breaks first-use ties by name, descending). Each gradient is in
+    exactly one collective; the collectives are chained in emission order."""
+    from doppio import workspace
+    elements = {'fc1_w': worker.HIDDEN * worker.D_IN, 'fc1_b': worker.HIDDEN,
+                'fc2_w': worker.D_OUT * worker.HIDDEN, 'fc2_b': worker.D_OUT}
+    cap_bytes = elements['fc1_w'] * 4 - 1
+    model = parallelize_pass_shape(bucket_cap_mb=cap_bytes / float(1 << 20))
+    ops = list(model.net.Proto().op)
+    gloo = [op for op in ops if op.engine == 'GLOO']
+    expected, current, total = [], [], 0
+    for param in ['fc2_w', 'fc2_b', 'fc1_w', 'fc1_b']:
+        current.append(param)
+        total += elements[param] * 4
+        if total >= cap_bytes:
+            expected.append(current)
+            current, total = [], 0
+    if current:
+        expected.append(current)
+    assert len(expected) == 2  # the cap does split the MLP's gradients
+    got = [[g[len('cpu_0/'):-len('_grad')] for g in op.input[1:]] for op in gloo]
+    assert got == expected
+    for op, bucket in zip(gloo, expected):
+        assert op.type == ('Allreduce' if len(bucket) == 1 else 'AllreduceCoalesced')
+    for previous, op in zip(gloo, gloo[1:]):
+        assert list(op.control_input) == [previous.output[-1]]
     workspace.ResetWorkspace()
 
 
