@@ -1,5 +1,6 @@
 #include "core/allocator.h"
 
+#include <atomic>
 #include <cstdlib>
 
 #include "core/enforce.h"
@@ -9,17 +10,46 @@ namespace {
 
 constexpr size_t kCPUAlignment = 64;
 
+std::atomic<int64_t> g_cpu_current_bytes{0};
+std::atomic<int64_t> g_cpu_peak_bytes{0};
+std::atomic<int64_t> g_cpu_allocations{0};
+
+void RaisePeakTo(int64_t bytes) {
+  int64_t peak = g_cpu_peak_bytes.load(std::memory_order_relaxed);
+  while (bytes > peak &&
+         !g_cpu_peak_bytes.compare_exchange_weak(peak, bytes, std::memory_order_relaxed)) {
+  }
+}
+
+// Free gets no size, so each block carries its size in a header one
+// alignment unit long in front of the memory handed out; that keeps the
+// returned pointer 64-byte aligned.
 class AlignedCPUAllocator final : public Allocator {
  public:
   void* Allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
-    void* ptr = nullptr;
-    if (posix_memalign(&ptr, kCPUAlignment, nbytes) != 0 || ptr == nullptr) {
+    DOPPIO_ENFORCE(nbytes <= SIZE_MAX - kCPUAlignment, "allocation of ", nbytes,
+                   " bytes is too large");
+    void* base = nullptr;
+    if (posix_memalign(&base, kCPUAlignment, nbytes + kCPUAlignment) != 0 || base == nullptr) {
       DOPPIO_THROW("out of host memory allocating ", nbytes, " bytes");
     }
-    return ptr;
+    *static_cast<size_t*>(base) = nbytes;
+    const int64_t now = g_cpu_current_bytes.fetch_add(static_cast<int64_t>(nbytes),
+                                                      std::memory_order_relaxed) +
+                        static_cast<int64_t>(nbytes);
+    RaisePeakTo(now);
+    g_cpu_allocations.fetch_add(1, std::memory_order_relaxed);
+    return static_cast<char*>(base) + kCPUAlignment;
   }
-  void Free(void* ptr) override { std::free(ptr); }
+
+  void Free(void* ptr) override {
+    if (ptr == nullptr) return;
+    void* base = static_cast<char*>(ptr) - kCPUAlignment;
+    const size_t nbytes = *static_cast<size_t*>(base);
+    g_cpu_current_bytes.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+    std::free(base);
+  }
 };
 
 Allocator* g_allocators[2] = {GetCPUAllocator(), nullptr};
@@ -29,6 +59,19 @@ Allocator* g_allocators[2] = {GetCPUAllocator(), nullptr};
 Allocator* GetCPUAllocator() {
   static AlignedCPUAllocator allocator;
   return &allocator;
+}
+
+AllocatorStats GetCPUAllocatorStats() {
+  AllocatorStats stats;
+  stats.current_bytes = g_cpu_current_bytes.load(std::memory_order_relaxed);
+  stats.peak_bytes = g_cpu_peak_bytes.load(std::memory_order_relaxed);
+  stats.allocations = g_cpu_allocations.load(std::memory_order_relaxed);
+  return stats;
+}
+
+void ResetCPUAllocatorPeak() {
+  g_cpu_peak_bytes.store(g_cpu_current_bytes.load(std::memory_order_relaxed),
+                         std::memory_order_relaxed);
 }
 
 Allocator* GetAllocator(DeviceKind kind) {

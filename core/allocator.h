@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace doppio {
 
@@ -31,6 +32,21 @@ class Allocator {
 // 64-byte aligned host memory, so SIMD kernels and oneDNN never see a
 // misaligned buffer.
 Allocator* GetCPUAllocator();
+
+// Byte accounting of the CPU allocator. memonger's benchmark and tests
+// measure peak workspace bytes with it: the memory a net holds at its worst
+// moment is what blob sharing is meant to lower, and RSS is too coarse
+// (freed blocks stay mapped) to see it. Counted with relaxed atomics, so
+// the cost per Allocate/Free is two atomic adds and a compare-exchange loop
+// that only spins while the peak actually rises.
+struct AllocatorStats {
+  int64_t current_bytes = 0;  // requested bytes now held
+  int64_t peak_bytes = 0;     // most current_bytes since the last reset
+  int64_t allocations = 0;    // Allocate calls with nbytes > 0, ever
+};
+AllocatorStats GetCPUAllocatorStats();
+// Starts a new peak window at the bytes held now.
+void ResetCPUAllocatorPeak();
 
 // The allocator for a device kind; CUDA's is installed by core/cuda.
 Allocator* GetAllocator(DeviceKind kind);

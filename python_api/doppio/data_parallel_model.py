@@ -60,6 +60,8 @@ import re
 
 from doppio import core
 from doppio import data_parallel_shards
+from doppio.data_parallel_memory import (_AddDynamicMemoryOptimization,  # noqa: F401
+                                          _OptimizeGradientMemorySimple)
 from doppio import scope
 from doppio import workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2
@@ -106,7 +108,12 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     makes training SpatialBN use the statistics of all devices' batches
     (ChannelStats / ChannelBackpropStats summed across devices), so N
     devices normalize like one device with the whole batch. shared_model=True
-    (CPU only) makes every device use the master's parameters (module doc)."""
+    (CPU only) makes every device use the master's parameters (module doc).
+    optimize_gradient_memory=True runs memonger.share_grad_blobs per device
+    (namescope cpu_N/) on the parallelized net, sparing the device's losses,
+    param grads and blobs_to_keep; dynamic_memory_management=True adds Free
+    ops after last use (memonger.release_blobs_when_used), sparing
+    blobs_to_keep on every device (names without the device prefix)."""
     model = model_helper_obj
     if scope.CurrentDeviceScope() is not None:
         raise ValueError('Parallelize must be called without a device scope: '
@@ -119,8 +126,6 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     devices = list(devices)
     rendezvous = data_parallel_shards.CheckRendezvous(rendezvous)
     for option, value, why in [
-            ('optimize_gradient_memory', optimize_gradient_memory, 'no memonger yet'),
-            ('dynamic_memory_management', dynamic_memory_management, 'no memonger yet'),
             ('ideep', ideep, 'no IDEEP devices')]:
         if value:
             _refuse(option, value, why)
@@ -143,6 +148,10 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
                    param_update_builder_fun, optimizer_builder_fun, devices, net_type,
                    broadcast_computed_params, num_threads_per_device, shared_model,
                    combine_spatial_bn, rendezvous)
+    if optimize_gradient_memory:
+        _OptimizeGradientMemorySimple(work, work._losses_by_gpu, devices, blobs_to_keep)
+    if dynamic_memory_management:
+        _AddDynamicMemoryOptimization(work, blobs_to_keep, devices)
     _Commit(work, model)
     log.info('Parallelized model %s onto CPU devices %s%s', model.name, devices,
              ' (shared model)' if shared_model else '')

@@ -71,6 +71,21 @@ def RegisteredOperators():
     return C.registered_operators()
 
 
+def GetCPUAllocatorStats():
+    """Doppio addition (not in Caffe2): the CPU allocator's byte counts, a
+    dict with 'current_bytes' (tensor bytes held now, every workspace
+    together), 'peak_bytes' (most held since the last ResetCPUAllocatorPeak)
+    and 'allocations' (allocations ever made). memonger's benchmark and
+    tests read the peak workspace bytes of a net from it."""
+    return C.cpu_allocator_stats()
+
+
+def ResetCPUAllocatorPeak():
+    """Doppio addition (not in Caffe2): starts a new peak window for
+    GetCPUAllocatorStats at the bytes held now."""
+    C.reset_cpu_allocator_peak()
+
+
 def IsImmediate():
     """Caffe2's immediate mode is not supported; ops only run in nets."""
     return False

@@ -1,0 +1,231 @@
+"""Memory optimization passes, as in caffe2.python.memonger.
+
+The passes rename blobs so that blobs whose lifetimes cannot overlap share
+one name (one allocation). Unlike Caffe2's, the liveness analysis runs over
+the dag executor's dependency graph (read-after-write, write-after-read,
+write-after-write and control_input edges, core/net_dag.h): a blob takes
+over another's name only when every op touching the first is an ancestor of
+the second's first writer, so no schedule the executor may choose (any
+topological order, several workers per device) can have both alive.
+Parameters, parameter gradients, losses, external inputs/outputs, blobs
+outside the namescope and dont_share_blobs are never renamed. Shared blobs
+are called "{namescope}__m{N}_shared". Every pass returns a NEW NetDef; the
+input is never modified. The passes themselves are C++
+(parallel/memonger/, reached through doppio._C).
+"""
+
+import collections
+import enum
+import logging
+
+import numpy as np
+
+from doppio import _C as C
+from doppio.proto import doppio_pb2 as caffe2_pb2
+
+log = logging.getLogger('memonger')
+
+LiveRange = collections.namedtuple('LiveRange', ['defined', 'used', 'size'])
+Statistics = collections.namedtuple('Statistics', ['baseline_nbytes', 'optimized_nbytes'])
+Optimization = collections.namedtuple('Optimization', ['net', 'assignments', 'blob_assignments'])
+
+
+class AssignmentAlgorithm(enum.Enum):
+    GREEDY = 0
+    DYNAMIC_PROGRAMMING = 1
+
+
+def _proto(net):
+    """A NetDef from a core.Net or a NetDef."""
+    if isinstance(net, caffe2_pb2.NetDef):
+        return net
+    if hasattr(net, 'Proto'):
+        return net.Proto()
+    raise TypeError('memonger: expected a core.Net or a NetDef, got {!r}'.format(type(net)))
+
+
+def _from_bytes(data):
+    proto = caffe2_pb2.NetDef()
+    proto.ParseFromString(data)
+    return proto
+
+
+def _names(blobs):
+    return sorted({str(b) for b in (blobs or [])})
+
+
+def _shapes(blob_shapes):
+    if blob_shapes is None:
+        return None
+    result = {}
+    for name, shape in blob_shapes.items():
+        try:
+            result[str(name)] = [int(d) for d in shape]
+        except (TypeError, ValueError):
+            raise ValueError('memonger: blob_shapes gives blob {!r} the shape {!r}; a shape '
+                             'must be a list of ints'.format(str(name), shape))
+    return result
+
+
+def _checked(original, optimized):
+    if not verify_graph_equality(original, optimized):
+        raise RuntimeError('Memonger graph is not equal to original.')
+    if not verify_inplace_blobs(original, optimized):
+        raise RuntimeError('Inplace assignments differ in memonger net.')
+    return optimized
+
+
+def share_grad_blobs(net, losses, param_grads, namescope, dont_share_blobs=None,
+                     share_activations=False, blob_shapes=None):
+    """Recycles the gradients passed between layers (Torch's shareGradInput)
+    and, with share_activations, brew layer outputs (all but the last two).
+    blob_shapes (name -> shape) makes the assignment size aware.
+    Returns the optimized NetDef (assign it to net._net)."""
+    proto = _proto(net)
+    optimized = _from_bytes(C.memonger_share_grad_blobs(
+        proto.SerializeToString(), _names(losses), _names(param_grads), str(namescope),
+        _names(dont_share_blobs), bool(share_activations), _shapes(blob_shapes)))
+    return _checked(proto, optimized)
+
+
+def optimize_inference_for_dag(net, input_blobs, namescope=''):
+    """Recycles the activations of an inference-only net."""
+    proto = _proto(net)
+    optimized = _from_bytes(C.memonger_optimize_inference_for_dag(
+        proto.SerializeToString(), _names(input_blobs), str(namescope)))
+    return _checked(proto, optimized)
+
+
+def release_blobs_when_used(netproto, dont_free_blobs, selector_fun=None):
+    """Inserts a Free op after each blob's last use, for blobs the net makes
+    (not external outputs, not inputs of Alias, not in dont_free_blobs, and,
+    with selector_fun, only those it returns True for). Returns a new NetDef."""
+    proto = _proto(netproto)
+    keep = set(_names(dont_free_blobs))
+    if selector_fun is not None:
+        for op in proto.op:
+            keep.update(b for b in op.output if not selector_fun(b))
+    return _from_bytes(C.memonger_release_blobs_when_used(
+        proto.SerializeToString(), sorted(keep)))
+
+
+def verify_graph_equality(net_a, net_b):
+    """True when both nets have the same ops (type, engine, device) and each
+    input is made by the same op in both."""
+    return C.memonger_verify_graph_equality(_proto(net_a).SerializeToString(),
+                                            _proto(net_b).SerializeToString())
+
+
+def verify_inplace_blobs(net_a, net_b):
+    """True when the rewrite made no op in place that was not before (and
+    undid none)."""
+    return C.memonger_verify_inplace_blobs(_proto(net_a).SerializeToString(),
+                                           _proto(net_b).SerializeToString())
+
+
+def compute_ranges(linearized_ops, blob_sizes=None):
+    """blob -> LiveRange(first op writing it, last op reading it, size)."""
+    ranges = collections.defaultdict(lambda: LiveRange(defined=None, used=None, size=None))
+    for i, op in enumerate(linearized_ops):
+        for blob in op.input:
+            used = ranges[blob].used
+            ranges[blob] = ranges[blob]._replace(
+                used=i if used is None else max(used, i),
+                size=blob_sizes.get(blob) if blob_sizes else None)
+        for blob in op.output:
+            defined = ranges[blob].defined
+            ranges[blob] = ranges[blob]._replace(
+                defined=i if defined is None else min(defined, i),
+                size=blob_sizes.get(blob) if blob_sizes else None)
+    return ranges
+
+
+def optimize_interference(net, static_blobs, blob_sizes=None,
+                          algo=AssignmentAlgorithm.GREEDY):
+    """Recycles every blob but static_blobs (DAG-safe, see the module doc).
+    Returns Optimization(net, assignments, blob_assignments): assignments is
+    a list of slots, each a list of (blob, LiveRange); blob_assignments maps
+    each renamed blob to its shared name. blob_sizes: name -> element count."""
+    proto = _proto(net)
+    shareable = set()
+    for op in proto.op:
+        shareable.update(op.input)
+        shareable.update(op.output)
+    shapes = {str(k): [int(v)] for k, v in (blob_sizes or {}).items()}
+    optimized = _from_bytes(C.memonger_compute_blob_recycling_for_dag(
+        proto.SerializeToString(), sorted(shareable), '', _names(static_blobs), shapes,
+        algo == AssignmentAlgorithm.DYNAMIC_PROGRAMMING))
+    ranges = compute_ranges(proto.op, blob_sizes)
+    blob_assignments = {}
+    slots = collections.OrderedDict()
+    for op_a, op_b in zip(proto.op, optimized.op):
+        for a, b in list(zip(op_a.input, op_b.input)) + list(zip(op_a.output, op_b.output)):
+            if a != b:
+                blob_assignments[a] = b
+            members = slots.setdefault(b, [])
+            if a not in [m for m, _ in members]:
+                members.append((a, ranges[a]))
+    return Optimization(net=_checked(proto, optimized), assignments=list(slots.values()),
+                        blob_assignments=blob_assignments)
+
+
+def compute_statistics(assignments):
+    """Statistics(baseline_nbytes, optimized_nbytes) of `assignments` (as from
+    optimize_interference), from the blobs' current contents in the workspace."""
+    from doppio import workspace
+    blob_bytes = {blob: workspace.FetchBlob(blob).nbytes
+                  for assignment in assignments for (blob, _) in assignment}
+    baseline = sum(blob_bytes.values())
+    optimized = sum(max(blob_bytes[blob] for (blob, _) in assignment)
+                    for assignment in assignments)
+    return Statistics(baseline_nbytes=baseline, optimized_nbytes=optimized)
+
+
+_SIZEOFS = {
+    caffe2_pb2.TensorProto.DOUBLE: 8,
+    caffe2_pb2.TensorProto.FLOAT: 4,
+    caffe2_pb2.TensorProto.FLOAT16: 2,
+    caffe2_pb2.TensorProto.INT32: 4,
+    caffe2_pb2.TensorProto.INT8: 1,
+    caffe2_pb2.TensorProto.UINT8: 1,
+    caffe2_pb2.TensorProto.UINT16: 2,
+    caffe2_pb2.TensorProto.INT16: 2,
+    caffe2_pb2.TensorProto.BOOL: 1,
+    caffe2_pb2.TensorProto.INT64: 8,
+}
+
+
+def estimate_memory_usage(protos, shapes, types, devicescope):
+    """Estimated (total, highwater, {op type: bytes}) allocation of running
+    `protos` one after another, single-threaded, for the ops whose
+    device_option equals `devicescope`. A blob is allocated when first
+    written and released by Free (or Alias); shapes and types map blob names
+    to shapes and TensorProto data types (unknown blobs count 0 bytes)."""
+    def num_bytes(blob):
+        if blob not in shapes or blob not in types:
+            log.warning('Unknown blob encountered: %s', blob)
+            return 0
+        return _SIZEOFS[types[blob]] * int(np.prod(shapes[blob]))
+
+    allocs_by_ops = collections.defaultdict(lambda: 0)
+    current = 0
+    highwater = 0
+    total = 0
+    allocated = set()
+    for proto in protos:
+        for op in _proto(proto).op:
+            if op.type in ('Free', 'Alias'):
+                for out in op.output:
+                    if out in allocated:
+                        current -= num_bytes(out)
+                        allocated.remove(out)
+            elif op.device_option == devicescope:
+                for out in op.output:
+                    if out not in allocated:
+                        nbytes = num_bytes(out)
+                        total += nbytes
+                        current += nbytes
+                        highwater = max(highwater, current)
+                        allocated.add(out)
+                        allocs_by_ops[op.type] += nbytes
+    return (total, highwater, allocs_by_ops)
