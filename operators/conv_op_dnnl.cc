@@ -2,6 +2,7 @@
 
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <unordered_map>
@@ -16,6 +17,42 @@ dnnl::engine& CpuEngine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
 }
+
+// Every primitive here gets its scratchpad from the op that owns it. In
+// oneDNN's default (library) mode the scratchpad is one buffer per thread,
+// grown for the primitives created on that thread; a primitive created on
+// one dag worker and run on another would use the other thread's buffer,
+// which may be too small or in use by a concurrently running op (oneDNN
+// documents that such primitives "cannot migrate between threads"), and
+// its results then vary from run to run.
+dnnl::primitive_attr OwnScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// One buffer for all primitives of an op: they run one after another.
+class Scratchpad {
+ public:
+  void Reset() { bytes_ = 0; }
+  void Need(const memory::desc& desc) { bytes_ = std::max(bytes_, desc.get_size()); }
+  void Allocate() {
+    const memory::dims dims{static_cast<memory::dim>(std::max<size_t>(bytes_, 1))};
+    buffer_ = memory(memory::desc(dims, memory::data_type::u8, memory::format_tag::x),
+                     CpuEngine());
+  }
+  void AddTo(std::unordered_map<int, memory>* args) const {
+    (*args)[DNNL_ARG_SCRATCHPAD] = buffer_;
+  }
+  std::unordered_map<int, memory> With(std::unordered_map<int, memory> args) const {
+    AddTo(&args);
+    return args;
+  }
+
+ private:
+  size_t bytes_ = 0;
+  memory buffer_;
+};
 
 memory::dims ToDims(const std::vector<int64_t>& values) {
   return memory::dims(values.begin(), values.end());
@@ -113,7 +150,7 @@ struct ConvDescs {
         dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, AnyLike(src),
         AnyLike(weights), with_bias ? bias : memory::desc(), AnyLike(dst), strides, dilates,
         pad_l, pad_r);
-    return dnnl::convolution_forward::primitive_desc(desc, CpuEngine());
+    return dnnl::convolution_forward::primitive_desc(desc, OwnScratchpad(), CpuEngine());
   }
 };
 
@@ -129,7 +166,8 @@ dnnl::convolution_backward_data::primitive_desc DataGradientPrimitive(
     const dnnl::convolution_backward_data::desc desc(
         dnnl::algorithm::convolution_direct, diff_src, AnyLike(descs.weights),
         AnyLike(descs.dst), descs.strides, descs.dilates, descs.pad_l, descs.pad_r);
-    return dnnl::convolution_backward_data::primitive_desc(desc, CpuEngine(), hint);
+    return dnnl::convolution_backward_data::primitive_desc(desc, OwnScratchpad(), CpuEngine(),
+                                                           hint);
   };
   const bool few_input_channels =
       p.geometry.order == StorageOrder::kNCHW && p.group == 1 && p.in_per_group < 4;
@@ -152,7 +190,8 @@ struct Operand {
   bool reordered = false;
   dnnl::reorder reorder;
 
-  void Init(const memory::desc& user_desc, const memory::desc& inner_desc, bool is_input) {
+  void Init(const memory::desc& user_desc, const memory::desc& inner_desc, bool is_input,
+            Scratchpad* scratchpad) {
     user = memory(user_desc, CpuEngine(), nullptr);
     reordered = !(user_desc == inner_desc);
     if (!reordered) {
@@ -160,18 +199,29 @@ struct Operand {
       return;
     }
     inner = memory(inner_desc, CpuEngine());
-    reorder = is_input ? dnnl::reorder(user, inner) : dnnl::reorder(inner, user);
+    const dnnl::reorder::primitive_desc pd =
+        is_input ? dnnl::reorder::primitive_desc(user, inner, OwnScratchpad())
+                 : dnnl::reorder::primitive_desc(inner, user, OwnScratchpad());
+    scratchpad->Need(pd.scratchpad_desc());
+    reorder = dnnl::reorder(pd);
+    scratchpad_ = scratchpad;
   }
   // Points at the caller's input and converts it to the primitive's layout.
   void In(dnnl::stream& stream, const float* data) {
     user.set_data_handle(const_cast<float*>(data));
-    if (reordered) reorder.execute(stream, user, inner);
+    if (reordered) Reorder(stream, user, inner);
   }
   void SetOut(float* data) { user.set_data_handle(data); }
   // Converts the primitive's result into the caller's output.
   void Out(dnnl::stream& stream) {
-    if (reordered) reorder.execute(stream, inner, user);
+    if (reordered) Reorder(stream, inner, user);
   }
+
+ private:
+  void Reorder(dnnl::stream& stream, const memory& from, const memory& to) {
+    reorder.execute(stream, scratchpad_->With({{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}));
+  }
+  const Scratchpad* scratchpad_ = nullptr;
 };
 
 }  // namespace
@@ -181,6 +231,7 @@ struct DnnlConvForward::State {
   bool supported = false;
   dnnl::stream stream{CpuEngine()};
   dnnl::convolution_forward primitive;
+  Scratchpad scratchpad;
   Operand src, weights, dst;
   memory bias;
   bool has_bias = false;
@@ -200,11 +251,14 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
       const ConvDescs descs(p);
       const auto pd = descs.ForwardHint(bias != nullptr);
       s.primitive = dnnl::convolution_forward(pd);
-      s.src.Init(descs.src, pd.src_desc(), true);
-      s.weights.Init(descs.weights, pd.weights_desc(), true);
-      s.dst.Init(descs.dst, pd.dst_desc(), false);
+      s.scratchpad.Reset();
+      s.scratchpad.Need(pd.scratchpad_desc());
+      s.src.Init(descs.src, pd.src_desc(), true, &s.scratchpad);
+      s.weights.Init(descs.weights, pd.weights_desc(), true, &s.scratchpad);
+      s.dst.Init(descs.dst, pd.dst_desc(), false, &s.scratchpad);
       s.has_bias = bias != nullptr;
       if (s.has_bias) s.bias = memory(descs.bias, CpuEngine(), nullptr);
+      s.scratchpad.Allocate();
       s.supported = true;
     } catch (const dnnl::error&) {
       return false;  // oneDNN has no implementation for this case
@@ -222,6 +276,7 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
       s.bias.set_data_handle(const_cast<float*>(bias));
       args[DNNL_ARG_BIAS] = s.bias;
     }
+    s.scratchpad.AddTo(&args);
     s.primitive.execute(s.stream, args);
     s.dst.Out(s.stream);
     s.stream.wait();
@@ -236,6 +291,7 @@ struct DnnlConvBackward::State {
   std::vector<int64_t> key;
   bool supported = false;
   dnnl::stream stream{CpuEngine()};
+  Scratchpad scratchpad;
   dnnl::convolution_backward_weights weights_primitive;
   Operand w_src, w_diff_dst, w_diff_weights;
   memory diff_bias;
@@ -269,12 +325,15 @@ bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w,
                     dnnl::algorithm::convolution_direct, AnyLike(descs.src),
                     AnyLike(descs.weights), AnyLike(descs.dst), descs.strides, descs.dilates,
                     descs.pad_l, descs.pad_r);
-      const dnnl::convolution_backward_weights::primitive_desc weights_pd(weights_desc,
-                                                                          CpuEngine(), hint);
+      const dnnl::convolution_backward_weights::primitive_desc weights_pd(
+          weights_desc, OwnScratchpad(), CpuEngine(), hint);
       s.weights_primitive = dnnl::convolution_backward_weights(weights_pd);
-      s.w_src.Init(descs.src, weights_pd.src_desc(), true);
-      s.w_diff_dst.Init(descs.dst, weights_pd.diff_dst_desc(), true);
-      s.w_diff_weights.Init(descs.weights, weights_pd.diff_weights_desc(), false);
+      s.scratchpad.Reset();
+      s.scratchpad.Need(weights_pd.scratchpad_desc());
+      s.w_src.Init(descs.src, weights_pd.src_desc(), true, &s.scratchpad);
+      s.w_diff_dst.Init(descs.dst, weights_pd.diff_dst_desc(), true, &s.scratchpad);
+      s.w_diff_weights.Init(descs.weights, weights_pd.diff_weights_desc(), false,
+                            &s.scratchpad);
       s.has_bias = dbias != nullptr;
       if (s.has_bias) s.diff_bias = memory(descs.bias, CpuEngine(), nullptr);
       s.has_dx = dx != nullptr;
@@ -282,13 +341,15 @@ bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w,
       if (s.has_dx) {
         const auto data_pd = DataGradientPrimitive(p, descs, hint);
         s.data_primitive = dnnl::convolution_backward_data(data_pd);
-        s.d_diff_dst.Init(descs.dst, data_pd.diff_dst_desc(), true);
+        s.scratchpad.Need(data_pd.scratchpad_desc());
+        s.d_diff_dst.Init(descs.dst, data_pd.diff_dst_desc(), true, &s.scratchpad);
         // Both primitives usually want dY in one layout: convert it once.
         s.share_diff_dst = s.w_diff_dst.reordered && s.d_diff_dst.reordered &&
                            data_pd.diff_dst_desc() == weights_pd.diff_dst_desc();
-        s.d_weights.Init(descs.weights, data_pd.weights_desc(), true);
-        s.d_diff_src.Init(descs.src, data_pd.diff_src_desc(), false);
+        s.d_weights.Init(descs.weights, data_pd.weights_desc(), true, &s.scratchpad);
+        s.d_diff_src.Init(descs.src, data_pd.diff_src_desc(), false, &s.scratchpad);
       }
+      s.scratchpad.Allocate();
       s.supported = true;
     } catch (const dnnl::error&) {
       return false;
@@ -306,6 +367,7 @@ bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w,
       s.diff_bias.set_data_handle(dbias);
       args[DNNL_ARG_DIFF_BIAS] = s.diff_bias;
     }
+    s.scratchpad.AddTo(&args);
     s.weights_primitive.execute(s.stream, args);
     s.w_diff_weights.Out(s.stream);
     if (s.has_dx) {
@@ -313,9 +375,10 @@ bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w,
       s.d_weights.In(s.stream, w);
       s.d_diff_src.SetOut(dx);
       const memory& diff_dst = s.share_diff_dst ? s.w_diff_dst.inner : s.d_diff_dst.inner;
-      s.data_primitive.execute(s.stream, {{DNNL_ARG_DIFF_DST, diff_dst},
-                                          {DNNL_ARG_WEIGHTS, s.d_weights.inner},
-                                          {DNNL_ARG_DIFF_SRC, s.d_diff_src.inner}});
+      s.data_primitive.execute(
+          s.stream, s.scratchpad.With({{DNNL_ARG_DIFF_DST, diff_dst},
+                                       {DNNL_ARG_WEIGHTS, s.d_weights.inner},
+                                       {DNNL_ARG_DIFF_SRC, s.d_diff_src.inner}}));
       s.d_diff_src.Out(s.stream);
     }
     s.stream.wait();

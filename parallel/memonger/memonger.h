@@ -44,8 +44,16 @@ struct RecyclingOptions {
 NetDef ComputeBlobRecyclingForDag(const NetDef& net, const RecyclingOptions& options);
 
 // Caffe2's share_grad_blobs: recycles the gradients passed between layers
-// (and, with share_activations, forward activations), never params' grads,
-// losses or dont_share_blobs.
+// and, with share_activations, every other blob the net makes in the
+// namescope; never params' grads, losses, dont_share_blobs or what
+// ComputeBlobRecyclingForDag protects (params and other state are read
+// before they are written). Deviation from Caffe2, whose share_activations
+// offers only brew layers' outputs minus the last two: that guard exists
+// because its linear liveness cannot see backward's readers; here liveness
+// runs over the DAG, so an activation backward reads stays alive until that
+// reader in every schedule, and one it never reads is recycled early.
+// Callers that fetch an activation after the run (e.g. a softmax) must name
+// it in dont_share_blobs or the net's external outputs.
 NetDef ShareGradBlobs(const NetDef& net, const std::vector<std::string>& losses,
                       const std::set<std::string>& param_grads, std::string namescope,
                       const std::set<std::string>& dont_share_blobs, bool share_activations,

@@ -123,24 +123,6 @@ NetDef ShareGradBlobs(const NetDef& net, const std::vector<std::string>& losses,
                                name.find("_grad_autosplit_") != std::string::npos;
     return gradient_name && InNamescope(name, namescope) && !param_grads.count(name);
   };
-  // Caffe2's activations: outputs of ops that read "<output>_w" (brew's
-  // layers), minus the last two, which callers usually fetch.
-  std::set<std::string> external_output(net.external_output().begin(),
-                                        net.external_output().end());
-  std::vector<std::string> activations;
-  for (const OperatorDef& op : net.op()) {
-    for (const std::string& out : op.output()) {
-      const bool reads_weight =
-          std::find(op.input().begin(), op.input().end(), out + "_w") != op.input().end();
-      if (reads_weight && !external_output.count(out)) activations.push_back(out);
-    }
-  }
-  if (activations.size() >= 2) {
-    activations.resize(activations.size() - 2);
-  } else {
-    activations.clear();
-  }
-
   RecyclingOptions options;
   options.namescope = namescope;
   options.blob_shapes = blob_shapes;
@@ -154,7 +136,19 @@ NetDef ShareGradBlobs(const NetDef& net, const std::vector<std::string>& losses,
       }
     }
   }
-  if (share_activations) options.shareable_blobs.insert(activations.begin(), activations.end());
+  // Caffe2 shares only brew layers' outputs (ops reading "<output>_w"),
+  // minus the last two, because its linear liveness cannot tell which
+  // activations backward still reads. The DAG liveness here keeps every
+  // blob alive until its last reader in every schedule, backward's readers
+  // included, so any other blob the net makes is safe to offer: the ones
+  // backward reads are recycled only after it, and those it never reads
+  // (Sum inputs, a Relu's input whose gradient reads its output) die early.
+  // What stays protected is decided in ComputeBlobRecyclingForDag.
+  if (share_activations) {
+    for (const OperatorDef& op : net.op()) {
+      options.shareable_blobs.insert(op.output().begin(), op.output().end());
+    }
+  }
   return ComputeBlobRecyclingForDag(net, options);
 }
 

@@ -78,9 +78,23 @@ def _checked(original, optimized):
 def share_grad_blobs(net, losses, param_grads, namescope, dont_share_blobs=None,
                      share_activations=False, blob_shapes=None):
     """Recycles the gradients passed between layers (Torch's shareGradInput)
-    and, with share_activations, brew layer outputs (all but the last two).
-    blob_shapes (name -> shape) makes the assignment size aware.
-    Returns the optimized NetDef (assign it to net._net)."""
+    and, with share_activations, every other blob the net makes inside the
+    namescope (forward activations included). blob_shapes (name -> shape)
+    makes the assignment size aware. Returns the optimized NetDef (assign it
+    to net._net).
+
+    Deviation from Caffe2: its share_activations offers only brew layers'
+    outputs (ops reading "<output>_w"), all but the last two, because its
+    liveness over one linear op order cannot tell which activations the
+    backward pass still reads. Here liveness runs over the dag executor's
+    dependency graph, so an activation stays alive until its last reader,
+    backward's included, in every schedule; activations backward never reads
+    (Sum inputs, a Relu's input when its gradient reads the output) are
+    recycled as soon as forward is done with them. Protected as before:
+    param_grads, losses, dont_share_blobs, external inputs/outputs, blobs
+    read before written (params, optimizer and BN state) and blobs outside
+    the namescope. An activation fetched after the run (e.g. a softmax)
+    must be named in dont_share_blobs or be an external output."""
     proto = _proto(net)
     optimized = _from_bytes(C.memonger_share_grad_blobs(
         proto.SerializeToString(), _names(losses), _names(param_grads), str(namescope),

@@ -31,10 +31,6 @@ LR = 0.05
 MOMENTUM = 0.9
 DAG_WORKERS = 2
 NUM_CLASSES = 10
-# Under the dag executor the oneDNN convolutions (ConvGradient's weight
-# gradient) are not bit-reproducible from run to run even without any
-# memonger, so dag runs use the im2col + GEMM path, which is.
-DETERMINISTIC_CONV_ENGINE = 'IM2COL'
 
 
 def reference_cnn(model, loss_scale):
@@ -104,14 +100,7 @@ def with_executor(net_proto, net_type):
     proto.arg.extend(a for a in net_proto.arg if a.name != 'num_workers')
     if net_type == 'dag':
         proto.arg.add(name='num_workers', i=DAG_WORKERS)
-        use_deterministic_conv(proto)
     return proto
-
-
-def use_deterministic_conv(net_proto):
-    for op in net_proto.op:
-        if op.type in ('Conv', 'ConvGradient'):
-            op.engine = DETERMINISTIC_CONV_ENGINE
 
 
 # ---- independent checks of the rewrite ----
@@ -318,7 +307,6 @@ def train_parallel(model_name, num_devices, optimize):
         forward_pass_builder_fun=MODELS[model_name][0], optimizer_builder_fun=add_sgd,
         devices=devices, num_threads_per_device=DAG_WORKERS,
         optimize_gradient_memory=optimize)
-    use_deterministic_conv(model.net.Proto())
     data_parallel_model.RunInitNet(model)
     prefix = 'cpu_0/'
     for p in model.params:

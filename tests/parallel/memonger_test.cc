@@ -222,6 +222,41 @@ TEST(MemongerTest, ShareGradBlobsNeverTouchesProtectedBlobs) {
   ExpectNoOverlapInAnySchedule(net, optimized);
 }
 
+TEST(MemongerTest, ShareActivationsRecyclesForwardBlobsBackwardNeverReads) {
+  // A residual step: h + x -> s -> Relu -> r. Backward reads r (Relu's
+  // gradient reads its output) but never h or s, so with share_activations
+  // h's storage can be reused for r, while r must outlive ReluGradient.
+  const NetDef net = MakeNet(
+      {MakeOp("FC", {"x", "w", "b"}, {"h"}),
+       MakeOp("Sum", {"h", "x"}, {"s"}),
+       MakeOp("Relu", {"s"}, {"r"}),
+       MakeOp("AveragedLoss", {"r"}, {"loss"}),
+       MakeOp("ConstantFill", {"loss"}, {"loss_grad"}),
+       MakeOp("AveragedLossGradient", {"r", "loss_grad"}, {"r_grad"}),
+       MakeOp("ReluGradient", {"r", "r_grad"}, {"s_grad"}),
+       MakeOp("FCGradient", {"x", "w", "s_grad"}, {"w_grad", "b_grad", "x_grad"})},
+      {"x", "w", "b"}, {"x_grad"});
+  const std::set<std::string> param_grads = {"w_grad", "b_grad"};
+  const NetDef grads_only =
+      memonger::ShareGradBlobs(net, {"loss"}, param_grads, "", {}, false, {});
+  for (const std::string& name : {"h", "s", "r"}) {
+    EXPECT_TRUE(DistinctBlobs(grads_only).count(name)) << name << " renamed without "
+                                                       << "share_activations";
+  }
+  const NetDef shared = memonger::ShareGradBlobs(net, {"loss"}, param_grads, "", {}, true, {});
+  const std::set<std::string> after = DistinctBlobs(shared);
+  for (const std::string& name : {"x", "w", "b", "loss", "w_grad", "b_grad", "x_grad"}) {
+    EXPECT_TRUE(after.count(name)) << name << " was renamed";
+  }
+  // The FC output is dead once Sum has read it; Relu's output is born
+  // after that, so the first free slot takes both.
+  EXPECT_EQ(shared.op(0).output(0), shared.op(2).output(0));
+  EXPECT_EQ(shared.op(0).output(0).rfind("__m", 0), 0u);
+  EXPECT_LT(after.size(), DistinctBlobs(grads_only).size());
+  ExpectNoOverlapInAnySchedule(net, shared);
+  EXPECT_TRUE(memonger::VerifyInplaceBlobs(net, shared));
+}
+
 TEST(MemongerTest, GreedyAndDpGiveValidAssignmentsAndDpIsCheaper) {
   // Candidate 1 and 2 may each follow 0, not each other. Greedy puts 1
   // (size 1) after 0 (size 10), then 2 (size 10) needs a slot of its own:
