@@ -4,39 +4,17 @@
 #include <cstring>
 #include <memory>
 
-#include <gloo/allreduce_halving_doubling.h>
-#include <gloo/allreduce_ring.h>
-#include <gloo/allreduce_ring_chunked.h>
 
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "parallel/gloo/allreduce_algorithms.h"
 
 namespace doppio {
-namespace {
-
-template <typename T>
-std::unique_ptr<gloo::Algorithm> MakeAllreduce(const std::string& algorithm,
-                                               const CommonWorld& world, T* buffer, int count) {
-  const std::vector<T*> buffers{buffer};
-  if (algorithm == "ring") return std::make_unique<gloo::AllreduceRing<T>>(world, buffers, count);
-  if (algorithm == "ring_chunked") {
-    return std::make_unique<gloo::AllreduceRingChunked<T>>(world, buffers, count);
-  }
-  return std::make_unique<gloo::AllreduceHalvingDoubling<T>>(world, buffers, count);
-}
-
-}  // namespace
 
 GlooAllreduceCoalescedOp::GlooAllreduceCoalescedOp(const OperatorDef& def,
                                                    Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      algorithm_(GetSingleArgument<std::string>("algorithm", "")) {
-  DOPPIO_ENFORCE(algorithm_.empty() || algorithm_ == "ring" || algorithm_ == "ring_chunked" ||
-                     algorithm_ == "halving_doubling",
-                 "op ", DisplayName(), ": unknown algorithm '", algorithm_,
-                 "'; expected \"ring\", \"ring_chunked\" or \"halving_doubling\"");
-}
+    : Operator<CPUContext>(def, workspace), algorithm_(AllreduceAlgorithmArgument(*this)) {}
 
 void GlooAllreduceCoalescedOp::RunOnDevice() {
   const CommonWorld& world = CommonWorldInput(*this);
@@ -56,11 +34,7 @@ void GlooAllreduceCoalescedOp::RunOnDevice() {
     total += tensor.numel();
   }
   const int count = ElementCount(*this, total);
-  std::string algorithm = algorithm_;
-  if (algorithm.empty()) {
-    const bool power_of_two = (world->size & (world->size - 1)) == 0;
-    algorithm = power_of_two ? "halving_doubling" : "ring_chunked";
-  }
+  const std::string algorithm = ChooseAllreduceAlgorithm(algorithm_, *world);
   GlooFailureHandler failures(this, operands.status_output);
   if (count == 0) {
     failures.Run("coalesced allreduce", world, [] {});
@@ -85,9 +59,10 @@ void GlooAllreduceCoalescedOp::RunOnDevice() {
     key.variant = algorithm;
     auto make = [&]() -> std::unique_ptr<gloo::Algorithm> {
       if (dtype == DataType::kFloat) {
-        return MakeAllreduce<float>(algorithm, world, reinterpret_cast<float*>(staging), count);
+        return MakeAllreduce<float>(algorithm, world, {reinterpret_cast<float*>(staging)}, count);
       }
-      return MakeAllreduce<double>(algorithm, world, reinterpret_cast<double*>(staging), count);
+      return MakeAllreduce<double>(algorithm, world, {reinterpret_cast<double*>(staging)},
+                                   count);
     };
     cache_.Get(std::move(key), make).run();
   });

@@ -4,14 +4,12 @@
 #include <memory>
 #include <vector>
 
-#include <gloo/allreduce_halving_doubling.h>
-#include <gloo/allreduce_ring.h>
-#include <gloo/allreduce_ring_chunked.h>
 #include <gloo/reduce_scatter.h>
 
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "parallel/gloo/allreduce_algorithms.h"
 
 namespace doppio {
 namespace {
@@ -34,18 +32,6 @@ AlgorithmKey KeyOf(const CommonWorld& world, const std::vector<Tensor*>& tensors
   return key;
 }
 
-template <typename T>
-std::unique_ptr<gloo::Algorithm> MakeAllreduce(const std::string& algorithm,
-                                               const CommonWorld& world,
-                                               const std::vector<Tensor*>& tensors, int count) {
-  const std::vector<T*> buffers = TypedBuffers<T>(tensors);
-  if (algorithm == "ring") return std::make_unique<gloo::AllreduceRing<T>>(world, buffers, count);
-  if (algorithm == "ring_chunked") {
-    return std::make_unique<gloo::AllreduceRingChunked<T>>(world, buffers, count);
-  }
-  return std::make_unique<gloo::AllreduceHalvingDoubling<T>>(world, buffers, count);
-}
-
 void EnforceSummable(const OperatorBase& op, const Tensor& tensor) {
   DOPPIO_ENFORCE(tensor.dtype() == DataType::kFloat || tensor.dtype() == DataType::kDouble,
                  "op ", op.DisplayName(), ": input 1 ('", op.input_name(1), "') holds ",
@@ -55,13 +41,7 @@ void EnforceSummable(const OperatorBase& op, const Tensor& tensor) {
 }  // namespace
 
 GlooAllreduceOp::GlooAllreduceOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      algorithm_(GetSingleArgument<std::string>("algorithm", "")) {
-  DOPPIO_ENFORCE(algorithm_.empty() || algorithm_ == "ring" || algorithm_ == "ring_chunked" ||
-                     algorithm_ == "halving_doubling",
-                 "op ", DisplayName(), ": unknown algorithm '", algorithm_,
-                 "'; expected \"ring\", \"ring_chunked\" or \"halving_doubling\"");
-}
+    : Operator<CPUContext>(def, workspace), algorithm_(AllreduceAlgorithmArgument(*this)) {}
 
 void GlooAllreduceOp::RunOnDevice() {
   const CommonWorld& world = CommonWorldInput(*this);
@@ -69,11 +49,7 @@ void GlooAllreduceOp::RunOnDevice() {
   const Tensor& first = *operands.tensors[0];
   EnforceSummable(*this, first);
   const int count = ElementCount(*this, first.numel());
-  std::string algorithm = algorithm_;
-  if (algorithm.empty()) {
-    const bool power_of_two = (world->size & (world->size - 1)) == 0;
-    algorithm = power_of_two ? "halving_doubling" : "ring_chunked";
-  }
+  const std::string algorithm = ChooseAllreduceAlgorithm(algorithm_, *world);
   GlooFailureHandler failures(this, operands.status_output);
   if (count == 0) {
     failures.Run("allreduce", world, [] {});
@@ -82,9 +58,11 @@ void GlooAllreduceOp::RunOnDevice() {
   const bool ok = failures.Run("allreduce (" + algorithm + ")", world, [&] {
     auto make = [&]() -> std::unique_ptr<gloo::Algorithm> {
       if (first.dtype() == DataType::kFloat) {
-        return MakeAllreduce<float>(algorithm, world, operands.tensors, count);
+        return MakeAllreduce<float>(algorithm, world, TypedBuffers<float>(operands.tensors),
+                                    count);
       }
-      return MakeAllreduce<double>(algorithm, world, operands.tensors, count);
+      return MakeAllreduce<double>(algorithm, world, TypedBuffers<double>(operands.tensors),
+                                   count);
     };
     cache_.Get(KeyOf(world, operands.tensors, algorithm), make).run();
   });
