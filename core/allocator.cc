@@ -52,7 +52,12 @@ class AlignedCPUAllocator final : public Allocator {
   }
 };
 
-Allocator* g_allocators[2] = {GetCPUAllocator(), nullptr};
+// A function-local table, not a namespace-scope one: core/cuda registers its
+// allocator from a static initializer, which may run before this file's.
+Allocator** AllocatorTable() {
+  static Allocator* table[2] = {GetCPUAllocator(), nullptr};
+  return table;
+}
 
 }  // namespace
 
@@ -76,14 +81,14 @@ void ResetCPUAllocatorPeak() {
 
 Allocator* GetAllocator(DeviceKind kind) {
   const int index = static_cast<int>(kind);
-  DOPPIO_ENFORCE(index >= 0 && index < 2 && g_allocators[index] != nullptr,
+  DOPPIO_ENFORCE(index >= 0 && index < 2 && AllocatorTable()[index] != nullptr,
                  "no allocator for device kind ", index,
                  " (is this build compiled with CUDA and a GPU present?)");
-  return g_allocators[index];
+  return AllocatorTable()[index];
 }
 
 void SetAllocator(DeviceKind kind, Allocator* allocator) {
-  g_allocators[static_cast<int>(kind)] = allocator;
+  AllocatorTable()[static_cast<int>(kind)] = allocator;
 }
 
 }  // namespace doppio

@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "operators/thread_arena.h"
+
 namespace doppio {
 
 namespace {
@@ -18,17 +20,45 @@ dnnl::engine& CpuEngine() {
   return engine;
 }
 
-// Every primitive here gets its scratchpad from the op that owns it. In
-// oneDNN's default (library) mode the scratchpad is one buffer per thread,
-// grown for the primitives created on that thread; a primitive created on
-// one dag worker and run on another would use the other thread's buffer,
-// which may be too small or in use by a concurrently running op (oneDNN
-// documents that such primitives "cannot migrate between threads"), and
-// its results then vary from run to run.
+// Every primitive here gets its scratchpad from us, sized for it and bound
+// on each Run to the running thread's arena. In oneDNN's default (library)
+// mode the scratchpad is one buffer per thread, grown for the primitives
+// created on that thread; a primitive created on one dag worker and run on
+// another would use the other thread's buffer, which may be too small or
+// in use by a concurrently running op (oneDNN documents that such
+// primitives "cannot migrate between threads"), and its results then vary
+// from run to run.
 dnnl::primitive_attr OwnScratchpad() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
+}
+
+// Where an op's transient buffers (reordered operands, scratchpad) lie in
+// one block of the running thread's ThreadArena. They are needed only
+// during Run: weights change every step, activations every batch, so
+// nothing is worth keeping between runs. Buffers of primitives that run one
+// after another may share bytes: Rewind to a mark taken before the first.
+class ArenaLayout {
+ public:
+  static constexpr size_t kAlignment = 64;  // what oneDNN's own buffers get
+  size_t Place(size_t bytes) {
+    const size_t offset = end_;
+    end_ += (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    total_ = std::max(total_, end_);
+    return offset;
+  }
+  size_t Mark() const { return end_; }
+  void Rewind(size_t mark) { end_ = mark; }
+  size_t total() const { return total_; }
+
+ private:
+  size_t end_ = 0;
+  size_t total_ = 0;
+};
+
+char* ArenaBlock(size_t bytes) {
+  return static_cast<char*>(ThreadArena::ForThisThread().Reserve(bytes));
 }
 
 // One buffer for all primitives of an op: they run one after another.
@@ -36,11 +66,13 @@ class Scratchpad {
  public:
   void Reset() { bytes_ = 0; }
   void Need(const memory::desc& desc) { bytes_ = std::max(bytes_, desc.get_size()); }
-  void Allocate() {
+  void Place(ArenaLayout* layout) {
     const memory::dims dims{static_cast<memory::dim>(std::max<size_t>(bytes_, 1))};
     buffer_ = memory(memory::desc(dims, memory::data_type::u8, memory::format_tag::x),
-                     CpuEngine());
+                     CpuEngine(), nullptr);
+    offset_ = layout->Place(buffer_.get_desc().get_size());
   }
+  void Bind(char* block) { buffer_.set_data_handle(block + offset_); }
   void AddTo(std::unordered_map<int, memory>* args) const {
     (*args)[DNNL_ARG_SCRATCHPAD] = buffer_;
   }
@@ -51,6 +83,7 @@ class Scratchpad {
 
  private:
   size_t bytes_ = 0;
+  size_t offset_ = 0;
   memory buffer_;
 };
 
@@ -183,7 +216,8 @@ dnnl::convolution_backward_data::primitive_desc DataGradientPrimitive(
 }
 
 // One argument of a primitive: the user's buffer in our layout and, when the
-// primitive wants another layout, its own buffer plus the reorder between.
+// primitive wants another layout, a buffer in the arena plus the reorder
+// between.
 struct Operand {
   memory user;
   memory inner;
@@ -198,13 +232,21 @@ struct Operand {
       inner = user;
       return;
     }
-    inner = memory(inner_desc, CpuEngine());
+    inner = memory(inner_desc, CpuEngine(), nullptr);
     const dnnl::reorder::primitive_desc pd =
         is_input ? dnnl::reorder::primitive_desc(user, inner, OwnScratchpad())
                  : dnnl::reorder::primitive_desc(inner, user, OwnScratchpad());
     scratchpad->Need(pd.scratchpad_desc());
     reorder = dnnl::reorder(pd);
     scratchpad_ = scratchpad;
+  }
+  void Place(ArenaLayout* layout) {
+    if (reordered) offset_ = layout->Place(inner.get_desc().get_size());
+  }
+  // Also zeroes the padding of blocked layouts (channels not a multiple of
+  // the block): the block held another op's data before.
+  void Bind(char* block) {
+    if (reordered) inner.set_data_handle(block + offset_);
   }
   // Points at the caller's input and converts it to the primitive's layout.
   void In(dnnl::stream& stream, const float* data) {
@@ -222,6 +264,7 @@ struct Operand {
     reorder.execute(stream, scratchpad_->With({{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}));
   }
   const Scratchpad* scratchpad_ = nullptr;
+  size_t offset_ = 0;
 };
 
 }  // namespace
@@ -235,6 +278,7 @@ struct DnnlConvForward::State {
   Operand src, weights, dst;
   memory bias;
   bool has_bias = false;
+  size_t arena_bytes = 0;
 };
 
 DnnlConvForward::DnnlConvForward() : state_(std::make_unique<State>()) {}
@@ -258,7 +302,10 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
       s.dst.Init(descs.dst, pd.dst_desc(), false, &s.scratchpad);
       s.has_bias = bias != nullptr;
       if (s.has_bias) s.bias = memory(descs.bias, CpuEngine(), nullptr);
-      s.scratchpad.Allocate();
+      ArenaLayout layout;
+      s.scratchpad.Place(&layout);
+      for (Operand* operand : {&s.src, &s.weights, &s.dst}) operand->Place(&layout);
+      s.arena_bytes = layout.total();
       s.supported = true;
     } catch (const dnnl::error&) {
       return false;  // oneDNN has no implementation for this case
@@ -266,6 +313,9 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
   }
   if (!s.supported) return false;
   try {
+    char* block = ArenaBlock(s.arena_bytes);
+    s.scratchpad.Bind(block);
+    for (Operand* operand : {&s.src, &s.weights, &s.dst}) operand->Bind(block);
     s.src.In(s.stream, x);
     s.weights.In(s.stream, w);
     s.dst.SetOut(y);
@@ -300,6 +350,7 @@ struct DnnlConvBackward::State {
   Operand d_diff_dst, d_weights, d_diff_src;
   bool has_dx = false;
   bool share_diff_dst = false;
+  size_t arena_bytes = 0;
 };
 
 DnnlConvBackward::DnnlConvBackward() : state_(std::make_unique<State>()) {}
@@ -349,7 +400,22 @@ bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w,
         s.d_weights.Init(descs.weights, data_pd.weights_desc(), true, &s.scratchpad);
         s.d_diff_src.Init(descs.src, data_pd.diff_src_desc(), false, &s.scratchpad);
       }
-      s.scratchpad.Allocate();
+      // The dW primitive's buffers are done with when the dX one starts;
+      // only a shared dY lives on into it.
+      ArenaLayout layout;
+      s.scratchpad.Place(&layout);
+      if (s.share_diff_dst) s.w_diff_dst.Place(&layout);
+      const size_t data_phase = layout.Mark();
+      if (!s.share_diff_dst) s.w_diff_dst.Place(&layout);
+      s.w_src.Place(&layout);
+      s.w_diff_weights.Place(&layout);
+      layout.Rewind(data_phase);
+      if (s.has_dx) {
+        if (!s.share_diff_dst) s.d_diff_dst.Place(&layout);
+        s.d_weights.Place(&layout);
+        s.d_diff_src.Place(&layout);
+      }
+      s.arena_bytes = layout.total();
       s.supported = true;
     } catch (const dnnl::error&) {
       return false;
@@ -357,6 +423,9 @@ bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w,
   }
   if (!s.supported) return false;
   try {
+    char* block = ArenaBlock(s.arena_bytes);
+    s.scratchpad.Bind(block);
+    for (Operand* operand : {&s.w_src, &s.w_diff_dst, &s.w_diff_weights}) operand->Bind(block);
     s.w_src.In(s.stream, x);
     s.w_diff_dst.In(s.stream, dy);
     s.w_diff_weights.SetOut(dw);
@@ -371,6 +440,11 @@ bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w,
     s.weights_primitive.execute(s.stream, args);
     s.w_diff_weights.Out(s.stream);
     if (s.has_dx) {
+      // Bound only now: their bytes were the dW primitive's, and binding
+      // zeroes the padding the dX primitive relies on.
+      if (!s.share_diff_dst) s.d_diff_dst.Bind(block);
+      s.d_weights.Bind(block);
+      s.d_diff_src.Bind(block);
       if (!s.share_diff_dst) s.d_diff_dst.In(s.stream, dy);
       s.d_weights.In(s.stream, w);
       s.d_diff_src.SetOut(dx);

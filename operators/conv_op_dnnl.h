@@ -1,12 +1,17 @@
 // The oneDNN (libdnnl) backend of Conv and ConvGradient for float32.
 //
-// Each object belongs to one op and caches its primitives (and the
-// reordered-layout buffers they need) for the last shape it saw, so a net
-// that runs the same shapes every iteration builds them once. When oneDNN
-// rejects a case, Run returns false and the op falls back to im2col + GEMM;
-// the rejection is remembered for that shape.
+// Each object belongs to one op and caches its primitives for the last
+// shape it saw, so a net that runs the same shapes every iteration builds
+// them once. The buffers those primitives need (operands reordered into
+// oneDNN's blocked layouts, scratchpads) live only during Run, in the
+// running thread's ThreadArena (operators/thread_arena.h): kept per op they
+// added up to more than the net's blobs. When oneDNN rejects a case, Run
+// returns false and the op falls back to im2col + GEMM; the rejection is
+// remembered for that shape.
 //
-// Thread-safety: like the op that owns it, one Run at a time.
+// Thread-safety: like the op that owns it, one Run at a time. Different
+// objects may run at once on different threads: each uses its own thread's
+// arena.
 #pragma once
 
 #include <memory>

@@ -7,6 +7,7 @@
 #include "core/backward.h"
 #include "core/enforce.h"
 #include "parallel/combine_spatial_bn.h"
+#include "parallel/device_collectives.h"
 #include "parallel/shared_model.h"
 #include "parallel/sparse_gradients.h"
 
@@ -38,6 +39,11 @@ void ValidateOptions(const ParallelizeOptions& options) {
   DOPPIO_ENFORCE(!options.net_type.empty(), "Parallelize: net_type is empty");
   DOPPIO_ENFORCE(!options.shared_model || options.device_type == CPU,
                  "Parallelize: shared_model is only supported on CPU devices");
+  DOPPIO_ENFORCE(options.device_type == CPU || !IsDistributed(options.rendezvous),
+                 "Parallelize: a rendezvous across processes (num_shards ",
+                 options.rendezvous.num_shards,
+                 ") with GPU devices is not implemented yet; the Gloo collectives run on "
+                 "CPU devices only in this version");
   ValidateRendezvous(options.rendezvous);
 }
 
@@ -194,30 +200,6 @@ void SetExternalOutputs(const NetDef& model_net, const Cloner& cloner, NetDef* n
   }
 }
 
-OperatorDef CollectiveOp(const std::string& type, const std::string& name,
-                         const std::vector<std::string>& blobs,
-                         const DeviceOption& device_option) {
-  OperatorDef op;
-  op.set_type(type);
-  op.set_name(name);
-  for (const std::string& blob : blobs) {
-    op.add_input(blob);
-    op.add_output(blob);
-  }
-  *op.mutable_device_option() = device_option;
-  return op;
-}
-
-// In-process Broadcast of the first copy (device 0's) to the others.
-OperatorDef RootBroadcast(const std::string& name, const std::vector<std::string>& copies,
-                          const DeviceOption& device_option) {
-  OperatorDef broadcast = CollectiveOp("Broadcast", name, copies, device_option);
-  Argument* root = broadcast.add_arg();
-  root->set_name("root");
-  root->set_i(0);
-  return broadcast;
-}
-
 // The "num_workers" argument (the NetDef field of that name is deprecated).
 void SetNumWorkers(int num_workers, NetDef* net) {
   for (Argument& arg : *net->mutable_arg()) {
@@ -244,10 +226,10 @@ std::map<std::string, int> FirstUse(const NetDef& net) {
 }  // namespace
 
 std::string DevicePrefix(int device_type, int device_id) {
-  DOPPIO_ENFORCE(device_type != CUDA, "Parallelize: GPU devices are not supported yet "
-                 "(CPU devices only in this version); use cpu_device=True");
+  if (device_type == CUDA) return "gpu_" + std::to_string(device_id) + "/";
   DOPPIO_ENFORCE(device_type == CPU, "Parallelize: device type ", device_type,
-                 " is not supported; only CPU (", static_cast<int>(CPU), ")");
+                 " is not supported; only CPU (", static_cast<int>(CPU), ") and CUDA (",
+                 static_cast<int>(CUDA), ")");
   return "cpu_" + std::to_string(device_id) + "/";
 }
 
@@ -321,6 +303,13 @@ Parallelized Parallelize(const DataParallelTemplate& model,
   DOPPIO_ENFORCE(!distributed || result.sparse_param_to_grad.empty(),
                  "Parallelize: sparse gradients across shards (rendezvous with num_shards ",
                  options.rendezvous.num_shards, ") are not implemented yet; parameter '",
+                 result.sparse_param_to_grad.empty() ? std::string()
+                                                     : result.sparse_param_to_grad.begin()->first,
+                 "' has one");
+  DOPPIO_ENFORCE(options.device_type == CPU || num_devices == 1 ||
+                     result.sparse_param_to_grad.empty(),
+                 "Parallelize: sparse gradients on several GPU devices are not implemented "
+                 "yet; parameter '",
                  result.sparse_param_to_grad.empty() ? std::string()
                                                      : result.sparse_param_to_grad.begin()->first,
                  "' has one");
@@ -418,6 +407,13 @@ Parallelized Parallelize(const DataParallelTemplate& model,
   }
 
   ShardCollectives net_shards(options.rendezvous, replicas.front().device_option);
+  std::vector<std::string> prefixes;
+  std::vector<DeviceOption> device_options;
+  for (const Replica& each : replicas) {
+    prefixes.push_back(each.prefix);
+    device_options.push_back(each.device_option);
+  }
+  DeviceCollectives net_devices(prefixes, device_options, options.use_nccl);
   NetDef& net = result.net;
   net.set_name(model.net.name());
   *net.mutable_arg() = model.net.arg();
@@ -427,10 +423,10 @@ Parallelized Parallelize(const DataParallelTemplate& model,
                      auto it = allreduce_after.find(index);
                      if (it != allreduce_after.end()) {
                        for (const std::string& grad : it->second) {
-                         if (num_devices == 1) break;
-                         *net.add_op() = CollectiveOp("Allreduce", "allreduce_" + grad,
-                                                      cloner.RenameAll(grad),
-                                                      replicas.front().device_option);
+                         for (OperatorDef& op :
+                              net_devices.Allreduce(grad, cloner.RenameAll(grad))) {
+                           *net.add_op() = std::move(op);
+                         }
                        }
                      }
                      auto buckets = buckets_after.find(index);
@@ -442,22 +438,16 @@ Parallelized Parallelize(const DataParallelTemplate& model,
                            masters.push_back(cloner.RenameAll(grad).front());
                          }
                          *net.add_op() = net_shards.AllreduceBucket(masters);
-                         if (num_devices == 1) continue;
                          for (const std::string& grad : bucket) {
-                           *net.add_op() = RootBroadcast("broadcast_" + grad,
-                                                         cloner.RenameAll(grad),
-                                                         replicas.front().device_option);
+                           for (OperatorDef& op :
+                                net_devices.Broadcast(grad, cloner.RenameAll(grad))) {
+                             *net.add_op() = std::move(op);
+                           }
                          }
                        }
                      }
                      auto sparse = concat_after.find(index);
                      if (sparse == concat_after.end()) return;
-                     std::vector<std::string> prefixes;
-                     std::vector<DeviceOption> device_options;
-                     for (const Replica& each : replicas) {
-                       prefixes.push_back(each.prefix);
-                       device_options.push_back(each.device_option);
-                     }
                      for (const SparseGradientSync* sync : sparse->second) {
                        for (OperatorDef& op : AllDevicesConcatOps(*sync, prefixes, device_options)) {
                          // A shared model's update runs on the master alone.
@@ -488,6 +478,7 @@ Parallelized Parallelize(const DataParallelTemplate& model,
   std::vector<bool> init_master_only;
   if (options.shared_model) init_master_only = MasterOnlyInitOps(model, train_ops);
   ShardCollectives init_shards(options.rendezvous, replicas.front().device_option);
+  DeviceCollectives init_devices(prefixes, device_options, options.use_nccl);
   cloner.AppendAll(OpsOf(model.param_init_net),
                    "param_init_net '" + model.param_init_net.name() + "'", &init,
                    init_master_only);
@@ -514,9 +505,8 @@ Parallelized Parallelize(const DataParallelTemplate& model,
       // Across processes first, so the local copies get shard 0's value. A
       // shared model's params exist once per process: no local copies.
       if (distributed) *init.add_op() = init_shards.Broadcast(copies.front());
-      if (num_devices > 1 && !master_params.count(blob)) {
-        *init.add_op() = RootBroadcast("broadcast_" + blob, copies,
-                                       replicas.front().device_option);
+      if (!master_params.count(blob)) {
+        for (OperatorDef& op : init_devices.Broadcast(blob, copies)) *init.add_op() = std::move(op);
       }
     }
   }

@@ -3,8 +3,10 @@
 // data_parallel_model does (DESIGN.md section 1).
 //
 // The pass is a pure NetDef -> NetDef function; the Python front end
-// (doppio.data_parallel_model) and C++ callers share it. This increment
-// handles CPU devices (blob prefix "cpu_<id>/"), dense and sparse gradients.
+// (doppio.data_parallel_model) and C++ callers share it. Replicas live on
+// CPU devices (blob prefix "cpu_<id>/") or CUDA devices ("gpu_<id>/"); the
+// collectives between them are parallel/device_collectives.h's. Sparse
+// gradients are handled on CPU devices (or one GPU).
 //
 // Shared blobs are exactly those listed in ParallelizeOptions::shared_blobs:
 // they keep their names and every op writing only shared blobs is emitted
@@ -39,8 +41,11 @@ struct DataParallelTemplate {
 
 struct ParallelizeOptions {
   std::vector<int> devices;
-  // DeviceType of the replicas; only CPU in this increment.
+  // DeviceType of the replicas: CPU or CUDA.
   int device_type = CPU;
+  // CUDA devices: sum gradients with NCCLAllreduce and broadcast the init
+  // params with NCCLBroadcast, instead of Copy + Sum trees and Copies.
+  bool use_nccl = false;
   bool broadcast_computed_params = true;
   std::string net_type = "dag";
   int num_threads_per_device = 1;
@@ -72,15 +77,18 @@ struct Parallelized {
   std::vector<std::map<std::string, std::string>> device_param_to_grad;
 };
 
-// "cpu_3/" for CPU device 3. Throws for device types not supported yet.
+// "cpu_3/" for CPU device 3, "gpu_3/" for CUDA device 3. Throws for other
+// device types.
 std::string DevicePrefix(int device_type, int device_id);
 
 // The pass. Gradient ops come from the gradient registry (core/backward.h);
-// each param gradient gets one in-place `Allreduce` over the devices (none
-// for a single device), placed after the last device's last op touching it
-// so the dag executor overlaps it with the rest of backward; the init net
-// ends with one `Broadcast` (root 0) per param, and per computed param when
-// broadcast_computed_params, so all replicas start identical.
+// each param gradient gets summed over the devices (none for a single
+// device: one `Allreduce` on CPU, NCCLAllreduce or a Copy + Sum tree on GPU,
+// see device_collectives.h), placed after the last device's last op
+// touching it so the dag executor overlaps it with the rest of backward;
+// the init net ends with a broadcast of device 0's copy (`Broadcast` root 0
+// on CPU, NCCLBroadcast or Copies on GPU) per param, and per computed param
+// when broadcast_computed_params, so all replicas start identical.
 //
 // A sparse (GradientSlice) param gradient is not allreduced: every device
 // concatenates all devices' slices and the update ops read that
@@ -90,7 +98,9 @@ std::string DevicePrefix(int device_type, int device_id);
 // the init params broadcast across processes (parallel/distributed.h);
 // sparse gradients are refused there.
 //
-// Throws doppio::Error for: no or duplicate devices, a non-CPU device type,
+// Throws doppio::Error for: no or duplicate devices, a device type other
+// than CPU and CUDA, shared_model, a rendezvous or sparse gradients (several
+// devices) with CUDA,
 // a loss no op of the template net produces, update ops without losses, an
 // op writing both shared and per-device blobs (or a shared blob from
 // per-device inputs), and a concatenated-slice name the model already uses.

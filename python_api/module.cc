@@ -221,7 +221,7 @@ py::tuple ParallelizePy(const py::bytes& init_bytes, const py::bytes& net_bytes,
                         bool broadcast_computed_params, const std::string& net_type,
                         int num_threads_per_device, const std::vector<std::string>& shared_blobs,
                         bool combine_spatial_bn, bool shared_model,
-                        const py::dict& rendezvous) {
+                        const py::dict& rendezvous, bool use_nccl) {
   DataParallelTemplate model;
   model.param_init_net = ParseProto<NetDef>(init_bytes, "param_init_net NetDef");
   model.net = ParseProto<NetDef>(net_bytes, "net NetDef");
@@ -238,6 +238,7 @@ py::tuple ParallelizePy(const py::bytes& init_bytes, const py::bytes& net_bytes,
   options.shared_blobs = shared_blobs;
   options.combine_spatial_bn = combine_spatial_bn;
   options.shared_model = shared_model;
+  options.use_nccl = use_nccl;
   // Keys as the Python front end normalized them (data_parallel_model.py).
   RendezvousOptions& shards = options.rendezvous;
   if (rendezvous.contains("num_shards")) shards.num_shards = rendezvous["num_shards"].cast<int>();
@@ -414,7 +415,7 @@ PYBIND11_MODULE(_C, m) {
         py::arg("broadcast_computed_params"), py::arg("net_type"),
         py::arg("num_threads_per_device"), py::arg("shared_blobs"),
         py::arg("combine_spatial_bn") = false, py::arg("shared_model") = false,
-        py::arg("rendezvous") = py::dict());
+        py::arg("rendezvous") = py::dict(), py::arg("use_nccl") = false);
   DefineMemonger(m);
   m.def("schema", &SchemaInfo, py::arg("op_type"));
   m.def("inplace_allowed", [](const std::string& type, int input, int output) {

@@ -1,9 +1,10 @@
 """One gtest binary per *_test.cc file in a test folder."""
 
-def cc_tests_per_file(deps = [], data = [], size = "small"):
+def cc_tests_per_file(deps = [], data = [], size = "small", exclude = []):
     """Every test links //core and //tests:test_util and can read the shared
-    Caffe2 vectors (test_util's VectorPath); `deps` and `data` add to that."""
-    for src in native.glob(["*_test.cc"]):
+    Caffe2 vectors (test_util's VectorPath); `deps` and `data` add to that.
+    `exclude`: test files that the BUILD file declares itself (other deps)."""
+    for src in native.glob(["*_test.cc"], exclude = exclude):
         native.cc_test(
             name = src[:-len(".cc")],
             srcs = [src],
@@ -13,6 +14,7 @@ def cc_tests_per_file(deps = [], data = [], size = "small"):
                 # into every test so registry-wide checks see them.
                 "//parallel:collectives_cpu",
                 "//parallel/gloo:gloo_ops",
+                "//parallel/nccl:nccl_ops_schema",
                 "//tests:test_util",
                 "//third_party/system:gtest_main",
             ],

@@ -31,7 +31,16 @@ alone, as Caffe2's _PruneParametersForSharing leaves them. Computed params
 Parallelize is all or nothing: the builders run on a copy of the model's
 state, which replaces the model's only once the whole pass has succeeded,
 so a failing call leaves the model as it was.
-This increment handles CPU devices (Parallelize_CPU).
+Parallelize_CPU replicates onto CPU devices (`cpu_<id>/`); Parallelize_GPU
+(cpu_device=False) onto CUDA devices (`gpu_<id>/`, DeviceOption CUDA with
+cuda_gpu_id <id>). On GPUs each gradient is summed by one NCCLAllreduce on
+device 0 (use_nccl=True), or else by a tree of cross-device Copy + Sum ops
+into device 0 followed by Copies back, and the init net gives every device
+device 0's params with NCCLBroadcast (use_nccl=True) or Copies
+(parallel/device_collectives.h). Running such a model needs a build with
+CUDA kernels and GPUs: RunInitNet / RunNet raise RuntimeError otherwise.
+Not yet on GPUs: shared_model, sparse gradients across several devices,
+rendezvous across processes, and the memonger options.
 
 Several processes ("shards") train one model when each passes a
 `rendezvous` dict with Caffe2's keys: kv_handler (a store handler blob made
@@ -59,6 +68,7 @@ import logging
 import re
 
 from doppio import core
+from doppio import data_parallel_devices
 from doppio import data_parallel_shards
 from doppio.data_parallel_memory import (_AddDynamicMemoryOptimization,  # noqa: F401
                                           _OptimizeGradientMemorySimple)
@@ -133,9 +143,8 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
         raise ValueError('Parallelize: shared_model is only supported on CPU devices '
                          '(cpu_device=True)')
     if not cpu_device:
-        # The C++ pass says the same; checked here so nothing is built first.
-        raise RuntimeError('Parallelize: GPU devices are not supported yet (CPU devices '
-                           'only in this version); use Parallelize_CPU or cpu_device=True')
+        data_parallel_devices.RefuseOnGpus(rendezvous, optimize_gradient_memory,
+                                           dynamic_memory_management)
     if model.params:
         raise ValueError('Parallelize: the model must be empty (it has params {}); '
                          'build it inside the builder functions'.format(
@@ -147,13 +156,16 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     _BuildParallel(work, input_builder_fun, forward_pass_builder_fun,
                    param_update_builder_fun, optimizer_builder_fun, devices, net_type,
                    broadcast_computed_params, num_threads_per_device, shared_model,
-                   combine_spatial_bn, rendezvous)
+                   combine_spatial_bn, rendezvous,
+                   device_type=caffe2_pb2.CPU if cpu_device else caffe2_pb2.CUDA,
+                   use_nccl=bool(use_nccl))
     if optimize_gradient_memory:
         _OptimizeGradientMemorySimple(work, work._losses_by_gpu, devices, blobs_to_keep)
     if dynamic_memory_management:
         _AddDynamicMemoryOptimization(work, blobs_to_keep, devices)
     _Commit(work, model)
-    log.info('Parallelized model %s onto CPU devices %s%s', model.name, devices,
+    log.info('Parallelized model %s onto %s devices %s%s', model.name,
+             'CPU' if cpu_device else 'CUDA', devices,
              ' (shared model)' if shared_model else '')
     return model
 
@@ -196,9 +208,12 @@ def _Commit(work, model):
 def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
                    param_update_builder_fun, optimizer_builder_fun, devices, net_type,
                    broadcast_computed_params, num_threads_per_device, shared_model,
-                   combine_spatial_bn, rendezvous=None):
+                   combine_spatial_bn, rendezvous=None, device_type=caffe2_pb2.CPU,
+                   use_nccl=False):
     """The builders, the C++ pass and the bookkeeping, all on `model` (the
     working copy)."""
+    model._device_type = device_type
+    model._device_prefix = 'gpu' if device_type == caffe2_pb2.CUDA else 'cpu'
     # Blobs made before the builders run are shared by all devices.
     pre_existing = set()
     for net in (model.param_init_net, model.net):
@@ -252,10 +267,10 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     init_bytes, net_bytes, param_to_grad = workspace.C.parallelize(
         template_init.SerializeToString(), forward_proto.SerializeToString(),
         update_proto.SerializeToString(), losses, params, computed, devices,
-        caffe2_pb2.CPU, bool(broadcast_computed_params), net_type,
+        device_type, bool(broadcast_computed_params), net_type,
         int(num_threads_per_device), sorted(shared),
         combine_spatial_bn=bool(combine_spatial_bn), shared_model=bool(shared_model),
-        rendezvous=data_parallel_shards.RendezvousForPass(rendezvous))
+        rendezvous=data_parallel_shards.RendezvousForPass(rendezvous), use_nccl=use_nccl)
 
     # The template's sparse gradients, before param_to_grad is replaced.
     sparse_param_to_grad = {str(p): g for p, g in model.param_to_grad.items()
@@ -267,9 +282,11 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     # Caffe2 keeps the replicas' weights and biases (the master's alone for
     # a shared model).
     owners = devices[:1] if shared_model else devices
-    model.weights[:] = [core.BlobReference(_Prefix(d) + w) for d in owners for w in weights]
-    model.biases[:] = [core.BlobReference(_Prefix(d) + b) for d in owners for b in biases]
-    model._losses_by_gpu = {d: [core.BlobReference(_Prefix(d) + l) for l in losses]
+    model.weights[:] = [core.BlobReference(_Prefix(d, model) + w)
+                        for d in owners for w in weights]
+    model.biases[:] = [core.BlobReference(_Prefix(d, model) + b)
+                       for d in owners for b in biases]
+    model._losses_by_gpu = {d: [core.BlobReference(_Prefix(d, model) + l) for l in losses]
                             for d in devices}
     model._optimizer = optimizer
     model._net_type = net_type
@@ -277,8 +294,10 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     model._rendezvous = rendezvous
 
 
-def _Prefix(device):
-    return 'cpu_{}/'.format(device)
+def _Prefix(device, model=None):
+    """The blob prefix of `device` in a model parallelized (or being
+    parallelized) onto `model`'s device type; CPU's without a model."""
+    return '{}_{}/'.format(getattr(model, '_device_prefix', 'cpu'), device)
 
 
 def _SharedBlobs(pre_existing, nets):
@@ -325,16 +344,14 @@ def _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared,
     entry of a param's group is the master's blob, and params and
     param_to_grad list the master's only."""
     model._devices = devices
-    model._device_type = caffe2_pb2.CPU
-    model._device_prefix = 'cpu'
     model._shared_model = bool(shared_model)
     model._shared_blobs = set(shared)
     grouped = {}
     for name in params + computed + list(param_to_grad.values()):
-        grouped[name] = {d: core.BlobReference(_Prefix(d) + name) for d in devices}
+        grouped[name] = {d: core.BlobReference(_Prefix(d, model) + name) for d in devices}
     if shared_model:
         for name in params:
-            grouped[name] = {d: core.BlobReference(_Prefix(devices[0]) + name)
+            grouped[name] = {d: core.BlobReference(_Prefix(devices[0], model) + name)
                              for d in devices}
     model._device_grouped_blobs = grouped
     model._param_names = list(params)
@@ -345,7 +362,7 @@ def _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared,
     # param_model.
     model.params[:] = [grouped[p][d] for d in owners for p in params]
     model._computed_params[:] = [grouped[p][d] for d in devices for p in computed]
-    model.param_to_grad = {grouped[p][d]: core.BlobReference(_Prefix(d) + g)
+    model.param_to_grad = {grouped[p][d]: core.BlobReference(_Prefix(d, model) + g)
                            for d in owners for p, g in param_to_grad.items()}
     model.grad_map = {str(k): v for k, v in model.param_to_grad.items()}
 
@@ -365,8 +382,8 @@ def _RecordSparseGradients(model, devices, sparse_param_to_grad):
             grad = _AllDevicesSlice(param)
         for d in (devices[:1] if model._shared_model else devices):
             model.param_to_grad[model._device_grouped_blobs[param][d]] = core.GradientSlice(
-                core.BlobReference(_Prefix(d) + str(grad.indices)),
-                core.BlobReference(_Prefix(d) + str(grad.values)))
+                core.BlobReference(_Prefix(d, model) + str(grad.indices)),
+                core.BlobReference(_Prefix(d, model) + str(grad.values)))
     model.grad_map = {str(k): v for k, v in model.param_to_grad.items()}
 
 
@@ -385,6 +402,7 @@ def RunInitNet(model):
     """Runs the init net (device 0's params broadcast) and creates the net;
     inputs not fed yet (each device's data) start empty, as in Caffe2."""
     _CheckParallelized(model)
+    data_parallel_devices.CheckDevicesPresent(model, 'RunInitNet')
     workspace.RunNetOnce(model.param_init_net)
     workspace.CreateNet(model.net, overwrite=True,
                         input_blobs=list(model.net.Proto().external_input))
@@ -392,6 +410,7 @@ def RunInitNet(model):
 
 def RunNet(model, num_iterations):
     _CheckParallelized(model)
+    data_parallel_devices.CheckDevicesPresent(model, 'RunNet')
     workspace.RunNet(model.net.Proto().name, num_iterations)
 
 
@@ -399,7 +418,7 @@ def GetCheckpointParams(model):
     """Device 0's blobs made by the init net (params, computed params,
     optimizer state such as momentum) plus the shared iteration counters."""
     _CheckParallelized(model)
-    prefix = _Prefix(model._devices[0])
+    prefix = _Prefix(model._devices[0], model)
     blobs = set()
     for op in model.param_init_net.Proto().op:
         for output in op.output:
@@ -437,15 +456,13 @@ def FinalizeAfterCheckpoint(model, blobs=None, cpu_mode=False):
                 referenced.update(op.input)
                 referenced.update(op.output)
         names = [n for n in names if n not in model._param_names and
-                 all(_Prefix(d) + n in referenced for d in devices)]
+                 all(_Prefix(d, model) + n in referenced for d in devices)]
     key = tuple(names)
     if getattr(model, '_checkpoint_net_key', None) != key:
         net = core.Net('checkpoint_sync_net')
-        root = core.DeviceOption(model._device_type, devices[0])
         if len(devices) > 1:
             for name in names:
-                group = [_Prefix(d) + name for d in devices]
-                net.Broadcast(group, group, root=0, device_option=root)
+                data_parallel_devices.AddBroadcast(model, net, [_Prefix(d, model) + name for d in devices])
         model._checkpoint_net = net
         model._checkpoint_net_key = key
         workspace.CreateNet(net, overwrite=True)
@@ -492,13 +509,12 @@ def AddBlobSync(model, blobs, net=None):
             raise ValueError('AddBlobSync: {!r} is shared by all devices (one copy); '
                              'there is nothing to sync'.format(name))
     devices = model._devices
-    root = core.DeviceOption(model._device_type, devices[0])
     for name in blobs:
-        group = [_Prefix(d) + name for d in devices]
-        model._device_grouped_blobs[name] = {d: core.BlobReference(_Prefix(d) + name)
+        group = [_Prefix(d, model) + name for d in devices]
+        model._device_grouped_blobs[name] = {d: core.BlobReference(_Prefix(d, model) + name)
                                              for d in devices}
         if len(devices) > 1:
-            net.Broadcast(group, group, root=0, device_option=root)
+            data_parallel_devices.AddBroadcast(model, net, group)
 
 
 def GetLearningRateBlobNames(model):
@@ -551,7 +567,7 @@ def ExtractPredictorNet(model, inputs, outputs, device):
     gives. Extract from a test-mode model (is_test=1)."""
     from doppio import model_helper
     _CheckParallelized(model)
-    master = _Prefix(model._devices[0])
+    master = _Prefix(model._devices[0], model)
     prefixed_inputs = [master + str(b) for b in inputs]
     prefixed_outputs = [master + str(b) for b in outputs]
     # The replicas' ops are interleaved; only device 0's (and shared ones)

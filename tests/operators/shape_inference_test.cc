@@ -415,7 +415,12 @@ TEST(ShapeInferenceTest, InferredShapesMatchKernels) {
 TEST(ShapeInferenceTest, EveryInferringOpHasACase) {
   std::set<std::string> covered;
   for (const Case& c : Cases()) covered.insert(c.def.type());
+  // Kernels only for CUDA devices: a case here could not run the kernel to
+  // compare with. The GPU suite (issue 9) covers their inference.
+  const std::set<std::string> cuda_only = {"NCCLAllreduce", "NCCLBroadcast", "NCCLReduce",
+                                           "NCCLAllGather", "NCCLReduceScatter"};
   for (const auto& entry : OpSchemaRegistry::All()) {
+    if (cuda_only.count(entry.first)) continue;
     if (entry.second.has_shape_inference()) {
       EXPECT_TRUE(covered.count(entry.first))
           << entry.first << " infers shapes but has no case in this test";

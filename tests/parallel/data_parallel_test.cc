@@ -253,9 +253,15 @@ TEST(ParallelizeTest, Errors) {
   EXPECT_MESSAGE_HAS(ErrorOf([&] { Parallelize(MlpTemplate(), options); }),
                      "device 1 is listed twice");
   options = TwoDevices();
-  options.device_type = CUDA;
+  options.device_type = 7;
   EXPECT_MESSAGE_HAS(ErrorOf([&] { Parallelize(MlpTemplate(), options); }),
-                     "GPU devices are not supported yet");
+                     "device type 7 is not supported");
+  options = TwoDevices();
+  options.device_type = CUDA;
+  options.rendezvous.num_shards = 2;
+  options.rendezvous.kv_handler = "store";
+  EXPECT_MESSAGE_HAS(ErrorOf([&] { Parallelize(MlpTemplate(), options); }),
+                     "with GPU devices is not implemented yet");
 
   DataParallelTemplate model = MlpTemplate();
   model.losses = {"no_such_loss"};
