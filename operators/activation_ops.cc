@@ -6,6 +6,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/elementwise_functors.h"
 
 namespace doppio {
 
@@ -24,16 +25,17 @@ void CheckGradientMatchesOutput(const OperatorBase& op, const Tensor& Y, const T
 
 namespace {
 
-// max(x, 0); the gradient passes where y > 0.
+// max(x, 0); the gradient passes where y > 0. Relu, Sigmoid and Tanh run
+// the functors the CUDA kernels run (elementwise_functors.h).
 struct ReluFunctor {
   explicit ReluFunctor(const OperatorBase&) {}
   template <typename T>
   void Forward(int64_t n, const T* x, T* y) const {
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+    functors::CpuUnary(functors::Relu{}, n, x, y);
   }
   template <typename T>
   void Backward(int64_t n, const T* y, const T* dy, T* dx) const {
-    for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+    functors::CpuUnaryGradient(functors::ReluGradient{}, n, y, dy, dx);
   }
 };
 
@@ -61,19 +63,11 @@ struct SigmoidFunctor {
   explicit SigmoidFunctor(const OperatorBase&) {}
   template <typename T>
   void Forward(int64_t n, const T* x, T* y) const {
-    for (int64_t i = 0; i < n; ++i) {
-      // exp of a non-positive number only, so large |x| cannot overflow.
-      if (x[i] >= T(0)) {
-        y[i] = T(1) / (T(1) + std::exp(-x[i]));
-      } else {
-        const T e = std::exp(x[i]);
-        y[i] = e / (T(1) + e);
-      }
-    }
+    functors::CpuUnary(functors::Sigmoid{}, n, x, y);
   }
   template <typename T>
   void Backward(int64_t n, const T* y, const T* dy, T* dx) const {
-    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (T(1) - y[i]);
+    functors::CpuUnaryGradient(functors::SigmoidGradient{}, n, y, dy, dx);
   }
 };
 
@@ -82,11 +76,11 @@ struct TanhFunctor {
   explicit TanhFunctor(const OperatorBase&) {}
   template <typename T>
   void Forward(int64_t n, const T* x, T* y) const {
-    for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+    functors::CpuUnary(functors::Tanh{}, n, x, y);
   }
   template <typename T>
   void Backward(int64_t n, const T* y, const T* dy, T* dx) const {
-    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(1) - y[i] * y[i]);
+    functors::CpuUnaryGradient(functors::TanhGradient{}, n, y, dy, dx);
   }
 };
 

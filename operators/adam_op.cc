@@ -5,6 +5,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/elementwise_functors.h"
 #include "operators/op_type_dispatch.h"
 #include "operators/optimizer_utils.h"
 
@@ -49,11 +50,11 @@ void AdamOp::RunOnDevice() {
       step->Resize(grad.dims());
       step_out = step->mutable_data<T>();
     }
+    // The step the CUDA kernel takes (elementwise_functors.h).
+    const functors::AdamStep adam{beta1, beta2, epsilon, correction};
     for (int64_t i = 0; i < param.numel(); ++i) {
-      const double gi = g[i];
-      const double m = beta1 * m1[i] + (1.0 - beta1) * gi;
-      const double v = beta2 * m2[i] + (1.0 - beta2) * gi * gi;
-      const double step = correction * m / (std::sqrt(v) + epsilon);
+      double m, v;
+      const double step = adam(g[i], m1[i], m2[i], &m, &v);
       new_w[i] = static_cast<T>(w[i] + lr * step);
       new_m1[i] = static_cast<T>(m);
       new_m2[i] = static_cast<T>(v);

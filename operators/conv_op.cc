@@ -268,6 +268,13 @@ void ConvSchemaCommon(OpSchema& schema) {
       .Arg("order", "(string, default \"NCHW\") \"NCHW\" or \"NHWC\"")
       .Arg("legacy_pad", "(int, default 0) Caffe2 legacy padding: 1 VALID, 2 SAME")
       .Arg("shared_buffer", "(int, default 0) accepted for compatibility; buffers are per op")
+      .Arg("ws_nbytes_limit", "(int, default 64 MiB) CUDA (cuDNN): the most workspace "
+                              "bytes a chosen algorithm may use")
+      .Arg("deterministic", "(bool, default 0) CUDA (cuDNN): only deterministic algorithms")
+      .Arg("exhaustive_search", "(bool, default 0) CUDA (cuDNN): time the algorithms "
+                                "(cudnnFind*) instead of asking cuDNN's heuristics")
+      .Arg("enable_tensor_core", "(bool, default 0) CUDA (cuDNN): allow tensor-core (TF32) "
+                                 "math on float32; off keeps float32 exact")
       .Input(0, "X", "input [N, C, spatial...] (NHWC: [N, spatial..., C]), 1 to 3 spatial "
                      "dims, float32 or float64")
       .Input(1, "filter", "[M, C / group, kernel...] (NHWC: [M, kernel..., C / group])")

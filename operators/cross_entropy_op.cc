@@ -9,6 +9,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/elementwise_functors.h"
 #include "operators/activation_ops.h"
 #include "operators/loss_ops.h"
 
@@ -100,7 +101,8 @@ void LabelCrossEntropyOp::RunOnDevice() {
     Y->Resize({shape.n});
     T* y = Y->template mutable_data<T>();
     for (int64_t i = 0; i < shape.n; ++i) {
-      y[i] = -std::log(ClampedProbability(x[i * shape.d + labels[i]]));
+      // The functor the CUDA kernel runs (elementwise_functors.h).
+      y[i] = functors::LabelCrossEntropy{}(x[i * shape.d + labels[i]]);
     }
   });
 }
@@ -121,7 +123,7 @@ void LabelCrossEntropyGradientOp::RunOnDevice() {
     std::fill(dx, dx + X.numel(), T(0));
     for (int64_t i = 0; i < shape.n; ++i) {
       const int64_t at = i * shape.d + labels[i];
-      dx[at] = -dy[i] / ClampedProbability(x[at]);
+      dx[at] = functors::LabelCrossEntropyGradient{}(x[at], dy[i]);
     }
   });
 }

@@ -10,6 +10,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/elementwise_functors.h"
 #include "operators/shape_inference_utils.h"
 
 namespace doppio {
@@ -83,7 +84,7 @@ struct AddFunctor : ArithmeticFunctorBase {
   static constexpr bool kNeedsA = false, kNeedsB = false, kNeedsC = false;
   template <typename T>
   T operator()(T a, T b) const {
-    return static_cast<T>(a + b);
+    return functors::Add{}(a, b);
   }
   template <typename T>
   void Gradient(T dc, T, T, T, T* da, T* db) const {
@@ -96,7 +97,7 @@ struct SubFunctor : ArithmeticFunctorBase {
   static constexpr bool kNeedsA = false, kNeedsB = false, kNeedsC = false;
   template <typename T>
   T operator()(T a, T b) const {
-    return static_cast<T>(a - b);
+    return functors::Sub{}(a, b);
   }
   template <typename T>
   void Gradient(T dc, T, T, T, T* da, T* db) const {
@@ -109,7 +110,7 @@ struct MulFunctor : ArithmeticFunctorBase {
   static constexpr bool kNeedsA = true, kNeedsB = true, kNeedsC = false;
   template <typename T>
   T operator()(T a, T b) const {
-    return static_cast<T>(a * b);
+    return functors::Mul{}(a, b);
   }
   template <typename T>
   void Gradient(T dc, T a, T b, T, T* da, T* db) const {
@@ -139,12 +140,8 @@ struct DivFunctor : ArithmeticFunctorBase {
   }
   template <typename T>
   T operator()(T a, T b) const {
-    if constexpr (std::is_integral<T>::value) {
-      // The lowest value over -1 overflows (and traps); wrap as numpy does.
-      using Unsigned = std::make_unsigned_t<T>;
-      if (b == -1) return static_cast<T>(Unsigned(0) - static_cast<Unsigned>(a));
-    }
-    return static_cast<T>(a / b);
+    // Validate has ruled out integer division by zero.
+    return functors::Div{}(a, b);
   }
   template <typename T>
   void Gradient(T dc, T, T b, T c, T* da, T* db) const {

@@ -9,6 +9,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/elementwise_functors.h"
 
 namespace doppio {
 
@@ -28,7 +29,7 @@ struct ExpFunctor {
   explicit ExpFunctor(const OperatorBase&) {}
   template <typename T>
   T operator()(T x) const {
-    return std::exp(x);
+    return functors::Exp{}(x);
   }
 };
 
@@ -38,7 +39,7 @@ struct LogFunctor {
   explicit LogFunctor(const OperatorBase&) {}
   template <typename T>
   T operator()(T x) const {
-    return std::log(x);
+    return functors::Log{}(x);
   }
 };
 
@@ -47,7 +48,7 @@ struct SqrtFunctor {
   explicit SqrtFunctor(const OperatorBase&) {}
   template <typename T>
   T operator()(T x) const {
-    return std::sqrt(x);
+    return functors::Sqrt{}(x);
   }
 };
 

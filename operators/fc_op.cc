@@ -12,18 +12,6 @@
 
 namespace doppio {
 
-namespace {
-
-// The matrix view of one FC: X is [M, K], W is [N, K] (or [K, N]), Y is
-// [M, N] with dims y_dims.
-struct FCShape {
-  int64_t M = 0;
-  int64_t K = 0;
-  int64_t N = 0;
-  std::vector<int64_t> y_dims;
-};
-
-// Validates X and W against each other and derives M, K, N and Y's shape.
 FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
                        const std::vector<int64_t>& x_dims, const std::string& w_name,
                        const std::vector<int64_t>& w_dims, int axis, int axis_w,
@@ -46,6 +34,8 @@ FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
   shape.y_dims.push_back(shape.N);
   return shape;
 }
+
+namespace {
 
 void EnforceSameType(const OperatorBase& op, const std::vector<const Tensor*>& tensors) {
   for (size_t i = 0; i < tensors.size(); ++i) {

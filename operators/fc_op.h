@@ -7,10 +7,28 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/operator.h"
 
 namespace doppio {
+
+// The matrix view of one FC: X is [M, K], W is [N, K] (or [K, N]), Y is
+// [M, N] with dims y_dims. Shared with the CUDA kernels.
+struct FCShape {
+  int64_t M = 0;
+  int64_t K = 0;
+  int64_t N = 0;
+  std::vector<int64_t> y_dims;
+};
+
+// Validates X and W against each other (errors name `op` and the blobs) and
+// derives M, K, N and Y's shape.
+FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
+                       const std::vector<int64_t>& x_dims, const std::string& w_name,
+                       const std::vector<int64_t>& w_dims, int axis, int axis_w,
+                       bool weight_is_k_by_n);
 
 // Inputs X, W, b (one dtype: float32 or float64); output Y.
 class FCOp : public Operator<CPUContext> {

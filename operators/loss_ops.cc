@@ -3,6 +3,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/elementwise_functors.h"
 #include "operators/activation_ops.h"
 
 namespace doppio {
@@ -145,15 +146,11 @@ void AccuracyOp::RunOnDevice() {
       const L* label = labels.data<L>();
       loss::CheckLabelRange(*this, input_name(1), label, rows, classes);
       for (int64_t r = 0; r < rows; ++r) {
-        const T* row = x + r * classes;
-        const int64_t target = label[r];
-        // The label's rank: 1 + the classes that beat it, a tie going to the
-        // lower index (a stable sort's order).
-        int64_t rank = 1;
-        for (int64_t c = 0; c < classes && rank <= top_k_; ++c) {
-          if (row[c] > row[target] || (row[c] == row[target] && c < target)) ++rank;
+        // The test the CUDA kernel runs (elementwise_functors.h).
+        if (functors::LabelInTopK(x + r * classes, classes, static_cast<int64_t>(label[r]),
+                                  static_cast<int64_t>(top_k_))) {
+          ++correct;
         }
-        if (rank <= top_k_) ++correct;
       }
     });
   });

@@ -25,11 +25,9 @@ void DispatchFloat(const OperatorBase& op, const Tensor& A, const Tensor& B, Fn&
   DispatchCheckedFloat(A.dtype(), fn);
 }
 
-// ---------------------------------------------------------------- MatMul
+}  // namespace
 
-struct MatMulShape {
-  int64_t M = 0, K = 0, N = 0;
-};
+// ---------------------------------------------------------------- MatMul
 
 MatMulShape ComputeMatMulShape(const std::string& op, const std::string& a_name,
                                const std::vector<int64_t>& a_dims, const std::string& b_name,
@@ -52,6 +50,8 @@ MatMulShape ComputeMatMulShape(const std::string& op, const std::string& a_name,
                  " ('", b_name, "' of shape ", b_dims, ") is [", b_k, ", ", shape.N, "]");
   return shape;
 }
+
+namespace {
 
 // ----------------------------------------------------------- BatchMatMul
 

@@ -4,9 +4,24 @@
 // expressed with the same ops, as in Caffe2.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "core/operator.h"
 
 namespace doppio {
+
+// MatMul's product op(A) [M, K] x op(B) [K, N], A and B read as matrices
+// split at axis_a / axis_b. Shared with the CUDA kernel.
+struct MatMulShape {
+  int64_t M = 0, K = 0, N = 0;
+};
+// Throws, naming `op` and the blobs, when the inner dims differ.
+MatMulShape ComputeMatMulShape(const std::string& op, const std::string& a_name,
+                               const std::vector<int64_t>& a_dims, const std::string& b_name,
+                               const std::vector<int64_t>& b_dims, int axis_a, int axis_b,
+                               bool trans_a, bool trans_b);
 
 // Inputs A, B (float32 or float64) and an optional third input whose shape
 // the output takes (the gradient ops use it to give dA A's shape); output Y.

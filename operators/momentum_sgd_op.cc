@@ -3,6 +3,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/elementwise_functors.h"
 #include "operators/op_type_dispatch.h"
 #include "operators/optimizer_utils.h"
 #include "operators/sparse_index_utils.h"
@@ -17,16 +18,9 @@ template <typename T>
 void MomentumUpdate(int64_t n, const T* grad, const T* moment, T* new_grad, T* new_moment,
                     double lr, double momentum, bool nesterov, T* param) {
   for (int64_t i = 0; i < n; ++i) {
-    const double g = grad[i];
-    const double m = moment[i];
+    // The step the CUDA kernel takes (elementwise_functors.h).
     double m_new, step;
-    if (nesterov) {
-      m_new = momentum * m + lr * g;
-      step = (1 + momentum) * m_new - momentum * m;
-    } else {
-      m_new = lr * g + momentum * m;
-      step = m_new;
-    }
+    functors::MomentumSgdStep(grad[i], moment[i], lr, momentum, nesterov, &m_new, &step);
     new_moment[i] = static_cast<T>(m_new);
     new_grad[i] = static_cast<T>(step);
     if (param != nullptr) param[i] = static_cast<T>(param[i] - step);

@@ -113,6 +113,10 @@ void PrintOp::RunOnDevice() {
 REGISTER_CPU_OPERATOR(Copy, CopyOp);
 // On the CPU, copying "to the device of input 1" is a plain copy.
 REGISTER_CPU_OPERATOR(CopyOnDeviceLike, CopyOp);
+// On the CPU both are plain copies; their CUDA versions (copy_op_gpu.cc)
+// cross the host/device boundary.
+REGISTER_CPU_OPERATOR(CopyFromCPUInput, CopyOp);
+REGISTER_CPU_OPERATOR(EnsureCPUOutput, CopyOp);
 REGISTER_CPU_OPERATOR(Alias, AliasOp);
 REGISTER_CPU_OPERATOR(Print, PrintOp);
 
@@ -133,6 +137,45 @@ OPERATOR_SCHEMA(CopyOnDeviceLike)
     .Input(1, "dst", "tensor on whose device the copy is made")
     .Output(0, "output", "a deep copy of the input on dst's device")
     .Doc("Copies input 0 onto the device that holds input 1 (Copy's gradient).");
+
+// The cross-device copies (issue 9). Their kernels are CUDA-only, except
+// CopyFromCPUInput and EnsureCPUOutput, which Caffe2 also runs on the CPU.
+OPERATOR_SCHEMA(CopyGPUToCPU)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .IdenticalTypeAndShape()
+    .Input(0, "input", "The input tensor.")
+    .Output(0, "output", "Tensor that will contain a copy of the input.")
+    .Doc("Copies a tensor from the op's GPU to the CPU. Must be run under a "
+         "CUDA device option.");
+
+OPERATOR_SCHEMA(CopyCPUToGPU)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .IdenticalTypeAndShape()
+    .Input(0, "input", "The input tensor.")
+    .Output(0, "output", "Tensor that will contain a copy of the input.")
+    .Doc("Copies a CPU tensor to the op's GPU. Must be run under a CUDA device "
+         "option.");
+
+OPERATOR_SCHEMA(CopyFromCPUInput)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .IdenticalTypeAndShape()
+    .Input(0, "input", "The input CPU tensor.")
+    .Output(0, "output", "either a TensorCUDA or a TensorCPU")
+    .Doc("Takes a CPU input tensor and copies it to an output on the op's "
+         "device (GPU or CPU); this may be a cross-device copy.");
+
+OPERATOR_SCHEMA(EnsureCPUOutput)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .IdenticalTypeAndShape()
+    .Input(0, "input", "The input CUDA or CPU tensor.")
+    .Output(0, "output", "TensorCPU that is a copy of the input.")
+    .Doc("Always makes a CPU output, which may be a cross-device copy. Under a "
+         "CPU device option the input must be on the CPU; under a CUDA one it "
+         "may be on the op's GPU or on the CPU.");
 
 OPERATOR_SCHEMA(Alias)
     .NumInputs(1)
@@ -166,6 +209,23 @@ class GetCopyGradient final : public GradientMakerBase {
   }
 };
 
+// Sparse output gradients are not handed through: doppio's gradient maker
+// cannot tell a sparse output gradient from a dense one without core changes,
+// and the device copies only ever see dense gradients in the nets we run.
+class GetGPUToCPUGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef("CopyCPUToGPU", "", {GO(0)}, {GI(0)});
+  }
+};
+
+class GetCPUToGPUGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef("CopyGPUToCPU", "", {GO(0)}, {GI(0)});
+  }
+};
+
 class GetAliasGradient final : public GradientMakerBase {
   using GradientMakerBase::GradientMakerBase;
   std::vector<OperatorDef> GetGradientDefs() override {
@@ -180,6 +240,11 @@ class GetAliasGradient final : public GradientMakerBase {
 REGISTER_GRADIENT(Copy, GetCopyGradient);
 REGISTER_GRADIENT(CopyOnDeviceLike, GetCopyGradient);
 REGISTER_GRADIENT(Alias, GetAliasGradient);
+REGISTER_GRADIENT(CopyGPUToCPU, GetGPUToCPUGradient);
+REGISTER_GRADIENT(CopyCPUToGPU, GetCPUToGPUGradient);
+NO_GRADIENT(CopyFromCPUInput,
+            "Caffe2 gives it none: it feeds host inputs (data, constants) onto a device");
+NO_GRADIENT(EnsureCPUOutput, "it makes host copies of outputs for reading, as in Caffe2");
 SHOULD_NOT_DO_GRADIENT(Print, "it has no outputs; a net's backward pass should not reach it");
 
 }  // namespace doppio

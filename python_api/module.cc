@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <pybind11/numpy.h>
@@ -16,6 +17,8 @@
 
 #include "core/allocator.h"
 #include "core/backward.h"
+#include "core/cuda/cuda_common.h"
+#include "core/cuda/cuda_context.h"
 #include "core/gradient.h"
 #include "core/net.h"
 #include "core/registry.h"
@@ -79,19 +82,80 @@ void ResetWorkspace() {
   registry.workspaces[registry.current] = std::make_unique<Workspace>();
 }
 
-void FeedBlob(const std::string& name, const py::array& array) {
+// Throws, naming the blob, unless `option` names a usable CUDA device.
+void EnforceCudaDeviceFor(const DeviceOption& option, const std::string& verb,
+                          const std::string& name) {
+  DOPPIO_ENFORCE(HasCudaGpu(), "cannot ", verb, " blob '", name, "' on CUDA device ",
+                 option.cuda_gpu_id(), ": ", CudaUnavailableReason());
+  EnforceValidCudaDevice(option.cuda_gpu_id(), "blob '" + name + "'");
+}
+
+bool IsCudaOption(const DeviceOption& option) {
+  return option.device_type() == static_cast<int>(DeviceKind::kCUDA);
+}
+
+// `host` copied into a new tensor on the option's GPU; returns once the copy
+// is done, so `host` may go away.
+Tensor CopyToCuda(const Tensor& host, const DeviceOption& option, const std::string& name) {
+  DOPPIO_ENFORCE(host.dtype() != DataType::kString, "cannot feed blob '", name,
+                 "' to a CUDA device: string tensors live on the CPU only");
+  CUDAContext context(option);
+  context.SwitchToDevice();
+  Tensor device_tensor(Device{DeviceKind::kCUDA, option.cuda_gpu_id()});
+  device_tensor.Resize(host.dims());
+  void* destination = device_tensor.raw_mutable_data(host.dtype());
+  context.CopyBytes(host.nbytes(), host.raw_data(), destination);
+  context.FinishDeviceComputation();
+  return device_tensor;
+}
+
+Tensor CopyToHost(const Tensor& device_tensor, const std::string& name) {
+  DeviceOption option;
+  option.set_device_type(static_cast<int>(DeviceKind::kCUDA));
+  option.set_cuda_gpu_id(device_tensor.device().id);
+  EnforceCudaDeviceFor(option, "fetch", name);
+  CUDAContext context(option);
+  context.SwitchToDevice();
+  Tensor host(device_tensor.dims(), device_tensor.dtype());
+  void* destination = host.raw_mutable_data(device_tensor.dtype());
+  context.CopyBytes(device_tensor.nbytes(), device_tensor.raw_data(), destination);
+  context.FinishDeviceComputation();
+  return host;
+}
+
+// With a CUDA device option the array lands in a tensor on that GPU (as
+// Caffe2's FeedBlob under a CUDA device scope); otherwise on the host.
+void FeedBlob(const std::string& name, const py::array& array,
+              const py::object& device_option_bytes) {
+  DeviceOption option;
+  if (!device_option_bytes.is_none()) {
+    option = ParseProto<DeviceOption>(device_option_bytes.cast<py::bytes>(), "DeviceOption");
+  }
+  if (IsCudaOption(option)) EnforceCudaDeviceFor(option, "feed", name);
   Tensor tensor;
   ArrayToTensor(array, name, &tensor);
+  if (IsCudaOption(option)) tensor = CopyToCuda(tensor, option, name);
   Registry().Current()->CreateBlob(name)->Reset(std::make_unique<Tensor>(std::move(tensor)));
 }
 
-py::array FetchBlob(const std::string& name) {
+// GPU tensors are copied to the host first. A CUDA device option only
+// asserts that the caller expects a GPU (a clear error where there is none).
+py::array FetchBlob(const std::string& name, const py::object& device_option_bytes) {
+  if (!device_option_bytes.is_none()) {
+    const auto option =
+        ParseProto<DeviceOption>(device_option_bytes.cast<py::bytes>(), "DeviceOption");
+    if (IsCudaOption(option)) EnforceCudaDeviceFor(option, "fetch", name);
+  }
   const Blob* blob = Registry().Current()->GetBlob(name);
   DOPPIO_ENFORCE(blob != nullptr, "cannot fetch blob '", name,
                  "': it does not exist in the current workspace");
   DOPPIO_ENFORCE(blob->IsTensor(), "cannot fetch blob '", name, "': it holds ",
                  blob->TypeName(), ", not a tensor");
-  return TensorToArray(blob->GetTensor(), name);
+  const Tensor& tensor = blob->GetTensor();
+  if (tensor.device().kind == DeviceKind::kCUDA) {
+    return TensorToArray(CopyToHost(tensor, name), name);
+  }
+  return TensorToArray(tensor, name);
 }
 
 void RunOperatorOnce(const py::bytes& op_bytes) {
@@ -387,8 +451,9 @@ PYBIND11_MODULE(_C, m) {
     return names;
   });
   m.def("reset_workspace", &ResetWorkspace);
-  m.def("feed_blob", &FeedBlob, py::arg("name"), py::arg("array"));
-  m.def("fetch_blob", &FetchBlob, py::arg("name"));
+  m.def("feed_blob", &FeedBlob, py::arg("name"), py::arg("array"),
+        py::arg("device_option") = py::none());
+  m.def("fetch_blob", &FetchBlob, py::arg("name"), py::arg("device_option") = py::none());
   m.def("has_blob", [](const std::string& name) { return Registry().Current()->HasBlob(name); });
   m.def("blobs", [] { return Registry().Current()->Blobs(); });
   m.def("remove_blob", [](const std::string& name) { return Registry().Current()->RemoveBlob(name); });
@@ -409,6 +474,16 @@ PYBIND11_MODULE(_C, m) {
     }
     return types;
   });
+  // (device, engine) pairs an op type is registered under: "CPU"/"CUDA",
+  // "" for the default engine.
+  m.def("registered_operator_devices", [](const std::string& type) {
+    std::vector<std::pair<std::string, std::string>> devices;
+    for (const OperatorKey& key : OperatorRegistry::Keys()) {
+      if (key.type != type) continue;
+      devices.emplace_back(key.device == DeviceKind::kCUDA ? "CUDA" : "CPU", key.engine);
+    }
+    return devices;
+  }, py::arg("op_type"));
   m.def("parallelize", &ParallelizePy, py::arg("param_init_net"), py::arg("net"),
         py::arg("param_update_net"), py::arg("losses"), py::arg("params"),
         py::arg("computed_params"), py::arg("devices"), py::arg("device_type"),
@@ -428,7 +503,11 @@ PYBIND11_MODULE(_C, m) {
     DOPPIO_ENFORCE(schema != nullptr, "op type '", type, "' has no schema");
     return schema->inplace_enforced(input, output);
   });
-  m.def("num_cuda_devices", [] { return 0; });
+  // This extension is always built with CUDA; whether a GPU is usable is a
+  // run-time question (num_cuda_devices, cuda_unavailable_reason).
+  m.attr("has_cuda_support") = true;
+  m.def("num_cuda_devices", [] { return CudaDeviceCount(); });
+  m.def("cuda_unavailable_reason", [] { return CudaUnavailableReason(); });
   // Peak workspace bytes for memonger's benchmark and tests (Doppio only).
   m.def("cpu_allocator_stats", [] {
     const doppio::AllocatorStats stats = doppio::GetCPUAllocatorStats();

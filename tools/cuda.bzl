@@ -35,6 +35,15 @@ def cuda_library(name, srcs, hdrs = [], deps = [], nvcc_hdrs = [], copts = [], v
         in a sandbox and sees only declared inputs.
     copts: extra nvcc flags.
     """
+    if not srcs:
+        # No kernels yet (a glob that matches nothing): a plain library.
+        native.cc_library(
+            name = name,
+            hdrs = hdrs,
+            deps = deps + ["//third_party/cuda:cudart"],
+            visibility = visibility,
+        )
+        return
     archive = "lib%s_cu.a" % name
     object_dir = "$(@D)/_%s_cu_objs" % name
     commands = ["set -e", "mkdir -p " + object_dir]

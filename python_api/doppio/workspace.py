@@ -67,6 +67,11 @@ def NumGpuDevices():
     return NumCudaDevices()
 
 
+def CudaUnavailableReason():
+    """Why this process sees no CUDA device ('' when it sees one)."""
+    return C.cuda_unavailable_reason()
+
+
 def RegisteredOperators():
     return C.registered_operators()
 
@@ -220,23 +225,22 @@ def FeedBlob(name, arr, device_option=None):
     if device_option is None:
         device_option = scope.CurrentDeviceScope()
     if device_option is not None and device_option.device_type == caffe2_pb2.CUDA:
-        if NumCudaDevices() == 0:
-            raise RuntimeError(
-                'cannot feed blob {!r} to CUDA device {}: this process sees no CUDA '
-                'devices'.format(name, device_option.cuda_gpu_id))
-        if 'device_option' not in (C.feed_blob.__doc__ or ''):
-            raise RuntimeError(
-                'cannot feed blob {!r} to a CUDA device: this build feeds host '
-                'memory only'.format(name))
+        # The runtime copies the array onto the GPU, or raises naming the
+        # blob and why there is no usable GPU.
         C.feed_blob(name, arr, device_option.SerializeToString())
         return True
     C.feed_blob(name, arr)
     return True
 
 
-def FetchBlob(name):
-    """The tensor in blob `name` as a numpy array (strings as bytes objects)."""
-    return C.fetch_blob(StringifyBlobName(name))
+def FetchBlob(name, device_option=None):
+    """The tensor in blob `name` as a numpy array (strings as bytes objects).
+    GPU tensors are copied to the host. A CUDA `device_option` (a Doppio
+    extension) states that a GPU is expected: without one it raises."""
+    name = StringifyBlobName(name)
+    if device_option is not None and device_option.device_type == caffe2_pb2.CUDA:
+        return C.fetch_blob(name, device_option.SerializeToString())
+    return C.fetch_blob(name)
 
 
 def FetchBlobs(names):

@@ -42,6 +42,12 @@ def train(num_devices, initial):
         optimizer_builder_fun=lambda m: optimizer.build_sgd(
             m, 0.01, momentum=0.9, nesterov=False, policy='fixed'),
         devices=devices, num_threads_per_device=1, combine_spatial_bn=True)
+    # Seeded fills: the same initial params on every test run, so the
+    # comparison's tolerance is checked on one fixed problem (unseeded fills
+    # draw from the OS and occasionally land on a near-tie that one summation
+    # order breaks differently).
+    for index, op in enumerate(model.param_init_net.Proto().op):
+        op.device_option.random_seed = 1000 + index
     data_parallel_model.RunInitNet(model)
     if initial is None:
         initial = {p: workspace.FetchBlob('cpu_0/' + p) for p in PARAMS}

@@ -180,7 +180,10 @@ def test_conv_matches_numpy(case, dtype, data):
         h.check_output(op, inputs, _conv_ref(case), output_dtypes=[dtype],
                        atol=1e-4 if dtype == np.float32 else 1e-10,
                        rtol=1e-4 if dtype == np.float32 else 1e-10)
-    h.check_device(_conv_op(case), inputs, atol=1e-3, rtol=1e-3)
+    # cuDNN (the CUDA Conv) takes only equal begin and end pads, as in Caffe2.
+    nd = case["nd"]
+    if case["pads"][:nd] == case["pads"][nd:]:
+        h.check_device(_conv_op(case), inputs, atol=1e-3, rtol=1e-3)
 
 
 @given(conv_cases(max_spatial=2, small=True), st.data())

@@ -96,17 +96,22 @@ class _FreshWorkspace:
         return False
 
 
-def _feed(names, arrays):
+def _feed(names, arrays, device_option=None):
+    """Feeds on the host, or onto the GPU of a CUDA `device_option` (a CUDA
+    op reads its inputs where it runs)."""
+    option_bytes = None
+    if device_option is not None and device_option.device_type == doppio_pb2.CUDA:
+        option_bytes = device_option.SerializeToString()
     for name, array in zip(names, arrays):
         # np.ascontiguousarray would turn a 0-d array into shape (1,).
-        _C.feed_blob(name, np.require(array, requirements="C"))
+        _C.feed_blob(name, np.require(array, requirements="C"), option_bytes)
 
 
 def run_op(op, inputs):
     """Runs `op` on `inputs` (one array per op input, in order) in a fresh
     workspace and returns its outputs as a list of arrays."""
     with _FreshWorkspace():
-        _feed(op.input, inputs)
+        _feed(op.input, inputs, op.device_option)
         _C.run_operator_once(op.SerializeToString())
         return [_C.fetch_blob(name) for name in op.output]
 
@@ -191,7 +196,7 @@ def gradient_ops(op, output_gradient_names=None):
 def _analytic_gradients(op, inputs, projections, checked):
     grad_ops, input_grads = gradient_ops(op)
     with _FreshWorkspace():
-        _feed(op.input, inputs)
+        _feed(op.input, inputs, op.device_option)
         _C.run_operator_once(op.SerializeToString())
         for name, projection in zip(op.output, projections):
             if projection is not None:

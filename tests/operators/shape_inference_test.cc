@@ -61,6 +61,8 @@ std::vector<Case> Cases() {
       {MakeOp("Scale", {"a"}, {"b"}, {FloatArg("scale", 2)}), {{{3, 3}, f64}}},
       {MakeOp("Copy", {"a"}, {"b"}), {{{5}, i64}}},
       {MakeOp("CopyOnDeviceLike", {"a", "b"}, {"c"}), {{{5, 2}, f32}, {{1}, f32}}},
+      {MakeOp("CopyFromCPUInput", {"a"}, {"b"}), {{{3, 4}, f32}}},
+      {MakeOp("EnsureCPUOutput", {"a"}, {"b"}), {{{2, 0, 3}, i64}}},
       {MakeOp("Alias", {"a"}, {"b"}), {{{2, 2}, f32}}},
       {MakeOp("ConstantFill", {}, {"y"}, {IntsArg("shape", {2, 3})}), {}},
       {MakeOp("ConstantFill", {}, {"y"}, {IntsArg("shape", {4}), IntArg("dtype", 10)}), {}},
@@ -418,7 +420,8 @@ TEST(ShapeInferenceTest, EveryInferringOpHasACase) {
   // Kernels only for CUDA devices: a case here could not run the kernel to
   // compare with. The GPU suite (issue 9) covers their inference.
   const std::set<std::string> cuda_only = {"NCCLAllreduce", "NCCLBroadcast", "NCCLReduce",
-                                           "NCCLAllGather", "NCCLReduceScatter"};
+                                           "NCCLAllGather", "NCCLReduceScatter",
+                                           "CopyCPUToGPU", "CopyGPUToCPU"};
   for (const auto& entry : OpSchemaRegistry::All()) {
     if (cuda_only.count(entry.first)) continue;
     if (entry.second.has_shape_inference()) {

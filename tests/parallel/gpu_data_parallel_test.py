@@ -245,13 +245,16 @@ def test_running_without_cuda_is_a_clear_error():
         data_parallel_model.RunInitNet(model)
     with pytest.raises(RuntimeError, match='RunNet: .*CUDA'):
         data_parallel_model.RunNet(model, 1)
-    # The nets themselves fail cleanly too, naming the op without a kernel.
-    with pytest.raises(RuntimeError, match='no CUDA implementation in this build'):
+    # The nets themselves fail cleanly too, naming the first op and why it
+    # cannot run (its CUDA kernel is linked; the device is missing).
+    with pytest.raises(RuntimeError) as error:
         workspace.RunNetOnce(model.param_init_net)
+    assert workspace.C.cuda_unavailable_reason() in str(error.value)
+    assert 'while creating op #0' in str(error.value)
 
 
 @pytest.mark.skipif(workspace.NumCudaDevices() > 0, reason='needs a machine without CUDA')
-def test_nccl_ops_validate_but_have_no_kernel_here():
+def test_nccl_ops_validate_and_fail_cleanly_without_a_gpu():
     for op_type in ('NCCLAllreduce', 'NCCLBroadcast', 'NCCLReduce', 'NCCLAllGather',
                     'NCCLReduceScatter'):
         info = workspace.C.schema(op_type)
@@ -263,9 +266,12 @@ def test_nccl_ops_validate_but_have_no_kernel_here():
                    'NCCLReduceScatter': ['x', 'y']}.get(op_type, ['a', 'b'])
         on_gpu = core.CreateOperator(op_type, ['a', 'b'], outputs,
                                      device_option=core.DeviceOption(doppio_pb2.CUDA, 0))
-        with pytest.raises(RuntimeError, match="'{}' has no CUDA implementation".format(
-                op_type)):
+        # The CUDA kernels are linked; without a GPU the op names itself and
+        # why no device is usable.
+        with pytest.raises(RuntimeError, match="(?s)no CUDA device.*in operator {}".format(
+                op_type)) as failure:
             workspace.RunOperatorOnce(on_gpu)
+        assert workspace.C.cuda_unavailable_reason() in str(failure.value)
         on_cpu = core.CreateOperator(op_type, ['a', 'b'], outputs)
         with pytest.raises(RuntimeError, match="'{}'.*CUDA devices only".format(op_type)):
             workspace.RunOperatorOnce(on_cpu)

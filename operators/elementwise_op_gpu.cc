@@ -1,0 +1,202 @@
+// CUDA elementwise ops: float32/float64 activations, their gradients, Add,
+// Sub, Mul, Div with Caffe2 broadcasting, and LabelCrossEntropy (+ gradient),
+// running the functors of elementwise_functors.h through the launchers of
+// elementwise_op_gpu.cu.
+// Schemas and gradient makers are the CPU ops' (one schema per op type).
+#include "operators/elementwise_op_gpu.h"
+
+#include "core/cuda/cuda_context.h"
+#include "core/operator.h"
+#include "core/registry.h"
+#include "operators/elementwise_ops_utils.h"
+
+namespace doppio {
+namespace {
+
+// Calls fn(TypeTag<T>) for float32 and float64, the types the CPU
+// activations take; anything else is an error naming the op and blob.
+template <typename Fn>
+void DispatchFloat(const OperatorBase& op, int index, const Tensor& tensor, Fn&& fn) {
+  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "op ", op.type(), " on CUDA: '",
+                 op.input_name(index), "' is not a CUDA tensor");
+  switch (tensor.dtype()) {
+    case DataType::kFloat: return fn(TypeTag<float>{});
+    case DataType::kDouble: return fn(TypeTag<double>{});
+    default: break;
+  }
+  DOPPIO_THROW("op ", op.type(), " on CUDA: '", op.input_name(index), "' holds ",
+               DataTypeName(tensor.dtype()), "; the GPU kernel supports float32 and float64");
+}
+
+void EnforceSameDtype(const OperatorBase& op, const Tensor& first, const Tensor& second) {
+  DOPPIO_ENFORCE(first.dtype() == second.dtype(), "op ", op.type(), ": '", op.input_name(0),
+                 "' holds ", DataTypeName(first.dtype()), " but '", op.input_name(1),
+                 "' holds ", DataTypeName(second.dtype()));
+}
+
+template <CudaUnaryKind kKind>
+class CudaUnaryOp final : public Operator<CUDAContext> {
+ public:
+  using Operator<CUDAContext>::Operator;
+
+  void RunOnDevice() override {
+    const Tensor& X = Input(0);
+    DispatchFloat(*this, 0, X, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* x = X.data<T>();
+      Tensor* Y = Output(0);
+      Y->Resize(X.dims());
+      LaunchUnaryCuda(kKind, X.numel(), x, Y->mutable_data<T>(), context_.cuda_stream());
+    });
+  }
+};
+
+// <Op>Gradient(Y, dY) -> dX.
+template <CudaUnaryGradientKind kKind>
+class CudaUnaryGradientOp final : public Operator<CUDAContext> {
+ public:
+  using Operator<CUDAContext>::Operator;
+
+  void RunOnDevice() override {
+    const Tensor& Y = Input(0);
+    const Tensor& dY = Input(1);
+    EnforceSameDtype(*this, Y, dY);
+    DOPPIO_ENFORCE(Y.dims() == dY.dims(), "op ", type(), ": gradient '", input_name(1),
+                   "' has shape ", dY.dims(), " but the forward output '", input_name(0),
+                   "' has shape ", Y.dims());
+    DispatchFloat(*this, 0, Y, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* y = Y.data<T>();
+      const T* dy = dY.data<T>();
+      Tensor* dX = Output(0);
+      dX->Resize(Y.dims());
+      LaunchUnaryGradientCuda(kKind, Y.numel(), y, dy, dX->mutable_data<T>(),
+                              context_.cuda_stream());
+    });
+  }
+};
+
+template <CudaBinaryKind kKind>
+class CudaBinaryOp final : public Operator<CUDAContext> {
+ public:
+  CudaBinaryOp(const OperatorDef& def, Workspace* workspace)
+      : Operator<CUDAContext>(def, workspace), args_(ReadBroadcastArgs(*this)) {}
+
+  void RunOnDevice() override {
+    const Tensor& A = Input(0);
+    const Tensor& B = Input(1);
+    EnforceSameDtype(*this, A, B);
+    const BroadcastPlan plan = PlanBroadcast(*this, args_, {input_name(0), A.dims()},
+                                             {input_name(1), B.dims()});
+    functors::BroadcastIndexMapper mapper;
+    DOPPIO_ENFORCE(functors::MakeBroadcastIndexMapper(plan.a, plan.b, plan.out, &mapper), "op ",
+                   type(), " on CUDA: broadcasting supports at most ",
+                   functors::BroadcastIndexMapper::kMaxDims, " dims, got ", plan.out.size());
+    // In place, every thread reads its own element before writing it; that
+    // needs the aliased input to have the output's shape (no reallocation).
+    const Tensor* C_blob = Output(0);
+    DOPPIO_ENFORCE((C_blob != &A || A.dims() == plan.output_dims) &&
+                       (C_blob != &B || B.dims() == plan.output_dims),
+                   "op ", type(), " on CUDA: in place on a broadcast input needs that input to "
+                   "have the output's shape ", plan.output_dims);
+    DispatchFloat(*this, 0, A, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* a = A.data<T>();
+      const T* b = B.data<T>();
+      Tensor* C = Output(0);
+      C->Resize(plan.output_dims);
+      LaunchBinaryCuda(kKind, mapper, C->numel(), a, b, C->mutable_data<T>(),
+                       context_.cuda_stream());
+    });
+  }
+
+ private:
+  BroadcastArgs args_;
+};
+
+// LabelCrossEntropy(X, label) -> Y and LabelCrossEntropyGradient(X, label, dY)
+// -> dX: X float32 as [N, D] (a vector is one row), label int32 [N] or
+// [N, 1]. Labels outside [0, D) give nan (forward) rather than an error:
+// they live on the GPU, and checking them here would stall the stream.
+struct RowsOfClasses {
+  int64_t n = 1;
+  int64_t d = 1;
+};
+
+RowsOfClasses CheckLabelCrossEntropyInputs(const OperatorBase& op, const Tensor& X,
+                                           const Tensor& label) {
+  DOPPIO_ENFORCE(X.dtype() == DataType::kFloat && X.device().kind == DeviceKind::kCUDA, "op ",
+                 op.type(), " on CUDA: '", op.input_name(0),
+                 "' must be a float32 CUDA tensor, not ", X.DebugString());
+  DOPPIO_ENFORCE(X.ndim() >= 1, "op ", op.type(), ": input '", op.input_name(0),
+                 "' is a scalar; expected [N, D] probabilities (or a vector of D)");
+  const RowsOfClasses shape =
+      X.ndim() == 1 ? RowsOfClasses{1, X.dim(0)} : RowsOfClasses{X.dim(0), X.SizeFromDim(1)};
+  const bool label_shape_ok =
+      (label.ndim() == 1 && label.dim(0) == shape.n) ||
+      (label.ndim() == 2 && label.dim(0) == shape.n && label.dim(1) == 1);
+  DOPPIO_ENFORCE(label_shape_ok, "op ", op.type(), ": label '", op.input_name(1),
+                 "' has shape ", label.dims(), " but '", op.input_name(0), "' has ", shape.n,
+                 " rows; expected [", shape.n, "] or [", shape.n, ", 1]");
+  DOPPIO_ENFORCE(label.dtype() == DataType::kInt32 && label.device().kind == DeviceKind::kCUDA,
+                 "op ", op.type(), " on CUDA: label '", op.input_name(1),
+                 "' must be an int32 CUDA tensor, not ", label.DebugString());
+  return shape;
+}
+
+class CudaLabelCrossEntropyOp final : public Operator<CUDAContext> {
+ public:
+  using Operator<CUDAContext>::Operator;
+
+  void RunOnDevice() override {
+    const Tensor& X = Input(0);
+    const Tensor& label = Input(1);
+    const RowsOfClasses shape = CheckLabelCrossEntropyInputs(*this, X, label);
+    Tensor* Y = Output(0);
+    Y->Resize({shape.n});
+    LaunchLabelCrossEntropyCuda(shape.n, shape.d, X.data<float>(), label.data<int32_t>(),
+                                Y->mutable_data<float>(), context_.cuda_stream());
+  }
+};
+
+class CudaLabelCrossEntropyGradientOp final : public Operator<CUDAContext> {
+ public:
+  using Operator<CUDAContext>::Operator;
+
+  void RunOnDevice() override {
+    const Tensor& X = Input(0);
+    const Tensor& label = Input(1);
+    const Tensor& dY = Input(2);
+    const RowsOfClasses shape = CheckLabelCrossEntropyInputs(*this, X, label);
+    DOPPIO_ENFORCE(dY.ndim() == 1 && dY.dim(0) == shape.n && dY.dtype() == DataType::kFloat &&
+                       dY.device().kind == DeviceKind::kCUDA,
+                   "op ", type(), " on CUDA: gradient '", input_name(2), "' must be float32 [",
+                   shape.n, "] on the GPU, not ", dY.DebugString());
+    Tensor* dX = Output(0);
+    dX->Resize(X.dims());
+    LaunchLabelCrossEntropyGradientCuda(shape.n, shape.d, X.data<float>(), label.data<int32_t>(),
+                                        dY.data<float>(), dX->mutable_data<float>(),
+                                        context_.cuda_stream());
+  }
+};
+
+}  // namespace
+
+REGISTER_CUDA_OPERATOR(Relu, CudaUnaryOp<CudaUnaryKind::kRelu>);
+REGISTER_CUDA_OPERATOR(Sigmoid, CudaUnaryOp<CudaUnaryKind::kSigmoid>);
+REGISTER_CUDA_OPERATOR(Tanh, CudaUnaryOp<CudaUnaryKind::kTanh>);
+REGISTER_CUDA_OPERATOR(Exp, CudaUnaryOp<CudaUnaryKind::kExp>);
+REGISTER_CUDA_OPERATOR(Log, CudaUnaryOp<CudaUnaryKind::kLog>);
+REGISTER_CUDA_OPERATOR(Sqrt, CudaUnaryOp<CudaUnaryKind::kSqrt>);
+REGISTER_CUDA_OPERATOR(Neg, CudaUnaryOp<CudaUnaryKind::kNeg>);
+REGISTER_CUDA_OPERATOR(ReluGradient, CudaUnaryGradientOp<CudaUnaryGradientKind::kRelu>);
+REGISTER_CUDA_OPERATOR(SigmoidGradient, CudaUnaryGradientOp<CudaUnaryGradientKind::kSigmoid>);
+REGISTER_CUDA_OPERATOR(TanhGradient, CudaUnaryGradientOp<CudaUnaryGradientKind::kTanh>);
+REGISTER_CUDA_OPERATOR(Add, CudaBinaryOp<CudaBinaryKind::kAdd>);
+REGISTER_CUDA_OPERATOR(Sub, CudaBinaryOp<CudaBinaryKind::kSub>);
+REGISTER_CUDA_OPERATOR(Mul, CudaBinaryOp<CudaBinaryKind::kMul>);
+REGISTER_CUDA_OPERATOR(Div, CudaBinaryOp<CudaBinaryKind::kDiv>);
+REGISTER_CUDA_OPERATOR(LabelCrossEntropy, CudaLabelCrossEntropyOp);
+REGISTER_CUDA_OPERATOR(LabelCrossEntropyGradient, CudaLabelCrossEntropyGradientOp);
+
+}  // namespace doppio
