@@ -432,6 +432,9 @@ void DefineMemonger(py::module_& m) {
 
 }  // namespace
 
+// python_api/cross_device_py.cc
+void DefineCrossDeviceCopies(py::module_& m);
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Doppio's C++ runtime";
   py::register_exception_translator([](std::exception_ptr pointer) {
@@ -492,6 +495,7 @@ PYBIND11_MODULE(_C, m) {
         py::arg("combine_spatial_bn") = false, py::arg("shared_model") = false,
         py::arg("rendezvous") = py::dict(), py::arg("use_nccl") = false);
   DefineMemonger(m);
+  DefineCrossDeviceCopies(m);
   m.def("schema", &SchemaInfo, py::arg("op_type"));
   m.def("inplace_allowed", [](const std::string& type, int input, int output) {
     const OpSchema* schema = OpSchemaRegistry::Schema(type);

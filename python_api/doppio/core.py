@@ -600,3 +600,6 @@ class Net(object):
         self._ExtendOps(grad_ops)
         return input_to_grad
 from doppio.plan import ExecutionStep, Plan, execution_step, to_execution_step  # noqa: E402,F401
+from doppio.cross_device import (  # noqa: E402,F401
+    InjectCrossDeviceCopies, InjectDeviceCopiesAmongNets,
+    InjectDeviceCopiesAmongNetsWithoutB2D, RemapEntry)

@@ -72,6 +72,9 @@ from doppio import data_parallel_devices
 from doppio import data_parallel_shards
 from doppio.data_parallel_memory import (_AddDynamicMemoryOptimization,  # noqa: F401
                                           _OptimizeGradientMemorySimple)
+# One block of a single-device model made data-parallel (PyTorch's
+# DataParallel on a sub-module); see parallel_primitives.
+from doppio.parallel_primitives import DataParallelBlock  # noqa: F401
 from doppio import scope
 from doppio import workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2

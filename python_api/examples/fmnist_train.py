@@ -232,6 +232,13 @@ def uniform_init(fan_in):
 
 
 def add_reference_cnn(model, data, is_test):
+    pool2 = add_reference_conv_tower(model, data, is_test)
+    return add_reference_classifier(model, pool2)
+
+
+def add_reference_conv_tower(model, data, is_test):
+    """The reference CNN's convolutional half (a pipeline stage of its own in
+    model_parallel_cnn.py): data -> pool2 [N, 64, 7, 7]."""
     conv1 = brew.conv(model, data, 'conv1', dim_in=1, dim_out=32, kernel=3, pad=1,
                       **uniform_init(1 * 3 * 3))
     bn1 = brew.spatial_bn(model, conv1, 'bn1', 32, epsilon=1e-5, momentum=0.9,
@@ -243,7 +250,11 @@ def add_reference_cnn(model, data, is_test):
     bn2 = brew.spatial_bn(model, conv2, 'bn2', 64, epsilon=1e-5, momentum=0.9,
                           is_test=is_test)
     relu2 = brew.relu(model, bn2, bn2)
-    pool2 = brew.max_pool(model, relu2, 'pool2', kernel=2, stride=2)
+    return brew.max_pool(model, relu2, 'pool2', kernel=2, stride=2)
+
+
+def add_reference_classifier(model, pool2):
+    """The reference CNN's fully connected half: pool2 -> softmax."""
     fc3 = brew.fc(model, pool2, 'fc3', dim_in=64 * 7 * 7, dim_out=128,
                   **uniform_init(64 * 7 * 7))
     relu3 = brew.relu(model, fc3, fc3)
