@@ -146,6 +146,16 @@ class BackwardBuilder {
     } else {
       OperatorDef fill;
       fill.set_type("ConstantFill");
+      // On the loss's own device: a model-parallel net would otherwise copy
+      // the loss to the default device and its gradient back.
+      for (int i = net_.op_size() - 1; i >= 0; --i) {
+        const OperatorDef& writer = net_.op(i);
+        if (std::find(writer.output().begin(), writer.output().end(), loss) !=
+            writer.output().end()) {
+          if (writer.has_device_option()) *fill.mutable_device_option() = writer.device_option();
+          break;
+        }
+      }
       fill.add_input(loss);
       fill.add_output(GradientName(loss));
       Argument* value = fill.add_arg();

@@ -109,5 +109,41 @@ def test_concat_gathers_the_chunks_back(shape, parts, data):
     h.check_output(gather, chunks, lambda *ys: [x], outputs_to_check=[0])
 
 
+NUM_GPUS = _C.num_cuda_devices()
+
+
+def test_chunk_is_registered_for_cuda_and_fails_cleanly_without_a_gpu():
+    import pytest
+    from doppio import core, workspace
+    assert ("CUDA", "") in workspace.C.registered_operator_devices("Chunk")
+    if NUM_GPUS > 0:
+        pytest.skip("a GPU is present: covered by the CPU-vs-CUDA test below")
+    workspace.ResetWorkspace()
+    workspace.FeedBlob("x", np.arange(8, dtype=np.float32).reshape(4, 2))
+    op = core.CreateOperator("Chunk", ["x"], ["a", "b"],
+                             device_option=core.DeviceOption(1, 0))
+    with pytest.raises(RuntimeError, match="(?s)no CUDA device.*Chunk"):
+        workspace.RunOperatorOnce(op)
+    workspace.ResetWorkspace()
+
+
+def test_chunk_on_cuda_equals_cpu():
+    import pytest
+    from doppio import core, workspace
+    if NUM_GPUS == 0:
+        pytest.skip("no CUDA device: " + _C.cuda_unavailable_reason())
+    x = np.random.RandomState(0).randn(3, 7, 2).astype(np.float32)
+    gpu = core.DeviceOption(1, 0)
+    workspace.ResetWorkspace()
+    workspace.FeedBlob("x", x, device_option=gpu)
+    workspace.RunOperatorOnce(core.CreateOperator("Chunk", ["x"], ["a", "b", "c"], axis=1,
+                                                  device_option=gpu))
+    got = [workspace.FetchBlob(name) for name in ("a", "b", "c")]
+    expected = np.split(x, [3, 6], axis=1)  # torch.chunk(7, 3): 3, 3, 1
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+    workspace.ResetWorkspace()
+
+
 if __name__ == "__main__":
     h.run_main(__file__)
