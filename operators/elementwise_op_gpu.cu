@@ -3,28 +3,16 @@
 #include "operators/elementwise_op_gpu.h"
 
 #include "core/enforce.h"
+#include "operators/cuda_launch_gpu.h"
 
 namespace doppio {
 namespace {
 
-constexpr unsigned kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;
-
-unsigned BlocksFor(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
-
-void CheckLaunch(const char* kernel) {
-  const cudaError_t status = cudaGetLastError();
-  DOPPIO_ENFORCE(status == cudaSuccess, "CUDA kernel ", kernel, " launch failed: ",
-                 cudaGetErrorString(status));
-}
-
-__device__ inline int64_t FirstIndex() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ inline int64_t GridStride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+using cuda_launch::BlocksFor;
+using cuda_launch::CheckLaunch;
+using cuda_launch::FirstIndex;
+using cuda_launch::GridStride;
+using cuda_launch::kThreads;
 
 template <typename F, typename T>
 __global__ void UnaryKernel(F f, int64_t n, const T* x, T* y) {
