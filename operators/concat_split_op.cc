@@ -286,41 +286,46 @@ class GetConcatGradient final : public GradientMakerBase {
   }
 };
 
-class GetSplitGradient final : public GradientMakerBase {
-  using GradientMakerBase::GradientMakerBase;
-  std::vector<OperatorDef> GetGradientDefs() override {
-    bool any = false;
-    for (int i = 0; i < Def().output_size(); ++i) any = any || HasGO(i);
-    if (!any) return {};
-    std::vector<OperatorDef> ops;
-    std::vector<std::string> parts;
-    for (int i = 0; i < Def().output_size(); ++i) {
-      if (HasGO(i)) {
-        parts.push_back(GO(i));
-        continue;
-      }
-      // An unused part contributes zeros (ConstantFill makes float32).
-      const std::string zeros = "_" + O(i) + "_grad_zeros";
-      OperatorDef fill = SingleGradientDef("ConstantFill", "", {O(i)}, {zeros})[0];
-      Argument* value = fill.add_arg();
-      value->set_name("value");
-      value->set_f(0.0f);
-      ops.push_back(fill);
-      parts.push_back(zeros);
-    }
-    google::protobuf::RepeatedPtrField<Argument> args;
-    for (const Argument& arg : Def().arg()) {
-      if (arg.name() != "split") *args.Add() = arg;
-    }
-    ops.push_back(
-        SingleGradientDef("Concat", "", parts, {GI(0), "_" + GI(0) + "_dims"}, args)[0]);
-    return ops;
-  }
-};
-
 }  // namespace
 
+std::vector<OperatorDef> SplitGradientMaker::GetGradientDefs() {
+  bool any = false;
+  for (int i = 0; i < Def().output_size(); ++i) any = any || HasGO(i);
+  if (!any) return {};
+  std::vector<OperatorDef> ops;
+  std::vector<std::string> parts;
+  for (int i = 0; i < Def().output_size(); ++i) {
+    if (HasGO(i)) {
+      parts.push_back(GO(i));
+      continue;
+    }
+    // An unused part contributes zeros (ConstantFill makes float32).
+    const std::string zeros = "_" + O(i) + "_grad_zeros";
+    OperatorDef fill = SingleGradientDef("ConstantFill", "", {O(i)}, {zeros})[0];
+    Argument* value = fill.add_arg();
+    value->set_name("value");
+    value->set_f(0.0f);
+    ops.push_back(fill);
+    parts.push_back(zeros);
+  }
+  google::protobuf::RepeatedPtrField<Argument> args;
+  bool axis_given = false;
+  for (const Argument& arg : Def().arg()) {
+    if (arg.name() == "split") continue;
+    axis_given = axis_given || arg.name() == "axis" || arg.name() == "order";
+    *args.Add() = arg;
+  }
+  if (!axis_given && DefaultAxis() != 1) {
+    Argument* axis = args.Add();
+    axis->set_name("axis");
+    axis->set_i(DefaultAxis());
+  }
+  ops.push_back(
+      SingleGradientDef("Concat", "", parts, {GI(0), "_" + GI(0) + "_dims"}, args)[0]);
+  return ops;
+}
+
 REGISTER_GRADIENT(Concat, GetConcatGradient);
-REGISTER_GRADIENT(Split, GetSplitGradient);
+REGISTER_GRADIENT(Split, SplitGradientMaker);
 
 }  // namespace doppio

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "core/gradient.h"
 #include "core/operator.h"
 
 namespace doppio {
@@ -33,6 +34,21 @@ class SplitOp final : public Operator<CPUContext> {
   int axis_;
   bool add_axis_;
   std::vector<int64_t> split_;
+};
+
+// Split's gradient: Concat of the outputs' gradients along the split axis,
+// with zeros (ConstantFill shaped like the output) for outputs nobody used.
+// Ops that cut one input into consecutive parts along `axis` share it
+// (Chunk, operators/scatter_gather_op.cc).
+class SplitGradientMaker : public GradientMakerBase {
+ public:
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override;
+
+ protected:
+  // The op's axis when it names none (and no `order`): Split's is 1, as
+  // Concat's; an op with another default passes it on explicitly.
+  virtual int DefaultAxis() const { return 1; }
 };
 
 }  // namespace doppio

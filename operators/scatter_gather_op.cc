@@ -6,6 +6,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/concat_split_op.h"
 
 namespace doppio {
 
@@ -78,44 +79,16 @@ OPERATOR_SCHEMA(Chunk)
 
 namespace {
 
-// The outputs' gradients joined back in order; an output nobody used
-// contributes zeros shaped like it (as Split's gradient does).
-class GetChunkGradient final : public GradientMakerBase {
-  using GradientMakerBase::GradientMakerBase;
-  std::vector<OperatorDef> GetGradientDefs() override {
-    bool any = false;
-    for (int i = 0; i < Def().output_size(); ++i) any = any || HasGO(i);
-    if (!any) return {};
-    std::vector<OperatorDef> ops;
-    std::vector<std::string> parts;
-    for (int i = 0; i < Def().output_size(); ++i) {
-      if (HasGO(i)) {
-        parts.push_back(GO(i));
-        continue;
-      }
-      const std::string zeros = "_" + O(i) + "_grad_zeros";
-      OperatorDef fill = SingleGradientDef("ConstantFill", "", {O(i)}, {zeros})[0];
-      Argument* value = fill.add_arg();
-      value->set_name("value");
-      value->set_f(0.0f);
-      ops.push_back(fill);
-      parts.push_back(zeros);
-    }
-    google::protobuf::RepeatedPtrField<Argument> args;
-    Argument* axis = args.Add();
-    axis->set_name("axis");
-    axis->set_i(GetArgumentOr(Def(), "axis", 0));
-    ops.push_back(
-        SingleGradientDef("Concat", "", parts, {GI(0), "_" + GI(0) + "_dims"}, args)[0]);
-    return ops;
-  }
+// Chunk cuts its input into consecutive parts along `axis` (its only
+// argument), as Split does, so it shares Split's gradient: Concat of the
+// output gradients, zeros for outputs nobody used. Only the default axis
+// differs (0, the batch).
+class GetChunkGradient final : public SplitGradientMaker {
+ public:
+  using SplitGradientMaker::SplitGradientMaker;
 
-  static int GetArgumentOr(const OperatorDef& def, const std::string& name, int fallback) {
-    for (const Argument& arg : def.arg()) {
-      if (arg.name() == name) return static_cast<int>(arg.i());
-    }
-    return fallback;
-  }
+ protected:
+  int DefaultAxis() const override { return 0; }
 };
 
 }  // namespace

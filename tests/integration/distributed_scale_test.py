@@ -6,11 +6,7 @@ batches -- in-process and cross-process reduction both just sum the
 gradients. Each runs with a file store and with a redis-server."""
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
 import uuid
 
 import numpy as np
@@ -18,6 +14,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from worker_processes import run_workers  # noqa: E402
 import distributed_training_worker as worker  # noqa: E402
 from gloo_collectives_test import file_store, redis_server  # noqa: E402,F401
 from parallelize_distributed_test import single_process_reference  # noqa: E402
@@ -31,39 +28,14 @@ def launch(store, specs, prefix=None, timeout_ms=10000, wall_limit_s=WALL_LIMIT_
     any of the worker's options), all under one key prefix (fresh unless
     given); returns (reports, seconds each process took to exit). Fails the
     test if any outlives wall_limit_s."""
-    out_dir = tempfile.mkdtemp(prefix='doppio_scale_out_')
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     prefix = prefix or uuid.uuid4().hex
-    processes = []
-    start = time.time()
-    try:
-        for index, shard in enumerate(specs):
-            spec = dict(store=store, prefix=prefix, timeout_ms=timeout_ms, **shard)
-            out = os.path.join(out_dir, 'shard%d.json' % index)
-            processes.append((out, subprocess.Popen(
-                [sys.executable, WORKER, json.dumps(spec), out], env=env,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
-        deadline = start + wall_limit_s
-        reports, exit_s = [], []
-        for index, (out, process) in enumerate(processes):
-            try:
-                output, _ = process.communicate(timeout=max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                pytest.fail('shard %d hung past %d s' % (index, wall_limit_s))
-            exit_s.append(time.time() - start)
-            if os.path.exists(out):
-                with open(out) as f:
-                    reports.append(json.load(f))
-            else:
-                reports.append({'exit': process.returncode,
-                                'output': output.decode(errors='replace')})
-        return reports, exit_s
-    finally:
-        for _, process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        shutil.rmtree(out_dir, ignore_errors=True)
+
+    def command(shard):
+        spec = dict(store=store, prefix=prefix, timeout_ms=timeout_ms, **shard)
+        return lambda out: [sys.executable, WORKER, json.dumps(spec), out]
+
+    return run_workers([command(shard) for shard in specs], wall_limit_s,
+                       tag='doppio_scale_out_')
 
 
 @pytest.fixture(params=['file', 'redis'])

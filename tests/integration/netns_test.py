@@ -11,7 +11,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
@@ -20,6 +19,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from worker_processes import run_workers  # noqa: E402
 import distributed_training_worker as worker  # noqa: E402
 from distributed_scale_test import assert_trained, mlp_specs  # noqa: E402
 from gloo_collectives_test import file_store  # noqa: E402,F401
@@ -197,38 +197,15 @@ def assert_isolated_but_connected(net):
 
 def launch_in_namespaces(net, store, specs, timeout_ms=10000):
     """One worker per spec, shard r in namespace r; returns the reports."""
-    out_dir = tempfile.mkdtemp(prefix='doppio_netns_out_')
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     prefix = uuid.uuid4().hex
-    processes = []
-    try:
-        for shard in specs:
-            spec = dict(store=store, prefix=prefix, timeout_ms=timeout_ms, **shard)
-            out = os.path.join(out_dir, 'shard%d.json' % shard['shard_id'])
-            processes.append((out, subprocess.Popen(
-                ['ip', 'netns', 'exec', net.namespaces[shard['shard_id']], PYTHON, WORKER,
-                 json.dumps(spec), out], env=env,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
-        deadline = time.time() + WALL_LIMIT_S
-        reports = []
-        for index, (out, process) in enumerate(processes):
-            try:
-                output, _ = process.communicate(timeout=max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                pytest.fail('shard %d hung past %d s' % (index, WALL_LIMIT_S))
-            if os.path.exists(out):
-                with open(out) as f:
-                    reports.append(json.load(f))
-            else:
-                reports.append({'exit': process.returncode,
-                                'output': output.decode(errors='replace')})
-        return reports
-    finally:
-        for _, process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        shutil.rmtree(out_dir, ignore_errors=True)
+
+    def command(shard):
+        spec = dict(store=store, prefix=prefix, timeout_ms=timeout_ms, **shard)
+        return lambda out: ['ip', 'netns', 'exec', net.namespaces[shard['shard_id']], PYTHON,
+                            WORKER, json.dumps(spec), out]
+
+    return run_workers([command(shard) for shard in specs], WALL_LIMIT_S,
+                       tag='doppio_netns_out_')[0]
 
 
 def published_addresses(store):

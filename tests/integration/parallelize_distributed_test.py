@@ -8,10 +8,7 @@ waits for the last shard; a shard given the wrong num_shards fails with an
 error within the timeout instead of hanging."""
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
 import uuid
 
 import numpy as np
@@ -19,6 +16,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from worker_processes import run_workers  # noqa: E402
 import parallelize_distributed_worker as worker  # noqa: E402
 # The redis-server and file-store fixtures of the Gloo collectives test.
 from gloo_collectives_test import file_store, redis_server  # noqa: E402,F401
@@ -31,39 +29,15 @@ def launch(store, scenario, shard_specs, timeout_ms=10000):
     """Runs one worker per entry of shard_specs (dicts with shard_id,
     num_shards, devices); returns their reports in that order. Fails the
     test if any outlives WALL_LIMIT_S."""
-    out_dir = tempfile.mkdtemp(prefix='doppio_dpm_out_')
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     prefix = uuid.uuid4().hex  # fresh keys: Redis keeps those of earlier tests
-    processes = []
-    try:
-        for index, shard in enumerate(shard_specs):
-            spec = dict(store=store, prefix=prefix, scenario=scenario, timeout_ms=timeout_ms,
-                        **shard)
-            out = os.path.join(out_dir, 'shard%d.json' % index)
-            processes.append((out, subprocess.Popen(
-                [sys.executable, WORKER, json.dumps(spec), out], env=env,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
-        deadline = time.time() + WALL_LIMIT_S
-        reports = []
-        for index, (out, process) in enumerate(processes):
-            try:
-                output, _ = process.communicate(timeout=max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                pytest.fail('shard %d hung past %d s' % (index, WALL_LIMIT_S))
-            if os.path.exists(out):
-                with open(out) as f:
-                    reports.append(json.load(f))
-            else:
-                reports.append({'exit': process.returncode,
-                                'output': output.decode(errors='replace')})
-        return reports
-    finally:
-        for _, process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        import shutil
-        shutil.rmtree(out_dir, ignore_errors=True)
+
+    def command(shard):
+        spec = dict(store=store, prefix=prefix, scenario=scenario, timeout_ms=timeout_ms,
+                    **shard)
+        return lambda out: [sys.executable, WORKER, json.dumps(spec), out]
+
+    return run_workers([command(shard) for shard in shard_specs], WALL_LIMIT_S,
+                       tag='doppio_dpm_out_')[0]
 
 
 def single_process_reference(initial):
