@@ -19,6 +19,8 @@ DOPPIO_DEBIAN_PACKAGES=(
   iproute2
   dataset-fashion-mnist
   python3-tqdm python3-matplotlib graphviz
+  python3-onnx libonnx-testdata
+  clang libclang-rt-dev
 )
 
 doppio_install_deps() {
