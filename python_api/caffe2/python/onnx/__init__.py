@@ -1,0 +1,1 @@
+"""caffe2.python.onnx: its modules are doppio.onnx's (see caffe2/__init__.py)."""
