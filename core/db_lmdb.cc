@@ -1,11 +1,11 @@
 // LMDB backend, with Caffe2's conventions: the path is a directory (made by
-// NEW, which fails if it exists), a 1 TB map (address space only; the file
-// grows as needed), read-only environments for READ, keys in byte order.
+// NEW, which fails if it exists), a 1 TB map for writing (address space
+// only; the file grows as needed), read-only environments for READ, keys in
+// byte order.
 //
-// LMDB trusts its data file's internal structure; a damaged data.mdb is
-// reported where LMDB notices (MDB_CORRUPTED, MDB_INVALID ...), but a file
-// crafted to mislead LMDB cannot be fully guarded against here. Checkpoints
-// use minidb, whose reader validates everything.
+// LMDB trusts its data file's internal structure, so an existing data.mdb
+// is checked before LMDB maps it (db_lmdb_check.h): a damaged or foreign
+// file is an Error naming it, not a crash inside liblmdb.
 #include <lmdb.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,8 +13,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "core/db.h"
+#include "core/db_lmdb_check.h"
 #include "core/enforce.h"
 
 namespace doppio {
@@ -22,6 +25,7 @@ namespace db {
 namespace {
 
 constexpr size_t kLMDBMapSize = size_t{1} << 40;  // 1 TB, as Caffe2
+constexpr size_t kSmallestLMDBMapSize = size_t{1} << 30;
 
 void CheckMDB(int status, const std::string& path, const char* what) {
   DOPPIO_ENFORCE(status == MDB_SUCCESS, "lmdb '", path, "': ", what, " failed: ",
@@ -39,7 +43,14 @@ class LMDBCursor final : public Cursor {
       mdb_txn_abort(txn_);
       CheckMDB(status, path_, "opening a cursor");
     }
-    SeekToFirst();
+    try {
+      SeekToFirst();
+    } catch (...) {
+      // The destructor does not run for a half-made cursor.
+      mdb_cursor_close(cursor_);
+      mdb_txn_abort(txn_);
+      throw;
+    }
   }
   ~LMDBCursor() override {
     mdb_cursor_close(cursor_);
@@ -155,21 +166,31 @@ class LMDB final : public DB {
     CheckMDB(mdb_env_create(&env_), path, "creating an environment");
     bool made_directory = false;
     try {
-      CheckMDB(mdb_env_set_mapsize(env_, kLMDBMapSize), path, "setting the map size");
+      // Writers reserve Caffe2's 1 TB of address space to grow into (see
+      // OpenEnvironment). Readers ask for the least, which LMDB raises to the
+      // size of the committed data: a static dataset or checkpoint needs no
+      // more, whereas by default they would map what the writer reserved,
+      // and a process with several readers open would map terabytes.
+      CheckMDB(mdb_env_set_mapsize(env_, mode == READ ? 1 : kLMDBMapSize), path,
+               "setting the map size");
       if (mode == NEW) {
         DOPPIO_ENFORCE(mkdir(path.c_str(), 0744) == 0, "cannot create lmdb directory '",
                        path, "': ", std::strerror(errno));
         made_directory = true;
+      } else {
+        CheckLMDBDataFile(path);
       }
       // MDB_NOTLS: read transactions belong to cursors, not threads, so one
       // thread may hold several cursors.
       const unsigned flags = (mode == READ ? MDB_RDONLY : 0) | MDB_NOTLS;
-      CheckMDB(mdb_env_open(env_, path.c_str(), flags, 0664), path,
-               "opening (the path must be an lmdb directory)");
+      OpenEnvironment(flags);
     } catch (...) {
-      mdb_env_close(env_);
+      if (env_ != nullptr) mdb_env_close(env_);
       env_ = nullptr;
-      if (made_directory) rmdir(path.c_str());
+      if (made_directory) {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+      }
       throw;
     }
   }
@@ -192,6 +213,27 @@ class LMDB final : public DB {
   }
 
  private:
+  // Opens env_ (created, its map size set) at path_. A process that may
+  // not map 1 TB (ulimit -v, ThreadSanitizer's smaller address space) gets
+  // ENOMEM from the writer's mmap; it settles for the largest of a few
+  // smaller maps that fits, which bounds the db's size instead.
+  void OpenEnvironment(unsigned flags) {
+    size_t map_size = kLMDBMapSize;
+    for (;;) {
+      const int status = mdb_env_open(env_, path_.c_str(), flags, 0664);
+      if (status != ENOMEM || mode_ == READ || map_size <= kSmallestLMDBMapSize) {
+        CheckMDB(status, path_, "opening (the path must be an lmdb directory)");
+        return;
+      }
+      // A failed mdb_env_open leaves the handle usable only for closing.
+      mdb_env_close(env_);
+      env_ = nullptr;
+      map_size /= 4;
+      CheckMDB(mdb_env_create(&env_), path_, "creating an environment");
+      CheckMDB(mdb_env_set_mapsize(env_, map_size), path_, "setting the map size");
+    }
+  }
+
   MDB_env* env_ = nullptr;
   std::atomic<bool> writer_busy_{false};
 };

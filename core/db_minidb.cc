@@ -53,7 +53,14 @@ class MiniDBCursor final : public Cursor {
  public:
   explicit MiniDBCursor(const std::string& path) : path_(path) {
     file_ = OpenForReading(path, &file_size_);
-    ReadRecordAt(0);
+    try {
+      ReadRecordAt(0);
+    } catch (...) {
+      // The destructor does not run for a half-made cursor; a corrupt first
+      // record would otherwise leak the file handle (found by fuzzing).
+      std::fclose(file_);
+      throw;
+    }
   }
   ~MiniDBCursor() override { std::fclose(file_); }
 

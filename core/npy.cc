@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/limits.h"
+
 namespace doppio {
 namespace {
 
@@ -355,6 +357,8 @@ NpyHeader ParseHeader(const std::string& text, const std::string& source) {
     DOPPIO_ENFORCE(static_cast<uint64_t>(numel) <= std::numeric_limits<size_t>::max() / item,
                    "shape ", header.dims, " is too large");
     header.data_bytes = static_cast<size_t>(numel) * item;
+    EnforceTensorBytesLimit(numel, header.dtype,
+                            MakeString("the ", DataTypeName(header.dtype), header.dims, " array"));
   } catch (Error& error) {
     error.AppendContext("in the .npy header of '" + source + "'");
     throw;

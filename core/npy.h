@@ -6,7 +6,8 @@
 // byte-swapped); C order, or Fortran order where the two layouts coincide
 // (at most one dimension larger than 1). Everything in the file is validated
 // before anything is allocated from it: the magic, the header length, the
-// header dict, every dim, the element count, and the file's size, which must
+// header dict, every dim, the element count, the array's bytes against the
+// tensor cap (MaxTensorBytes, core/limits.h), and the file's size, which must
 // be exactly the header plus the data the header promises. Every failure
 // throws doppio::Error naming the file (or the `source` given for bytes).
 //

@@ -1,15 +1,24 @@
 // ValidatePlan: the structural checks that let RunPlan fail before any net
 // runs, with the step named, instead of halfway through a long plan.
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/enforce.h"
+#include "core/limits.h"
 #include "core/plan.h"
 #include "core/plan_internal.h"
 
 namespace doppio {
 namespace {
+
+// Plans come from files, so their numbers are bounded where the runtime
+// would otherwise overflow or exhaust memory: an interval must convert to
+// nanoseconds in an int64 (100 years does), and each concurrent instance
+// is a thread with its own workspace.
+constexpr int64_t kMaxRunEveryMs = int64_t{100} * 365 * 24 * 3600 * 1000;
+constexpr int kMaxConcurrentInstances = 1024;
 
 // The field is marked deprecated in the proto; reading it to refuse it is
 // the one use we have, so the deprecation warning is silenced only here.
@@ -65,12 +74,15 @@ void ValidateStep(const ExecutionStep& step, const std::string& path,
                    "; it must be > 0 seconds");
   }
   if (step.has_run_every_ms()) {
-    DOPPIO_ENFORCE(step.run_every_ms() > 0, "execution step '", path, "' has run_every_ms ",
-                   step.run_every_ms(), "; it must be > 0");
+    DOPPIO_ENFORCE(step.run_every_ms() > 0 && step.run_every_ms() <= kMaxRunEveryMs,
+                   "execution step '", path, "' has run_every_ms ", step.run_every_ms(),
+                   "; it must be > 0 and at most ", kMaxRunEveryMs, " (100 years)");
   }
-  DOPPIO_ENFORCE(step.num_concurrent_instances() >= 0, "execution step '", path,
-                 "' has num_concurrent_instances ", step.num_concurrent_instances(),
-                 "; it must be >= 0");
+  DOPPIO_ENFORCE(step.num_concurrent_instances() >= 0 &&
+                     step.num_concurrent_instances() <= kMaxConcurrentInstances,
+                 "execution step '", path, "' has num_concurrent_instances ",
+                 step.num_concurrent_instances(), "; it must be in [0, ",
+                 kMaxConcurrentInstances, "]");
   for (int i = 0; i < step.substep_size(); ++i) {
     ValidateStep(step.substep(i), plan_internal::ChildPath(path, step.substep(i), i),
                  networks);
@@ -85,6 +97,9 @@ void ValidatePlan(const PlanDef& plan) {
     DOPPIO_ENFORCE(networks.insert(net.name()).second, "plan '", plan.name(),
                    "' defines the network '", net.name(),
                    "' more than once; network names must be unique");
+    // Nets are created lazily, maybe hours in; refuse an oversized one now.
+    EnforceNetOpsLimit(net.op_size(), "network '" + net.name() + "' of plan '" +
+                                          plan.name() + "'");
   }
   for (int i = 0; i < plan.execution_step_size(); ++i) {
     const ExecutionStep& step = plan.execution_step(i);

@@ -130,6 +130,16 @@ void OpSchema::Verify(const OperatorDef& def) const {
     DOPPIO_ENFORCE(num_inputs_outputs_(num_in, num_out), "op ", type_,
                    " cannot take ", num_in, " inputs with ", num_out, " outputs");
   }
+  // Kernels write each output through its own tensor: one blob named as two
+  // outputs would be resized and reallocated under the other's pointers
+  // (found by fuzzing, as a use-after-free in Concat).
+  std::map<std::string, int> first_output;
+  for (int out = 0; out < num_out; ++out) {
+    const auto inserted = first_output.emplace(def.output(out), out);
+    DOPPIO_ENFORCE(inserted.second, "op ", type_, " names '", def.output(out),
+                   "' as both output ", inserted.first->second, " and output ", out,
+                   "; the outputs of an op must be distinct blobs");
+  }
   for (int in = 0; in < num_in; ++in) {
     for (int out = 0; out < num_out; ++out) {
       const bool same = def.input(in) == def.output(out);

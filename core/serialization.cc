@@ -8,6 +8,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/limits.h"
 #include "core/serialization_internal.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -171,6 +172,9 @@ TensorLayout ValidateTensorProto(const TensorProto& proto) {
     error.AppendContext("in the dims of tensor " + label);
     throw;
   }
+  // The whole tensor is allocated even for one segment, so the cap applies
+  // to the dims, not to the data this proto carries.
+  EnforceTensorBytesLimit(layout.numel, layout.dtype, "tensor " + label);
 
   layout.begin = 0;
   layout.end = layout.numel;

@@ -7,8 +7,9 @@
 // with `segment` set, stored under keys "NAME#%CHUNK_ID".
 //
 // Deserialization validates everything it reads (dims >= 0, no overflow in
-// their product, data length matching the shape or segment), since protos
-// come from files we did not write.
+// their product, the tensor's bytes within MaxTensorBytes of core/limits.h,
+// data length matching the shape or segment), before allocating, since
+// protos come from files we did not write.
 //
 // Non-tensor blobs use the serializer registries, keyed by C++ type for
 // saving and by BlobProto.type for loading.

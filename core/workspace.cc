@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/enforce.h"
 #include "core/net.h"
 #include "core/plan.h"
 #include "core/registry.h"
@@ -10,7 +11,15 @@ namespace doppio {
 
 Workspace::Workspace() = default;
 
-Workspace::Workspace(Workspace* parent) : parent_(parent) {}
+Workspace::Workspace(Workspace* parent) : parent_(parent) {
+  if (parent_ != nullptr) root_folder_ = parent_->RootFolder();
+}
+
+void Workspace::SetRootFolder(const std::string& root_folder) {
+  DOPPIO_ENFORCE(!root_folder.empty(), "a workspace's root folder cannot be empty "
+                 "(use \".\" for the current directory)");
+  root_folder_ = root_folder;
+}
 
 Workspace::~Workspace() {
   // Operators point into blobs: drop the nets first.

@@ -61,8 +61,17 @@ class Workspace {
 
   Workspace* parent() const { return parent_; }
 
+  // Caffe2's root folder: Load, Save, DBExists and CreateDB resolve relative
+  // db paths against it and refuse paths that leave it, unless their
+  // absolute_path argument is set. "." (the default) is the process's
+  // current directory; a child workspace starts with its parent's. Set it
+  // before running ops that read it.
+  const std::string& RootFolder() const { return root_folder_; }
+  void SetRootFolder(const std::string& root_folder);
+
  private:
   Workspace* parent_ = nullptr;
+  std::string root_folder_ = ".";
   mutable std::mutex blobs_mutex_;
   std::map<std::string, std::unique_ptr<Blob>> blobs_;
   mutable std::mutex nets_mutex_;

@@ -1,16 +1,24 @@
 #include "operators/load_save_op.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <memory>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
 #include "core/serialization.h"
+#include "core/serialization_checksum.h"
 #include "core/workspace.h"
 #include "operators/atomic_path.h"
+#include "operators/db_path.h"
 
 namespace doppio {
 namespace {
@@ -34,6 +42,58 @@ std::string StripPrefix(const std::string& name, const std::string& prefix) {
   return at == std::string::npos ? name : name.substr(at + prefix.size());
 }
 
+// DOPPIO_FAULT_INJECT, as load_save_op.h describes it.
+struct SaveFault {
+  enum Kind { kNone, kKillAfterBytes, kStallAfterBytes, kKillBeforeRename };
+  Kind kind = kNone;
+  int64_t bytes = 0;
+
+  static SaveFault FromEnvironment() {
+    SaveFault fault;
+    const char* setting = std::getenv("DOPPIO_FAULT_INJECT");
+    if (setting == nullptr || *setting == '\0') return fault;
+    const std::string text = setting;
+    const auto with_bytes = [&](const std::string& prefix, Kind kind) {
+      if (text.compare(0, prefix.size(), prefix) != 0) return false;
+      const std::string number = text.substr(prefix.size());
+      char* end = nullptr;
+      const long long value = std::strtoll(number.c_str(), &end, 10);
+      DOPPIO_ENFORCE(!number.empty() && *end == '\0' && value >= 0,
+                     "Save: DOPPIO_FAULT_INJECT='", text, "' needs a byte count >= 0 after '",
+                     prefix, "'");
+      fault.kind = kind;
+      fault.bytes = value;
+      return true;
+    };
+    if (text == "save_before_rename") {
+      fault.kind = kKillBeforeRename;
+    } else if (!with_bytes("save_after_bytes:", kKillAfterBytes) &&
+               !with_bytes("save_stall_after_bytes:", kStallAfterBytes)) {
+      DOPPIO_THROW("Save: DOPPIO_FAULT_INJECT='", text, "' is not understood (known: "
+                   "save_after_bytes:N, save_stall_after_bytes:N, save_before_rename; "
+                   "it is for tests only)");
+    }
+    return fault;
+  }
+
+  bool DueAfter(int64_t bytes_written) const {
+    return (kind == kKillAfterBytes || kind == kStallAfterBytes) && bytes_written > bytes;
+  }
+
+  // Ends the process the way a crash or `kill -9` would: no destructors, no
+  // clean-up of the temporary DB.
+  [[noreturn]] void Crash() const {
+    if (kind == kStallAfterBytes) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    ::kill(::getpid(), SIGKILL);
+    for (;;) ::pause();
+  }
+};
+
 }  // namespace
 
 // ---- CreateDB ----
@@ -42,13 +102,16 @@ CreateDBOp::CreateDBOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       db_type_(GetSingleArgument<std::string>("db_type", "leveldb")),
       db_name_(GetSingleArgument<std::string>("db", "")),
+      absolute_path_(GetSingleArgument<int>("absolute_path", 0) != 0),
       num_shards_(GetSingleArgument<int>("num_shards", 1)),
       shard_id_(GetSingleArgument<int>("shard_id", 0)) {
   DOPPIO_ENFORCE(!db_name_.empty(), "CreateDB: argument 'db' (the db's path) is required");
 }
 
 void CreateDBOp::RunOnDevice() {
-  OutputAs<db::DBReader>(0)->Open(db_type_, db_name_, num_shards_, shard_id_);
+  const std::string path = ResolveDBPath("CreateDB", db_name_, absolute_path_,
+                                        workspace()->RootFolder(), AbsolutePathPolicy::kAsGiven);
+  OutputAs<db::DBReader>(0)->Open(db_type_, path, num_shards_, shard_id_);
 }
 
 // ---- DBExists ----
@@ -56,12 +119,15 @@ void CreateDBOp::RunOnDevice() {
 DBExistsOp::DBExistsOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       db_name_(GetSingleArgument<std::string>("db_name", "")),
-      db_type_(GetSingleArgument<std::string>("db_type", "")) {}
+      db_type_(GetSingleArgument<std::string>("db_type", "")),
+      absolute_path_(GetSingleArgument<int>("absolute_path", 0) != 0) {}
 
 void DBExistsOp::RunOnDevice() {
+  const std::string path =
+      ResolveDBPath("DBExists", db_name_, absolute_path_, workspace()->RootFolder());
   Tensor* exists = Output(0);
   exists->Resize({});
-  *exists->mutable_data<bool>() = db::DBExists(db_type_, db_name_);
+  *exists->mutable_data<bool>() = db::DBExists(db_type_, path);
 }
 
 // ---- Save ----
@@ -69,6 +135,7 @@ void DBExistsOp::RunOnDevice() {
 SaveOp::SaveOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       db_name_(GetSingleArgument<std::string>("db", "")),
+      absolute_path_(GetSingleArgument<int>("absolute_path", 0) != 0),
       db_type_(GetSingleArgument<std::string>("db_type", "")),
       strip_prefix_(GetSingleArgument<std::string>("strip_prefix", "")),
       blob_names_(GetRepeatedArgument<std::string>("blob_name_overrides")),
@@ -92,12 +159,21 @@ SaveOp::SaveOp(const OperatorDef& def, Workspace* workspace)
   }
 }
 
-void SaveOp::WriteDB(const std::string& path) {
+void SaveOp::WriteDB(const std::string& path,
+                     const std::function<void(int64_t bytes_written)>& after_record) {
   std::unique_ptr<db::DB> out = db::OpenDB(db_type_, path, db::NEW);
   std::unique_ptr<db::Transaction> transaction = out->NewTransaction();
+  int64_t bytes_written = 0;
   const SerializationAcceptor acceptor = [&](const std::string& key,
                                              const std::string& value) {
-    transaction->Put(key, value);
+    const std::string record = AppendRecordChecksum(key, value);
+    transaction->Put(key, record);
+    bytes_written += static_cast<int64_t>(key.size() + record.size());
+    if (after_record) {
+      // What is written so far reaches the file before a fault strikes.
+      transaction->Commit();
+      after_record(bytes_written);
+    }
   };
   for (int i = 0; i < InputSize(); ++i) {
     try {
@@ -116,11 +192,20 @@ void SaveOp::WriteDB(const std::string& path) {
 }
 
 void SaveOp::RunOnDevice() {
-  const std::string target = db_name_;
+  const std::string target =
+      ResolveDBPath("Save", db_name_, absolute_path_, workspace()->RootFolder());
+  const SaveFault fault = SaveFault::FromEnvironment();
+  std::function<void(int64_t)> after_record;
+  if (fault.kind != SaveFault::kNone) {
+    after_record = [&fault](int64_t bytes_written) {
+      if (fault.DueAfter(bytes_written)) fault.Crash();
+    };
+  }
   const std::string temporary = TemporarySiblingPath(target);
   try {
-    WriteDB(temporary);
+    WriteDB(temporary, after_record);
     SyncPath(temporary);
+    if (fault.kind == SaveFault::kKillBeforeRename) fault.Crash();
     ReplacePath(temporary, target);
   } catch (Error& error) {
     RemovePathQuietly(temporary);
@@ -138,6 +223,7 @@ void SaveOp::RunOnDevice() {
 
 LoadOp::LoadOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
+      absolute_path_(GetSingleArgument<int>("absolute_path", 0) != 0),
       add_prefix_(GetSingleArgument<std::string>("add_prefix", "")),
       strip_prefix_(GetSingleArgument<std::string>("strip_prefix", "")),
       db_names_(GetRepeatedArgument<std::string>("dbs")),
@@ -187,6 +273,9 @@ std::string LoadOp::BlobNameFromKey(const std::string& key) const {
 void LoadOp::Gather(db::Cursor* cursor, int db_index, const std::string& source,
                     GatheredBlobs* gathered) const {
   DOPPIO_ENFORCE(cursor != nullptr, "Load: the reader for '", source, "' is not open");
+  // Save checksums every record, so one without a checksum beside ones with
+  // it is a record whose checksum field itself was damaged.
+  std::string with_checksum, without_checksum;
   for (; cursor->Valid(); cursor->Next()) {
     const std::string key = cursor->key();
     const std::string name = BlobNameFromKey(key);
@@ -199,8 +288,17 @@ void LoadOp::Gather(db::Cursor* cursor, int db_index, const std::string& source,
     blob.db_index = db_index;
     blob.source = source;
     BlobProto proto;
-    DOPPIO_ENFORCE(proto.ParseFromString(cursor->value()), "Load: record '", key, "' of '",
-                   source, "' is not a valid BlobProto (corrupt file?)");
+    try {
+      (ParseCheckedRecord(key, cursor->value(), &proto) ? with_checksum : without_checksum) = key;
+      DOPPIO_ENFORCE(with_checksum.empty() || without_checksum.empty(), "record '",
+                     without_checksum, "' carries no checksum although record '", with_checksum,
+                     "' of the same db does (a damaged record?)");
+    } catch (Error& error) {
+      error.AppendContext(MakeString("while loading blob '", name, "' from ",
+                                     db_type_.empty() ? "db" : db_type_, " '", source,
+                                     "'; no blob was changed"));
+      throw;
+    }
     blob.chunks.push_back(std::move(proto));
     blob.keys.push_back(key);
   }
@@ -232,10 +330,12 @@ void LoadOp::RunOnDevice() {
     }
   } else {
     for (int i = 0; i < static_cast<int>(db_names_.size()); ++i) {
-      sources.push_back(db_names_[i]);
-      std::unique_ptr<db::DB> in = db::OpenDB(db_type_, db_names_[i], db::READ);
+      const std::string path =
+          ResolveDBPath("Load", db_names_[i], absolute_path_, workspace()->RootFolder());
+      sources.push_back(path);
+      std::unique_ptr<db::DB> in = db::OpenDB(db_type_, path, db::READ);
       std::unique_ptr<db::Cursor> cursor = in->NewCursor();
-      Gather(cursor.get(), i, db_names_[i], &gathered);
+      Gather(cursor.get(), i, path, &gathered);
     }
   }
   CheckComplete(gathered, MakeString(sources));
@@ -275,6 +375,9 @@ OPERATOR_SCHEMA(CreateDB)
     .NumOutputs(1)
     .Arg("db", "(string, required) path of the db to read", true)
     .Arg("db_type", "(string, default \"leveldb\") the db's type: minidb or lmdb here")
+    .Arg("absolute_path", "(int, default 0; not in Caffe2, whose CreateDB uses the path as "
+         "given) 1: use the path as given; 0: an absolute path is used as given, a relative "
+         "one is relative to the workspace's root folder and must not leave it")
     .Arg("num_shards", "(int, default 1) readers sharing the db")
     .Arg("shard_id", "(int, default 0) which of them this reader is")
     .Output(0, "reader", "a DBReader over the db, at its first record (of the shard)")
@@ -284,8 +387,8 @@ OPERATOR_SCHEMA(CreateDB)
 OPERATOR_SCHEMA(DBExists)
     .NumInputs(0)
     .NumOutputs(1)
-    .Arg("absolute_path", "(int, default 0) accepted for Caffe2; relative paths are "
-         "relative to the current directory either way")
+    .Arg("absolute_path", "(int, default 0) 1: use the path as given; 0: a relative path is "
+         "relative to the workspace's root folder and must not leave it")
     .Arg("db_name", "(string) path of the db in question")
     .Arg("db_type", "(string) its type: minidb or lmdb")
     .Output(0, "exists", "bool scalar: whether the db opens for reading")
@@ -294,8 +397,8 @@ OPERATOR_SCHEMA(DBExists)
 OPERATOR_SCHEMA(Save)
     .NumInputs(1, INT_MAX)
     .NumOutputs(0)
-    .Arg("absolute_path", "(int, default 0) accepted for Caffe2; relative paths are "
-         "relative to the current directory either way")
+    .Arg("absolute_path", "(int, default 0) 1: use the path as given; 0: a relative path is "
+         "relative to the workspace's root folder and must not leave it")
     .Arg("strip_prefix", "(string, default \"\") in each input name, drop everything up to "
          "and including the first occurrence of this (e.g. \"gpu_0/\")")
     .Arg("blob_name_overrides", "(list of strings) names to save the inputs under, one per "
@@ -307,13 +410,14 @@ OPERATOR_SCHEMA(Save)
     .Input(0, "X", "blobs to save (one or more: tensors, or types with a serializer)")
     .Doc("Saves blobs to a db, each under \"NAME#%CHUNK\" keys as Caffe2 does. The db is "
          "written beside the target and renamed into place when complete, so a failed or "
-         "interrupted Save leaves the previous file intact.");
+         "interrupted Save leaves the previous file intact. Each record carries a CRC-32C "
+         "in a field Caffe2's readers ignore.");
 
 OPERATOR_SCHEMA(Load)
     .NumInputs(0, INT_MAX)
     .NumOutputs(0, INT_MAX)
-    .Arg("absolute_path", "(int, default 0) accepted for Caffe2; relative paths are "
-         "relative to the current directory either way")
+    .Arg("absolute_path", "(int, default 0) 1: use the path as given; 0: a relative path is "
+         "relative to the workspace's root folder and must not leave it")
     .Arg("add_prefix", "(string, default \"\") prefix added to every name read from the db")
     .Arg("strip_prefix", "(string, default \"\") in every name read from the db, drop "
          "everything up to and including the first occurrence of this")
@@ -330,8 +434,9 @@ OPERATOR_SCHEMA(Load)
     .Input(0, "X, Y, ...", "optional DBReaders (from CreateDB) to load from instead of db")
     .Output(0, "blobs", "the blobs to load (with load_all: blobs that must be in the db)")
     .Doc("Loads blobs from one or more dbs. All or nothing: every record is read and "
-         "checked (all chunks present, shapes and types consistent) before any blob is "
-         "changed, so a corrupt or incomplete file leaves the workspace as it was.");
+         "checked (checksums where Save wrote them, all chunks present, shapes and types "
+         "consistent) before any blob is changed, so a corrupt or incomplete file leaves the "
+         "workspace as it was.");
 
 NO_GRADIENT(CreateDB, "it opens a db reader; there is no tensor to differentiate");
 SHOULD_NOT_DO_GRADIENT(DBExists, "it inspects the file system; it has no numeric inputs");

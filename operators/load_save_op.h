@@ -4,21 +4,41 @@
 //   Save      blobs -> a DB (minidb or lmdb), chunked as Caffe2 does
 //   Load      a DB (or DBReader inputs) -> blobs
 //
-// Two guarantees Caffe2 does not give:
-// - Save writes a temporary DB beside the target and renames it into place
-//   only once everything is written and synced, so an interrupted or failed
-//   Save never damages the previous checkpoint.
+// Three guarantees Caffe2 does not give:
+// - Save writes a temporary DB beside the target (fsyncing its files and
+//   directory) and renames it into place only once everything is written
+//   and synced, then fsyncs the target's directory, so an interrupted or
+//   failed Save never damages the previous checkpoint.
+// - Save appends a CRC-32C to every record (core/serialization_checksum.h;
+//   Caffe2 readers ignore it) and Load verifies it, so a flipped byte in a
+//   minidb file or an LMDB is an error naming the blob and the file instead
+//   of silently different weights.
 // - Load is all-or-nothing: it reads every wanted record, checks that every
 //   blob and every chunk is present and consistent, deserializes into
 //   temporaries, and only then swaps them into the workspace. A corrupt or
 //   incomplete file leaves every blob as it was.
 //
-// Paths: Caffe2 prefixes relative paths with the workspace's root folder
-// unless absolute_path is set; Doppio workspaces have no root folder, so a
-// relative path is relative to the current directory either way.
+// Paths: operators/db_path.h. With absolute_path=0 (Caffe2's default) a
+// relative path is relative to the workspace's root folder and may not leave
+// it; absolute_path=1 uses the path as given.
+//
+// Fault injection, for tests only: the environment variable
+// DOPPIO_FAULT_INJECT makes every Save of the process fail at a chosen point
+// as a crash would, without any clean-up:
+//   save_after_bytes:N        once more than N bytes of records (keys and
+//                             values) are written to the temporary DB, flush
+//                             them and SIGKILL the process
+//   save_stall_after_bytes:N  the same, but stop there (sleeping, for at most
+//                             60 s, then SIGKILL) so a test can kill the
+//                             process from outside at a known point
+//   save_before_rename        SIGKILL once the temporary DB is complete and
+//                             synced, just before it would replace the target
+// Any other value makes Save fail with an error. Unset, it costs one getenv
+// per Save.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,6 +57,7 @@ class CreateDBOp final : public Operator<CPUContext> {
  private:
   std::string db_type_;
   std::string db_name_;
+  bool absolute_path_;
   int num_shards_;
   int shard_id_;
 };
@@ -49,6 +70,7 @@ class DBExistsOp final : public Operator<CPUContext> {
  private:
   std::string db_name_;
   std::string db_type_;
+  bool absolute_path_;
 };
 
 class SaveOp final : public Operator<CPUContext> {
@@ -57,10 +79,13 @@ class SaveOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
-  // Writes every input into a new DB at `path`.
-  void WriteDB(const std::string& path);
+  // Writes every input into a new DB at `path`; `after_record` sees the
+  // running count of bytes written after each record.
+  void WriteDB(const std::string& path,
+               const std::function<void(int64_t bytes_written)>& after_record);
 
   std::string db_name_;
+  bool absolute_path_;
   std::string db_type_;
   std::string strip_prefix_;
   // The name each input is saved under.
@@ -84,7 +109,7 @@ class LoadOp final : public Operator<CPUContext> {
   using GatheredBlobs = std::map<std::string, Gathered>;
 
   // Reads the wanted records from `cursor` (db number db_index, called
-  // `source` in messages) into `gathered`.
+  // `source` in messages) into `gathered`, verifying their checksums.
   void Gather(db::Cursor* cursor, int db_index, const std::string& source,
               GatheredBlobs* gathered) const;
   // The workspace name a db key loads into.
@@ -92,6 +117,7 @@ class LoadOp final : public Operator<CPUContext> {
   // Errors when a requested blob is absent, unless allow_incomplete.
   void CheckComplete(const GatheredBlobs& gathered, const std::string& sources) const;
 
+  bool absolute_path_;
   std::string add_prefix_;
   std::string strip_prefix_;
   std::vector<std::string> db_names_;

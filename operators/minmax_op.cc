@@ -41,7 +41,7 @@ void MinMaxOp<Select>::RunOnDevice() {
     if (y != x0) std::copy(x0, x0 + count, y);
     const Select select;
     for (int i = 1; i < InputSize(); ++i) {
-      const T* x = Input(i).data<T>();
+      const T* x = Input(i).template data<T>();
       for (int64_t k = 0; k < count; ++k) y[k] = select(y[k], x[k]);
     }
   });

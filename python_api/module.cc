@@ -6,6 +6,7 @@
 // that run nets or operators release the GIL.
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -77,9 +78,13 @@ void SwitchWorkspace(const std::string& name, bool create_if_missing) {
   registry.current = name;
 }
 
-void ResetWorkspace() {
+// Caffe2's reset_workspace(root_folder): a fresh workspace, optionally with
+// the root folder its db ops resolve relative paths against.
+void ResetWorkspace(const std::optional<std::string>& root_folder) {
   auto& registry = Registry();
-  registry.workspaces[registry.current] = std::make_unique<Workspace>();
+  auto fresh = std::make_unique<Workspace>();
+  if (root_folder) fresh->SetRootFolder(*root_folder);
+  registry.workspaces[registry.current] = std::move(fresh);
 }
 
 // Throws, naming the blob, unless `option` names a usable CUDA device.
@@ -453,7 +458,8 @@ PYBIND11_MODULE(_C, m) {
     for (const auto& entry : Registry().workspaces) names.push_back(entry.first);
     return names;
   });
-  m.def("reset_workspace", &ResetWorkspace);
+  m.def("reset_workspace", &ResetWorkspace, py::arg("root_folder") = py::none());
+  m.def("root_folder", [] { return Registry().Current()->RootFolder(); });
   m.def("feed_blob", &FeedBlob, py::arg("name"), py::arg("array"),
         py::arg("device_option") = py::none());
   m.def("fetch_blob", &FetchBlob, py::arg("name"), py::arg("device_option") = py::none());

@@ -6,6 +6,7 @@ carrying the C++ message.
 """
 
 import atexit
+import os
 import sys
 
 import numpy as np
@@ -161,10 +162,21 @@ def SwitchWorkspace(name, create_if_missing=False):
 
 
 def ResetWorkspace(root_folder=None):
-    """Empties the current workspace. `root_folder` is accepted for Caffe2
-    compatibility; Doppio resolves paths against the process's directory."""
-    C.reset_workspace()
+    """Empties the current workspace. With `root_folder`, as in Caffe2, the
+    fresh workspace's Load, Save, DBExists and CreateDB resolve relative db
+    paths against that folder (and refuse paths that leave it unless the op
+    has absolute_path=1); without, against the current directory."""
+    if root_folder is None:
+        C.reset_workspace()
+    else:
+        C.reset_workspace(os.fspath(root_folder))
     return True
+
+
+def RootFolder():
+    """The current workspace's root folder ("." unless ResetWorkspace set
+    one)."""
+    return C.root_folder()
 
 
 # ---- blobs ----

@@ -218,8 +218,11 @@ TEST(NpyHostileTest, FortranOrder) {
 TEST(NpyHostileTest, AbsurdShapes) {
   // Product overflows int64.
   ExpectParseError(MakeNpy(Dict("<f4", "(4294967296, 4294967296)")), "more elements");
-  // Fits int64 but is far beyond the file: no allocation may be attempted.
-  ExpectParseError(MakeNpy(Dict("<f8", "(1000000000000,)")), "truncated");
+  // Fits int64 but is beyond the tensor cap (8e12 bytes > 16 GiB): refused
+  // from the header, before the file's size is even looked at.
+  ExpectParseError(MakeNpy(Dict("<f8", "(1000000000000,)")), "DOPPIO_MAX_TENSOR_BYTES");
+  // Within the cap but far beyond the file: no allocation may be attempted.
+  ExpectParseError(MakeNpy(Dict("<f8", "(1000000000,)")), "truncated");
   // A dim that does not fit int64 at all.
   ExpectParseError(MakeNpy(Dict("<f4", "(99999999999999999999,)")), "integer too large");
   // Too many dims.

@@ -386,12 +386,13 @@ TEST(SaveLoadTest, CreateDBReaderFeedsLoad) {
   });
   EXPECT_NE(error.find("/no/such.minidb"), std::string::npos) << error;
 
-  ws.RunOperatorOnce(MakeOp(
-      "DBExists", {}, {"yes"},
-      {StringArg("db_name", VectorPath("checkpoint.minidb")), StringArg("db_type", "minidb")}));
+  ws.RunOperatorOnce(MakeOp("DBExists", {}, {"yes"},
+                            {StringArg("db_name", VectorPath("checkpoint.minidb")),
+                             StringArg("db_type", "minidb"), IntArg("absolute_path", 1)}));
   EXPECT_TRUE(ws.GetBlob("yes")->GetTensor().data<bool>()[0]);
   ws.RunOperatorOnce(MakeOp("DBExists", {}, {"no"},
-                        {StringArg("db_name", "/no/such.minidb"), StringArg("db_type", "minidb")}));
+                            {StringArg("db_name", "/no/such.minidb"),
+                             StringArg("db_type", "minidb"), IntArg("absolute_path", 1)}));
   EXPECT_FALSE(ws.GetBlob("no")->GetTensor().data<bool>()[0]);
 }
 

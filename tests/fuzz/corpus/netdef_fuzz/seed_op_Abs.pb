@@ -1,0 +1,3 @@
+
+op_Abs
+in0out0"Abs:in0

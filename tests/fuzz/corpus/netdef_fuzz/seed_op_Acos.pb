@@ -1,0 +1,3 @@
+
+op_Acos
+in0out0"Acos:in0

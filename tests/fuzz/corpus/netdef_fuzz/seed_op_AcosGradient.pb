@@ -1,0 +1,4 @@
+
+op_AcosGradient
+in0
+in1out0"AcosGradient:in0:in1

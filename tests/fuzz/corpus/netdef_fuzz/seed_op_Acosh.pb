@@ -1,0 +1,3 @@
+
+op_Acosh
+in0out0"Acosh:in0

@@ -1,0 +1,9 @@
+
+op_AdamO
+in0
+in1
+in2
+in3out0out1out2"Adam*	
+beta1*	
+beta2*
+epsilon:in0:in1:in2:in3

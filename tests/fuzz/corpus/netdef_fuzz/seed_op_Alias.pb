@@ -1,0 +1,3 @@
+
+op_Alias
+in0out0"Alias:in0

@@ -1,0 +1,5 @@
+
+op_Allgather,
+in0
+in1out0"	Allgather*
+status_blob:in0:in1

@@ -1,0 +1,3 @@
+
+op_Asin
+in0out0"Asin:in0

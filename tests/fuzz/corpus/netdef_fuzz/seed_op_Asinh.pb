@@ -1,0 +1,3 @@
+
+op_Asinh
+in0out0"Asinh:in0

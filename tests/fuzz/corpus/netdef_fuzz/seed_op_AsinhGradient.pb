@@ -1,0 +1,4 @@
+
+op_AsinhGradient
+in0
+in1out0"AsinhGradient:in0:in1

@@ -1,0 +1,3 @@
+
+op_Atan
+in0out0"Atan:in0

@@ -1,0 +1,4 @@
+
+op_AtanGradient
+in0
+in1out0"AtanGradient:in0:in1

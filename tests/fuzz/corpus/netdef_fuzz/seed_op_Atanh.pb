@@ -1,0 +1,3 @@
+
+op_Atanh
+in0out0"Atanh:in0

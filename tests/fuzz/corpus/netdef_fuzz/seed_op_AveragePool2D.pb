@@ -1,0 +1,13 @@
+
+op_AveragePool2D
+in0out0"AveragePool2D*
+
+kernel*
+
+stride*
+pad*	
+order*
+
+legacy_pad*
+global_pooling*
+count_include_pad:in0

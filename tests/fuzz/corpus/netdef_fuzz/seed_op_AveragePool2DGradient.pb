@@ -1,0 +1,15 @@
+
+op_AveragePool2DGradient“
+in0
+in1
+in2out0"AveragePool2DGradient*
+
+kernel*
+
+stride*
+pad*	
+order*
+
+legacy_pad*
+global_pooling*
+count_include_pad:in0:in1:in2

@@ -1,0 +1,3 @@
+
+op_AveragedLoss
+in0out0"AveragedLoss:in0

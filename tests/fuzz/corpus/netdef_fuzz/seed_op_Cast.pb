@@ -1,0 +1,5 @@
+
+op_Cast(
+in0out0"Cast*
+to*
+	from_type:in0

@@ -1,0 +1,3 @@
+
+op_Ceil
+in0out0"Ceil:in0

@@ -1,0 +1,3 @@
+
+op_CloneCommonWorld
+in0out0"CloneCommonWorld:in0

@@ -1,0 +1,4 @@
+
+op_ColwiseMax
+in0out0"
+ColwiseMax:in0

@@ -1,0 +1,19 @@
+
+	op_Conv3D×
+in0
+in1out0"Conv3D*
+
+kernel*
+
+stride*
+pad*
+dilation*	
+group*	
+order*
+
+legacy_pad*
+shared_buffer*
+ws_nbytes_limit*
+deterministic*
+exhaustive_search*
+enable_tensor_core:in0:in1

@@ -1,0 +1,3 @@
+
+op_Copy
+in0out0"Copy:in0

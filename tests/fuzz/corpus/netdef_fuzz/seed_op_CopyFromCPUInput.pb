@@ -1,0 +1,3 @@
+
+op_CopyFromCPUInput
+in0out0"CopyFromCPUInput:in0

@@ -1,0 +1,3 @@
+
+op_Cos
+in0out0"Cos:in0

@@ -1,0 +1,3 @@
+
+op_Cosh
+in0out0"Cosh:in0

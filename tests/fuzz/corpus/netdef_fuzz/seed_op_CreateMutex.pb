@@ -1,0 +1,2 @@
+
+op_CreateMutexout0"CreateMutex

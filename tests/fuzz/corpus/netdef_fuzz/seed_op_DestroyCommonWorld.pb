@@ -1,0 +1,3 @@
+
+op_DestroyCommonWorld
+in0out0"DestroyCommonWorld:in0

@@ -1,0 +1,9 @@
+
+op_DivGradientZ
+in0
+in1
+in2out0out1"DivGradient*
+	broadcast*
+axis*
+axis_str*	
+order:in0:in1:in2

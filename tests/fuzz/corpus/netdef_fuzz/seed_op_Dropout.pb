@@ -1,0 +1,6 @@
+
+
+op_Dropout,
+in0out0"Dropout*	
+ratio*
+is_test:in0

@@ -1,0 +1,5 @@
+
+op_DropoutGrad0
+in0out0"DropoutGrad*	
+ratio*
+is_test:in0

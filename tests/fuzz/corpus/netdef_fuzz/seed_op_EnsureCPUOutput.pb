@@ -1,0 +1,3 @@
+
+op_EnsureCPUOutput
+in0out0"EnsureCPUOutput:in0

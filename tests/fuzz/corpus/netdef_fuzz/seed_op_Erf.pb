@@ -1,0 +1,3 @@
+
+op_Erf
+in0out0"Erf:in0

@@ -1,0 +1,3 @@
+
+op_Exp
+in0out0"Exp:in0

@@ -1,0 +1,10 @@
+
+op_FCGradientR
+in0
+in1
+in2out0out1"
+FCGradient*
+axis*
+
+axis_w*
+float16_compute:in0:in1:in2

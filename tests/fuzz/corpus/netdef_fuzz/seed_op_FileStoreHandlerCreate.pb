@@ -1,0 +1,5 @@
+
+op_FileStoreHandlerCreate4out0"FileStoreHandlerCreate*
+path*
+
+prefix

@@ -1,0 +1,5 @@
+
+
+op_Flatten
+in0out0"Flatten*
+axis:in0

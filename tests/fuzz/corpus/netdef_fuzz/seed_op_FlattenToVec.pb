@@ -1,0 +1,3 @@
+
+op_FlattenToVec
+in0out0"FlattenToVec:in0

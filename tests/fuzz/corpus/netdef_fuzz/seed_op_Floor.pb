@@ -1,0 +1,3 @@
+
+op_Floor
+in0out0"Floor:in0

@@ -1,0 +1,3 @@
+
+op_Free
+in0out0"Free:in0

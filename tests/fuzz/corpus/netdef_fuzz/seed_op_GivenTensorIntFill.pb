@@ -1,0 +1,7 @@
+
+op_GivenTensorIntFillVout0"GivenTensorIntFill*
+
+values*	
+shape*
+extra_shape*
+input_as_shape

@@ -1,0 +1,2 @@
+
+op_Iterout0"Iter

@@ -1,0 +1,3 @@
+
+op_Log
+in0out0"Log:in0

@@ -1,0 +1,5 @@
+
+	op_LpNorm'
+in0out0"LpNorm*
+p*
+average:in0

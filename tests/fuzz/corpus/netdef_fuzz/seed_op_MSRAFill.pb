@@ -1,0 +1,5 @@
+
+op_MSRAFill@out0"MSRAFill*	
+shape*
+extra_shape*
+input_as_shape

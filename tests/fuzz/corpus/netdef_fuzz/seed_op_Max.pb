@@ -1,0 +1,3 @@
+
+op_Max
+in0out0"Max:in0

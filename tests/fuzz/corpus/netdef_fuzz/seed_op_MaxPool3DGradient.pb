@@ -1,0 +1,14 @@
+
+op_MaxPool3DGradientx
+in0
+in1
+in2out0"MaxPool3DGradient*
+
+kernel*
+
+stride*
+pad*	
+order*
+
+legacy_pad*
+global_pooling:in0:in1:in2

@@ -1,0 +1,3 @@
+
+op_Min
+in0out0"Min:in0

@@ -1,0 +1,9 @@
+
+op_MulGradientZ
+in0
+in1
+in2out0out1"MulGradient*
+	broadcast*
+axis*
+axis_str*	
+order:in0:in1:in2

@@ -1,0 +1,3 @@
+
+op_NCCLAllGather
+in0out0"NCCLAllGather:in0

@@ -1,0 +1,3 @@
+
+op_NCCLAllreduce
+in0out0"NCCLAllreduce:in0

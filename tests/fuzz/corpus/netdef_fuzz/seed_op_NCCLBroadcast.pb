@@ -1,0 +1,4 @@
+
+op_NCCLBroadcast$
+in0out0"NCCLBroadcast*
+root:in0

@@ -1,0 +1,3 @@
+
+op_NCCLReduceScatter
+in0out0"NCCLReduceScatter:in0

@@ -1,0 +1,3 @@
+
+op_NCHW2NHWC
+in0out0"	NCHW2NHWC:in0

@@ -1,0 +1,3 @@
+
+op_Neg
+in0out0"Neg:in0

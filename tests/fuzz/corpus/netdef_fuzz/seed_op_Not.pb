@@ -1,0 +1,3 @@
+
+op_Not
+in0out0"Not:in0

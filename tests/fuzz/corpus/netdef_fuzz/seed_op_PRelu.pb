@@ -1,0 +1,5 @@
+
+op_PRelu"
+in0
+in1out0"PRelu*	
+order:in0:in1

@@ -1,0 +1,6 @@
+
+op_RedisStoreHandlerCreate?out0"RedisStoreHandlerCreate*
+host*
+port*
+
+prefix

@@ -1,0 +1,6 @@
+
+op_ReduceMean/
+in0out0"
+ReduceMean*
+axes*
+keepdims:in0

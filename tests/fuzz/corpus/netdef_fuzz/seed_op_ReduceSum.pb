@@ -1,0 +1,5 @@
+
+op_ReduceSum.
+in0out0"	ReduceSum*
+axes*
+keepdims:in0

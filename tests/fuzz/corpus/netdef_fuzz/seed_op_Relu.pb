@@ -1,0 +1,3 @@
+
+op_Relu
+in0out0"Relu:in0

@@ -1,0 +1,3 @@
+
+op_Round
+in0out0"Round:in0

@@ -1,0 +1,4 @@
+
+op_RowwiseMax
+in0out0"
+RowwiseMax:in0

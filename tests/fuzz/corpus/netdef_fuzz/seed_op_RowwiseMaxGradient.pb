@@ -1,0 +1,5 @@
+
+op_RowwiseMaxGradient)
+in0
+in1
+in2out0"RowwiseMaxGradient:in0:in1:in2

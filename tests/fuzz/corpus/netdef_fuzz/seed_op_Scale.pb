@@ -1,0 +1,4 @@
+
+op_Scale
+in0out0"Scale*	
+scale:in0

@@ -1,0 +1,4 @@
+
+op_Shape
+in0out0"Shape*
+axes:in0

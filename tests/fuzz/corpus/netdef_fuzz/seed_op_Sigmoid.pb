@@ -1,0 +1,4 @@
+
+
+op_Sigmoid
+in0out0"Sigmoid:in0

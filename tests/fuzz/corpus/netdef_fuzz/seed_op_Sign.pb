@@ -1,0 +1,3 @@
+
+op_Sign
+in0out0"Sign:in0

@@ -1,0 +1,3 @@
+
+op_Sin
+in0out0"Sin:in0

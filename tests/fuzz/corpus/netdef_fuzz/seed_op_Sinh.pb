@@ -1,0 +1,3 @@
+
+op_Sinh
+in0out0"Sinh:in0

@@ -1,0 +1,5 @@
+
+
+op_Softmax
+in0out0"Softmax*
+axis:in0

@@ -1,0 +1,3 @@
+
+op_Softplus
+in0out0"Softplus:in0

@@ -1,0 +1,4 @@
+
+op_SparseLengthsMeanGradient+
+in0
+in1out0"SparseLengthsMeanGradient:in0:in1

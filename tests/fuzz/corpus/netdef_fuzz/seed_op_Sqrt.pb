@@ -1,0 +1,3 @@
+
+op_Sqrt
+in0out0"Sqrt:in0

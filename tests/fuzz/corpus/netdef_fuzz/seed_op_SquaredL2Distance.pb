@@ -1,0 +1,4 @@
+
+op_SquaredL2Distance#
+in0
+in1out0"SquaredL2Distance:in0:in1

@@ -1,0 +1,3 @@
+
+op_StopGradient
+in0out0"StopGradient:in0

@@ -1,0 +1,3 @@
+
+op_Sum
+in0out0"Sum:in0

@@ -1,0 +1,3 @@
+
+op_Tan
+in0out0"Tan:in0

@@ -1,0 +1,3 @@
+
+op_Tanh
+in0out0"Tanh:in0

@@ -1,0 +1,7 @@
+
+op_UniformFillUout0"UniformFill*
+min*
+max*	
+shape*
+extra_shape*
+input_as_shape

@@ -1,0 +1,4 @@
+
+op_UnsortedSegmentSumGradient,
+in0
+in1out0"UnsortedSegmentSumGradient:in0:in1
