@@ -1,5 +1,7 @@
 // Device contexts: what an Operator<Context> needs to run on its device.
-// CPUContext is the host one; CUDAContext (core/cuda) follows the same shape.
+// CPUContext is the host one; CUDAContext (core/cuda) follows the same shape:
+// device(), SwitchToDevice(stream_id), FinishDeviceComputation() and
+// stream_placement() (where its work goes, see core/event.h).
 //
 // Each operator owns its context, so the random generator is per op and its
 // sequence depends only on the op's DeviceOption.random_seed: a seeded net
@@ -11,6 +13,7 @@
 #include <random>
 
 #include "core/allocator.h"
+#include "core/event.h"
 #include "proto/doppio.pb.h"
 
 namespace doppio {
@@ -29,6 +32,8 @@ class CPUContext {
   // Host work needs no device switch or synchronization.
   void SwitchToDevice(int /*stream_id*/ = 0) {}
   void FinishDeviceComputation() {}
+  // Host work is never queued on streams (see core/event.h).
+  static constexpr StreamPlacement stream_placement() { return {}; }
 
   // The op's random generator: seeded from random_seed when the option sets
   // one, else from a process-wide nondeterministic source.

@@ -9,6 +9,12 @@
 // Errors raised while running carry the op's index, type, name, blobs and the
 // net's name. Thread-safety: one Run() at a time per net; set observers
 // between runs, not during one.
+//
+// Device streams: when some op queues its work on an asynchronous device
+// (OperatorBase::stream_placement(), core/event.h), the executor orders that
+// work with a StreamScheduler (core/event_schedule.h) and Run() returns only
+// once all of it is done. A net of host ops has no scheduler and runs its
+// ops exactly as before streams existed.
 #pragma once
 
 #include <chrono>
@@ -23,7 +29,16 @@
 
 namespace doppio {
 
+class StreamScheduler;
 class Workspace;
+
+// For each op of `net`, the earlier ops it must wait for (ascending, no
+// duplicates): the last writer of each blob it reads or names in
+// control_input (read after write), the last writer of each blob it writes
+// (write after write), and every reader of such a blob since that writer
+// (write after read). An op that reads and writes a blob (in place) does not
+// depend on itself.
+std::vector<std::vector<int>> OpDependencies(const NetDef& net);
 
 class NetBase {
  public:
@@ -40,7 +55,7 @@ class NetBase {
   using OpEventObserver = std::function<void(const OpEvent& event)>;
 
   NetBase(const NetDef& def, Workspace* workspace);
-  virtual ~NetBase() = default;
+  virtual ~NetBase();
   NetBase(const NetBase&) = delete;
   NetBase& operator=(const NetBase&) = delete;
 
@@ -65,7 +80,19 @@ class NetBase {
   // Creates the op at `index`, adding its context to any error.
   std::unique_ptr<OperatorBase> CreateOpAt(int index, Workspace* workspace) const;
   // Runs one op, timing it for the observer and adding context to errors.
-  void RunOpAt(int index, OperatorBase& op) const;
+  // With `streams`, on stream `stream_id`, after waiting for its parents'
+  // device work and recording its own event as planned.
+  void RunOpAt(int index, OperatorBase& op, StreamScheduler* streams = nullptr,
+               int stream_id = 0) const;
+  // RunOpAt's slower path, kept out of line so the host-only case stays a
+  // plain call.
+  void RunObservedOrOnStream(int index, OperatorBase& op, StreamScheduler* streams,
+                             int stream_id) const;
+  // A scheduler for `operators` when some of them use device streams, else
+  // nullptr. `streams_per_device` as in StreamScheduler.
+  std::unique_ptr<StreamScheduler> MakeStreamScheduler(
+      const std::vector<std::unique_ptr<OperatorBase>>& operators,
+      int streams_per_device) const;
 
   NetDef def_;
   OpEventObserver observer_;

@@ -2,22 +2,20 @@
 
 #include <algorithm>
 #include <map>
-#include <unordered_map>
 #include <utility>
 
 #include "core/argument.h"
+#include "core/event_schedule.h"
 #include "core/intra_op_threads.h"
 #include "core/net_trace.h"
 
 namespace doppio {
 namespace {
 
-// What the dependency analysis remembers about one blob name.
-struct BlobAccess {
-  int last_writer = -1;
-  // Ops that read the blob since last_writer wrote it.
-  std::vector<int> readers;
-};
+// Worker threads of one dag net, over all its devices. NetDefs come from
+// files: num_workers = 2^31 (or thousands of distinct device options) must
+// fail, not exhaust memory starting threads.
+constexpr int64_t kMaxWorkerThreads = 1024;
 
 int WorkersPerDevice(const NetDef& net) {
   ArgumentHelper args(net);
@@ -49,47 +47,6 @@ int WorkersPerDevice(const NetDef& net) {
 
 }  // namespace
 
-std::vector<std::vector<int>> OpDependencies(const NetDef& net) {
-  std::vector<std::vector<int>> parents(net.op_size());
-  std::unordered_map<std::string, BlobAccess> blobs;
-  for (int i = 0; i < net.op_size(); ++i) {
-    const OperatorDef& op = net.op(i);
-    std::vector<int>& deps = parents[i];
-    auto after_writer = [&](const std::string& name) {
-      auto it = blobs.find(name);
-      if (it != blobs.end() && it->second.last_writer >= 0) {
-        deps.push_back(it->second.last_writer);
-      }
-    };
-    for (const std::string& name : op.input()) after_writer(name);
-    for (const std::string& name : op.control_input()) after_writer(name);
-    for (const std::string& name : op.output()) {
-      after_writer(name);
-      auto it = blobs.find(name);
-      if (it == blobs.end()) continue;
-      for (int reader : it->second.readers) {
-        if (reader != i) deps.push_back(reader);
-      }
-    }
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-
-    // Record reads before writes: an in-place op's write clears its own read.
-    auto note_reader = [&](const std::string& name) {
-      std::vector<int>& readers = blobs[name].readers;
-      if (readers.empty() || readers.back() != i) readers.push_back(i);
-    };
-    for (const std::string& name : op.input()) note_reader(name);
-    for (const std::string& name : op.control_input()) note_reader(name);
-    for (const std::string& name : op.output()) {
-      BlobAccess& access = blobs[name];
-      access.last_writer = i;
-      access.readers.clear();
-    }
-  }
-  return parents;
-}
-
 DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace) {
   const int num_ops = def_.op_size();
   workers_per_device_ = WorkersPerDevice(def_);
@@ -118,9 +75,37 @@ DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace
   pending_ = std::make_unique<std::atomic<int>[]>(num_ops);
 
   const int devices = std::max<int>(1, static_cast<int>(device_labels.size()));
+  DOPPIO_ENFORCE(int64_t{devices} * workers_per_device_ <= kMaxWorkerThreads, "net '",
+                 def_.name(), "' asks for ", workers_per_device_, " worker(s) on each of ",
+                 devices, " device(s), more than the dag executor's ", kMaxWorkerThreads,
+                 " worker threads per net; lower num_workers");
   intra_op_threads_ = IntraOpThreadsForNet(def_, devices * workers_per_device_);
+  streams_ = MakeStreamScheduler(operators_, workers_per_device_);
+  if (streams_) CheckOneStreamDevicePerPool();
   for (const std::string& label : device_labels) {
     pools_.push_back(std::make_unique<ThreadPool>(workers_per_device_, label));
+  }
+}
+
+void DagNet::CheckOneStreamDevicePerPool() const {
+  // Stream w of a stream device must be driven by one thread, worker w of
+  // one pool; ops that would break that cannot come from one context type,
+  // but a mix of contexts could produce them.
+  const StreamPlan& plan = streams_->plan();
+  std::map<int, int> pool_of_stream_device;
+  std::map<int, int> stream_device_of_pool;
+  for (int i = 0; i < static_cast<int>(operators_.size()); ++i) {
+    const int stream_device = plan.device_of_op[i];
+    if (stream_device < 0) continue;
+    const int pool = device_of_op_[i];
+    const auto by_device = pool_of_stream_device.emplace(stream_device, pool).first;
+    const auto by_pool = stream_device_of_pool.emplace(pool, stream_device).first;
+    const StreamDevice& device = plan.devices[stream_device];
+    DOPPIO_ENFORCE(by_device->second == pool && by_pool->second == stream_device, "",
+                   DescribeOp(i), " uses ", device.backend->name(), " device ", device.device,
+                   ", which other ops of this net reach through another DeviceOption (or "
+                   "their DeviceOption reaches another stream device); the dag executor "
+                   "needs one DeviceOption per stream device");
   }
 }
 
@@ -145,6 +130,7 @@ void DagNet::Run() {
     first_error_ = nullptr;
   }
   outstanding_.store(static_cast<int>(roots_.size()), std::memory_order_relaxed);
+  if (streams_) streams_->BeginRun();
   // Submitting takes the pool's lock, which publishes the stores above.
   for (int root : roots_) Submit(root);
 
@@ -155,6 +141,8 @@ void DagNet::Run() {
     error = std::move(first_error_);
     first_error_ = nullptr;
   }
+  // Every op has returned; their queued device work may still be running.
+  if (streams_) streams_->FinishRun(/*report_failures=*/!error);
   if (error) std::rethrow_exception(error);
 }
 
@@ -164,12 +152,14 @@ void DagNet::RunChain(int op) {
   } catch (...) {
     RecordError(std::current_exception());
   }
+  // Ops run on the stream of their worker; the pool sets the index.
+  const int stream_id = std::max(0, ThreadPool::CurrentWorkerIndex());
   while (op >= 0) {
     int next = -1;
     if (!stop_.load(std::memory_order_acquire)) {
       bool succeeded = false;
       try {
-        RunOpAt(op, *operators_[op]);
+        RunOpAt(op, *operators_[op], streams_.get(), stream_id);
         succeeded = true;
       } catch (...) {
         RecordError(std::current_exception());

@@ -21,9 +21,16 @@
 // Intra-op threads: IntraOpThreadsForNet with one concurrent op per worker,
 // applied on each worker (see core/intra_op_threads.h).
 //
+// Device streams (core/event_schedule.h): worker w of a device runs that
+// device's async ops on stream w without a host sync; an op that runs on
+// another stream than a parent it depends on waits for the parent's event
+// (on the device, or on the host for a host op), and Run() drains every
+// stream the run used before it returns.
+//
 // Errors: the first op that fails stops the scheduling of new ops; Run()
-// waits for the ops already running, then rethrows that op's error with its
-// context. The net can run again afterwards.
+// waits for the ops already running (and their device work), then rethrows
+// that op's error with its context. A failed kernel found when the streams
+// are drained is reported the same way. The net can run again afterwards.
 //
 // Threading: one Run() at a time; Run() blocks until the net is done. The
 // pools belong to the net, so a net run from inside another net's op never
@@ -43,14 +50,6 @@
 
 namespace doppio {
 
-// For each op of `net`, the earlier ops it must wait for (ascending, no
-// duplicates): the last writer of each blob it reads or names in
-// control_input (read after write), the last writer of each blob it writes
-// (write after write), and every reader of such a blob since that writer
-// (write after read). An op that reads and writes a blob (in place) does not
-// depend on itself.
-std::vector<std::vector<int>> OpDependencies(const NetDef& net);
-
 class DagNet final : public NetBase {
  public:
   DagNet(const NetDef& def, Workspace* workspace);
@@ -63,6 +62,8 @@ class DagNet final : public NetBase {
   int num_devices() const { return static_cast<int>(pools_.size()); }
   int workers_per_device() const { return workers_per_device_; }
   int intra_op_threads() const { return intra_op_threads_; }
+  // Null when no op uses device streams.
+  const StreamScheduler* stream_scheduler() const { return streams_.get(); }
   // "cpu_1", "gpu_0": the device (and pool name) of op `index`.
   const std::string& device_label(int index) const;
 
@@ -70,6 +71,7 @@ class DagNet final : public NetBase {
   // Runs `op`, then (while they become ready on its device) one successor
   // after another on this thread.
   void RunChain(int op);
+  void CheckOneStreamDevicePerPool() const;
   void ReleaseSuccessors(int op, int* inline_next);
   // Counts `op` as outstanding and queues it.
   void Schedule(int op);
@@ -95,6 +97,8 @@ class DagNet final : public NetBase {
   std::condition_variable run_finished_;
   bool finished_ = false;
   std::exception_ptr first_error_;
+
+  std::unique_ptr<StreamScheduler> streams_;
 
   // Last: the workers stop before anything they use is destroyed.
   std::vector<std::unique_ptr<ThreadPool>> pools_;

@@ -6,10 +6,17 @@
 // lookups. Operator<Context> adds a device context and the Tensor
 // shorthands Input(i) / Output(i); a kernel implements RunOnDevice().
 //
+// Streams (core/event.h): an op on an asynchronous device (CUDA) can queue
+// its work on a stream and return before the work is done. Run() never does
+// that: it waits for the work, so calling it directly is always safe. Nets
+// use RunOnStream() with the op's stream_placement() and order the queued
+// work with events (core/event_schedule.h). Host ops (CPU) take no part:
+// nets call their Run() exactly as before.
+//
 // Ownership: the workspace owns the blobs; the operator holds borrowed
 // pointers to them, valid while the workspace lives (nets are destroyed
 // before their workspace's blobs).
-// Thread-safety: one Run() at a time per operator.
+// Thread-safety: one Run() or RunOnStream() at a time per operator.
 #pragma once
 
 #include <memory>
@@ -20,6 +27,7 @@
 #include "core/blob.h"
 #include "core/context.h"
 #include "core/enforce.h"
+#include "core/event.h"
 #include "core/tensor.h"
 #include "proto/doppio.pb.h"
 
@@ -34,8 +42,17 @@ class OperatorBase {
   OperatorBase(const OperatorBase&) = delete;
   OperatorBase& operator=(const OperatorBase&) = delete;
 
-  // Does the op's work; failures throw doppio::Error.
+  // Does the op's work; failures throw doppio::Error. When it returns the
+  // work is done, also on a device (stream 0 of it).
   virtual void Run() = 0;
+  // Does the op's work on stream `stream_id` of its device (a net worker's
+  // index). An op whose placement is async returns once its work is queued;
+  // the caller must order that work with events (core/event_schedule.h).
+  // Any other op returns with its work done, as from Run().
+  virtual void RunOnStream(int /*stream_id*/) { Run(); }
+  // Where the op's work goes (see StreamPlacement). Fixed for the op's life;
+  // nets ask once, when they are created.
+  virtual StreamPlacement stream_placement() const { return {}; }
 
   const OperatorDef& def() const { return def_; }
   const std::string& type() const { return def_.type(); }
@@ -95,11 +112,32 @@ class Operator : public OperatorBase {
       : OperatorBase(def, workspace), context_(def.device_option()) {}
 
   void Run() final {
-    context_.SwitchToDevice();
+    context_.SwitchToDevice(0);
     RunOnDevice();
     context_.FinishDeviceComputation();
   }
+  void RunOnStream(int stream_id) final {
+    context_.SwitchToDevice(stream_id);
+    RunOnDevice();
+    // A compile-time no-op for host contexts, whose placement is constant.
+    if (!context_.stream_placement().async || NeedsHostSync()) {
+      context_.FinishDeviceComputation();
+    }
+  }
+  StreamPlacement stream_placement() const final {
+    StreamPlacement placement = context_.stream_placement();
+    if (placement.async && NeedsHostSync()) placement.async = false;
+    return placement;
+  }
   virtual void RunOnDevice() = 0;
+
+  // The escape hatch from asynchronous execution, for device op types that
+  // read device data on the host, write host memory that the next op reads
+  // at once, or queue work outside their stream in a way events cannot
+  // order: returning true makes nets wait on the host for the op's parents
+  // and the op wait for its own stream before it returns (the behaviour of
+  // every device op before streams).
+  virtual bool NeedsHostSync() const { return false; }
 
  protected:
   // Input i as a tensor; a clear error if the blob holds anything else.

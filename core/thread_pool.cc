@@ -10,6 +10,7 @@ namespace {
 
 // Set once per worker thread; traces read it to name the thread an op ran on.
 thread_local std::string current_worker_label;
+thread_local int current_worker_index = -1;
 
 }  // namespace
 
@@ -61,8 +62,11 @@ void ThreadPool::WaitIdle() {
 
 const std::string& ThreadPool::CurrentWorkerLabel() { return current_worker_label; }
 
+int ThreadPool::CurrentWorkerIndex() { return current_worker_index; }
+
 void ThreadPool::WorkerLoop(int index) {
   current_worker_label = name_ + "/worker " + std::to_string(index);
+  current_worker_index = index;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     work_available_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

@@ -44,6 +44,9 @@ class ThreadPool {
 
   // "<pool name>/worker <i>" for a thread of some pool, "" for any other.
   static const std::string& CurrentWorkerLabel();
+  // <i> for worker i of some pool, -1 for any other thread. The dag net
+  // runs a worker's device ops on stream <i> of the device.
+  static int CurrentWorkerIndex();
 
  private:
   void WorkerLoop(int index);

@@ -7,26 +7,27 @@
 #include "core/schema.h"
 #include "operators/op_type_dispatch.h"
 #include "operators/optimizer_utils.h"
+#include "operators/sparse_functors.h"
 #include "operators/sparse_index_utils.h"
 
 namespace doppio {
 
 namespace {
 
-// One element of the update.
-struct AdagradStep {
+// One element of the update: the functor the CUDA kernels run too
+// (sparse_functors.h).
+struct AdagradResult {
   double moment;
   double effective_lr;
   double update;
 };
 
-inline AdagradStep Adagrad(double grad, double moment, double lr, double epsilon,
-                           double decay) {
-  AdagradStep step;
-  step.moment = decay * moment + grad * grad;
-  step.effective_lr = lr / (std::sqrt(step.moment) + epsilon);
-  step.update = step.effective_lr * grad;
-  return step;
+inline AdagradResult Adagrad(double grad, double moment, double lr, double epsilon,
+                             double decay) {
+  AdagradResult result;
+  result.update = functors::AdagradStep{epsilon, decay}(grad, moment, lr, &result.moment,
+                                                         &result.effective_lr);
+  return result;
 }
 
 }  // namespace
@@ -68,7 +69,7 @@ void AdagradOp::RunOnDevice() {
       update = Output(3)->mutable_data<T>();
     }
     for (int64_t i = 0; i < param.numel(); ++i) {
-      const AdagradStep step = Adagrad(g[i], h[i], lr, epsilon_, decay_);
+      const AdagradResult step = Adagrad(g[i], h[i], lr, epsilon_, decay_);
       nw[i] = static_cast<T>(w[i] + step.update);
       nh[i] = static_cast<T>(step.moment);
       if (effective_lr != nullptr) effective_lr[i] = static_cast<T>(step.effective_lr);
@@ -114,7 +115,7 @@ void SparseAdagradOp::RunOnDevice() {
       for (int64_t k = 0; k < count; ++k) {
         const int64_t offset = static_cast<int64_t>(index[k]) * row_size;
         for (int64_t j = 0; j < row_size; ++j) {
-          const AdagradStep step =
+          const AdagradResult step =
               Adagrad(g[k * row_size + j], h[offset + j], lr, epsilon_, 1.0);
           h[offset + j] = static_cast<T>(step.moment);
           w[offset + j] = static_cast<T>(w[offset + j] + step.update);

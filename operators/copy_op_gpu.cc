@@ -75,6 +75,9 @@ class CopyDeviceToHostOp final : public CudaCopyOpBase {
 class EnsureCPUOutputCudaOp final : public CudaCopyOpBase {
  public:
   using CudaCopyOpBase::CudaCopyOpBase;
+  // A CPU input is copied by the host at once, so its writer (maybe an
+  // asynchronous device-to-host copy) must have finished first.
+  bool NeedsHostSync() const override { return true; }
   void RunOnDevice() override {
     const Tensor& input = Input(0);
     if (input.device().kind == DeviceKind::kCPU) {

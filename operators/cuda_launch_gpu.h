@@ -1,6 +1,6 @@
 // What every grid-stride kernel file shares: the launch shape, the index
-// walk and the launch check. For .cu files only (nvcc): it declares device
-// functions.
+// walk, the launch check and a block-wide sum. For .cu files only (nvcc):
+// it declares device functions.
 #pragma once
 
 #ifdef __CUDACC__
@@ -36,6 +36,24 @@ __device__ inline int64_t FirstIndex() {
 }
 
 __device__ inline int64_t GridStride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+// The sum of every thread's `value` over a block of kThreads threads,
+// returned to all of them: a tree in shared memory, summed in double so the
+// result does not depend on the order beyond double rounding. Every thread
+// of the block must call it (it synchronizes the block).
+__device__ inline double BlockSum(double value) {
+  __shared__ double partial[kThreads];
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (unsigned half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  const double total = partial[0];
+  // A second call reuses `partial`: nobody may write it before all have read.
+  __syncthreads();
+  return total;
+}
 
 }  // namespace cuda_launch
 }  // namespace doppio

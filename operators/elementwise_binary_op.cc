@@ -10,6 +10,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/broadcast_gradient_functors.h"
 #include "operators/elementwise_functors.h"
 #include "operators/shape_inference_utils.h"
 
@@ -71,6 +72,8 @@ void BroadcastArgsSchema(OpSchema& schema) {
 namespace {
 
 // ---- functors ----
+// The per-element math is the shared functors' (elementwise_functors.h,
+// broadcast_gradient_functors.h), which the CUDA kernels run too.
 
 // Add, Sub and Mul take every numeric type both ways and their gradient ops
 // (dC, A, B); Div overrides what differs.
@@ -81,47 +84,52 @@ struct ArithmeticFunctorBase : BinaryFunctorBase {
 };
 
 struct AddFunctor : ArithmeticFunctorBase {
-  static constexpr bool kNeedsA = false, kNeedsB = false, kNeedsC = false;
+  static constexpr bool kNeedsA = functors::AddGradient::kNeedsA;
+  static constexpr bool kNeedsB = functors::AddGradient::kNeedsB;
+  static constexpr bool kNeedsC = functors::AddGradient::kNeedsC;
   template <typename T>
   T operator()(T a, T b) const {
     return functors::Add{}(a, b);
   }
   template <typename T>
-  void Gradient(T dc, T, T, T, T* da, T* db) const {
-    *da = dc;
-    *db = dc;
+  void Gradient(T dc, T a, T b, T c, T* da, T* db) const {
+    functors::AddGradient{}(dc, a, b, c, da, db);
   }
 };
 
 struct SubFunctor : ArithmeticFunctorBase {
-  static constexpr bool kNeedsA = false, kNeedsB = false, kNeedsC = false;
+  static constexpr bool kNeedsA = functors::SubGradient::kNeedsA;
+  static constexpr bool kNeedsB = functors::SubGradient::kNeedsB;
+  static constexpr bool kNeedsC = functors::SubGradient::kNeedsC;
   template <typename T>
   T operator()(T a, T b) const {
     return functors::Sub{}(a, b);
   }
   template <typename T>
-  void Gradient(T dc, T, T, T, T* da, T* db) const {
-    *da = dc;
-    *db = static_cast<T>(-dc);
+  void Gradient(T dc, T a, T b, T c, T* da, T* db) const {
+    functors::SubGradient{}(dc, a, b, c, da, db);
   }
 };
 
 struct MulFunctor : ArithmeticFunctorBase {
-  static constexpr bool kNeedsA = true, kNeedsB = true, kNeedsC = false;
+  static constexpr bool kNeedsA = functors::MulGradient::kNeedsA;
+  static constexpr bool kNeedsB = functors::MulGradient::kNeedsB;
+  static constexpr bool kNeedsC = functors::MulGradient::kNeedsC;
   template <typename T>
   T operator()(T a, T b) const {
     return functors::Mul{}(a, b);
   }
   template <typename T>
-  void Gradient(T dc, T a, T b, T, T* da, T* db) const {
-    *da = static_cast<T>(dc * b);
-    *db = static_cast<T>(dc * a);
+  void Gradient(T dc, T a, T b, T c, T* da, T* db) const {
+    functors::MulGradient{}(dc, a, b, c, da, db);
   }
 };
 
 struct DivFunctor : ArithmeticFunctorBase {
   using GradTypes = FloatTypes;
-  static constexpr bool kNeedsA = false, kNeedsB = true, kNeedsC = true;
+  static constexpr bool kNeedsA = functors::DivGradient::kNeedsA;
+  static constexpr bool kNeedsB = functors::DivGradient::kNeedsB;
+  static constexpr bool kNeedsC = functors::DivGradient::kNeedsC;
   static GradientSlots Slots(int num_inputs) {
     // Caffe2 emits DivGradient(dC, A, B, C); its older nets (B, C, dC).
     if (num_inputs == 4) return {0, 1, 2, 3};
@@ -144,9 +152,8 @@ struct DivFunctor : ArithmeticFunctorBase {
     return functors::Div{}(a, b);
   }
   template <typename T>
-  void Gradient(T dc, T, T b, T c, T* da, T* db) const {
-    *da = dc / b;
-    *db = -dc * c / b;
+  void Gradient(T dc, T a, T b, T c, T* da, T* db) const {
+    functors::DivGradient{}(dc, a, b, c, da, db);
   }
 };
 

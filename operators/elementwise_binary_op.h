@@ -148,13 +148,13 @@ class BinaryElementwiseGradientOp final : public Operator<CPUContext> {
   const T* Values(int slot, bool needed) {
     if (!needed || slot < 0) return nullptr;
     EnforceSameType(*this, slot, Input(slot), slots_.dc, Input(slots_.dc));
-    return Input(slot).data<T>();
+    return Input(slot).template data<T>();
   }
 
   template <typename T>
   void Run(const BroadcastPlan& plan, const std::vector<int64_t>& a_dims,
            const std::vector<int64_t>& b_dims) {
-    const T* dc = Input(slots_.dc).data<T>();
+    const T* dc = Input(slots_.dc).template data<T>();
     const T* a = Values<T>(slots_.a, Functor::kNeedsA);
     const T* b = Values<T>(slots_.b, Functor::kNeedsB);
     const T* c = Values<T>(slots_.c, Functor::kNeedsC);

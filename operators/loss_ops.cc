@@ -3,8 +3,9 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
-#include "operators/elementwise_functors.h"
 #include "operators/activation_ops.h"
+#include "operators/elementwise_functors.h"
+#include "operators/loss_functors.h"
 
 namespace doppio {
 
@@ -17,7 +18,7 @@ void AveragedLossOp::RunOnDevice() {
     const T* x = X.data<T>();
     double sum = 0;
     for (int64_t i = 0; i < X.numel(); ++i) sum += x[i];
-    const double mean = X.numel() > 0 ? sum / static_cast<double>(X.numel()) : 0.0;
+    const double mean = functors::AverageOf(sum, X.numel());
     Tensor* Y = Output(0);
     Y->Resize({});
     *Y->template mutable_data<T>() = static_cast<T>(mean);
@@ -35,7 +36,7 @@ void AveragedLossGradientOp::RunOnDevice() {
   activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t n = X.numel();
-    const T value = n > 0 ? *dY.data<T>() / static_cast<T>(n) : T(0);
+    const T value = functors::AveragedLossGradientValue(*dY.data<T>(), n);
     Tensor* dX = Output(0);
     dX->Resize(X.dims());
     T* dx = dX->template mutable_data<T>();

@@ -2,7 +2,9 @@
 // since the host reads it), LearningRate (the host computes the scalar and
 // queues its copy to the device), MomentumSGD, MomentumSGDUpdate, Adam and
 // Accuracy (float32; labels int32), whose kernels run the functors of
-// elementwise_functors.h that the CPU ops run too.
+// elementwise_functors.h that the CPU ops run too. The update ops take their
+// learning rate from the host (the CPU LearningRate op a data-parallel model
+// shares across devices) or from their own GPU.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -15,6 +17,7 @@
 #include "operators/learning_rate_op.h"
 #include "operators/optimizer_op_gpu.h"
 #include "operators/optimizer_utils.h"
+#include "operators/scalar_operand_gpu.h"
 
 namespace doppio {
 namespace {
@@ -26,11 +29,6 @@ void EnforceGpuFloat(const OperatorBase& op, int index, const Tensor& tensor) {
   DOPPIO_ENFORCE(tensor.dtype() == DataType::kFloat, "op ", op.type(), " on CUDA: '",
                  op.input_name(index), "' holds ", DataTypeName(tensor.dtype()),
                  "; the GPU kernel supports float32");
-}
-
-void EnforceScalar(const OperatorBase& op, int index, const Tensor& tensor, const char* what) {
-  DOPPIO_ENFORCE(tensor.numel() == 1, "op ", op.type(), ": ", what, " '", op.input_name(index),
-                 "' must hold one element, but has shape ", tensor.dims());
 }
 
 class CudaIterOp final : public Operator<CUDAContext> {
@@ -102,11 +100,10 @@ class CudaMomentumSgdOp final : public Operator<CUDAContext> {
   void RunOnDevice() override {
     const Tensor& grad = Input(0);
     const Tensor& moment = Input(1);
-    const Tensor& lr = Input(2);
     EnforceGpuFloat(*this, 0, grad);
     EnforceGpuFloat(*this, 1, moment);
-    EnforceGpuFloat(*this, 2, lr);
-    EnforceScalar(*this, 2, lr, "the learning rate");
+    const functors::ScalarOperand<float> lr =
+        ScalarOperandOf<float>(*this, 2, Input(2), context_.device(), "the learning rate");
     EnforceSameSizeAndType(*this, 0, grad, 1, moment);
     const int64_t n = grad.numel();
     float* param = nullptr;
@@ -130,7 +127,7 @@ class CudaMomentumSgdOp final : public Operator<CUDAContext> {
     Tensor* new_moment = Output(1);
     new_grad->Resize(grad.dims());
     new_moment->Resize(moment.dims());
-    LaunchMomentumSgdCuda(n, g, m, lr.data<float>(), momentum_, nesterov_,
+    LaunchMomentumSgdCuda(n, g, m, lr, momentum_, nesterov_,
                           new_grad->mutable_data<float>(), new_moment->mutable_data<float>(),
                           param, context_.cuda_stream());
   }
@@ -155,10 +152,10 @@ class CudaAdamOp final : public Operator<CUDAContext> {
     const Tensor& moment_1 = Input(1);
     const Tensor& moment_2 = Input(2);
     const Tensor& grad = Input(3);
-    const Tensor& lr = Input(4);
     const Tensor& iteration = Input(5);
-    for (int i = 0; i < 5; ++i) EnforceGpuFloat(*this, i, Input(i));
-    EnforceScalar(*this, 4, lr, "the learning rate");
+    for (int i = 0; i < 4; ++i) EnforceGpuFloat(*this, i, Input(i));
+    const functors::ScalarOperand<float> lr =
+        ScalarOperandOf<float>(*this, 4, Input(4), context_.device(), "the learning rate");
     EnforceSameSizeAndType(*this, 0, param, 1, moment_1);
     EnforceSameSizeAndType(*this, 0, param, 2, moment_2);
     EnforceSameSizeAndType(*this, 0, param, 3, grad);
@@ -184,7 +181,7 @@ class CudaAdamOp final : public Operator<CUDAContext> {
       step->Resize(grad.dims());
       step_out = step->mutable_data<float>();
     }
-    LaunchAdamCuda(param.numel(), adam, w, m1, m2, g, lr.data<float>(),
+    LaunchAdamCuda(param.numel(), adam, w, m1, m2, g, lr,
                    outputs[0]->mutable_data<float>(), outputs[1]->mutable_data<float>(),
                    outputs[2]->mutable_data<float>(), step_out, context_.cuda_stream());
   }

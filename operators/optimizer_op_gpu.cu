@@ -15,9 +15,10 @@ using cuda_launch::GridStride;
 using cuda_launch::kThreads;
 
 __global__ void MomentumSgdKernel(int64_t n, const float* grad, const float* moment,
-                                  const float* lr, float momentum, bool nesterov,
-                                  float* new_grad, float* new_moment, float* param) {
-  const double rate = *lr;
+                                  functors::ScalarOperand<float> lr, float momentum,
+                                  bool nesterov, float* new_grad, float* new_moment,
+                                  float* param) {
+  const double rate = lr.Get();
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
     double m_new, step;
     functors::MomentumSgdStep(grad[i], moment[i], rate, momentum, nesterov, &m_new, &step);
@@ -29,9 +30,9 @@ __global__ void MomentumSgdKernel(int64_t n, const float* grad, const float* mom
 
 __global__ void AdamKernel(int64_t n, functors::AdamStep adam, const float* param,
                            const float* moment_1, const float* moment_2, const float* grad,
-                           const float* lr, float* new_param, float* new_moment_1,
-                           float* new_moment_2, float* step_out) {
-  const double rate = *lr;
+                           functors::ScalarOperand<float> lr, float* new_param,
+                           float* new_moment_1, float* new_moment_2, float* step_out) {
+  const double rate = lr.Get();
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
     double m, v;
     const double step = adam(grad[i], moment_1[i], moment_2[i], &m, &v);
@@ -76,9 +77,10 @@ __global__ void AccuracyKernel(int64_t rows, int64_t d, int top_k, const float* 
 
 }  // namespace
 
-void LaunchMomentumSgdCuda(int64_t n, const float* grad, const float* moment, const float* lr,
-                           float momentum, bool nesterov, float* new_grad, float* new_moment,
-                           float* param, cudaStream_t stream) {
+void LaunchMomentumSgdCuda(int64_t n, const float* grad, const float* moment,
+                           const functors::ScalarOperand<float>& lr, float momentum,
+                           bool nesterov, float* new_grad, float* new_moment, float* param,
+                           cudaStream_t stream) {
   if (n == 0) return;
   MomentumSgdKernel<<<BlocksFor(n), kThreads, 0, stream>>>(n, grad, moment, lr, momentum,
                                                            nesterov, new_grad, new_moment, param);
@@ -87,8 +89,9 @@ void LaunchMomentumSgdCuda(int64_t n, const float* grad, const float* moment, co
 
 void LaunchAdamCuda(int64_t n, const functors::AdamStep& adam, const float* param,
                     const float* moment_1, const float* moment_2, const float* grad,
-                    const float* lr, float* new_param, float* new_moment_1, float* new_moment_2,
-                    float* step_out, cudaStream_t stream) {
+                    const functors::ScalarOperand<float>& lr, float* new_param,
+                    float* new_moment_1, float* new_moment_2, float* step_out,
+                    cudaStream_t stream) {
   if (n == 0) return;
   AdamKernel<<<BlocksFor(n), kThreads, 0, stream>>>(n, adam, param, moment_1, moment_2, grad, lr,
                                                     new_param, new_moment_1, new_moment_2,

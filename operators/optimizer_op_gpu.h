@@ -1,7 +1,9 @@
 // Launchers of the CUDA optimizer kernels (optimizer_op_gpu.cu): raw
-// pointers, sizes and a stream only. The learning rate is a one-element
-// device tensor, read by the kernel, so the host never waits for it. Outputs
-// may alias their inputs (each element is read before it is written).
+// pointers, sizes and a stream only. The learning rate is a ScalarOperand:
+// a value read on the host from a CPU tensor (the shared output of a CPU
+// LearningRate op), or a one-element device tensor the kernel reads, so the
+// host never waits for it. Outputs may alias their inputs (each element is
+// read before it is written).
 #pragma once
 
 #include <cstdint>
@@ -9,20 +11,23 @@
 #include <cuda_runtime.h>
 
 #include "operators/elementwise_functors.h"
+#include "operators/math_functors.h"
 
 namespace doppio {
 
 // MomentumSGD(Update): step and new moment from (grad, moment, lr); with
 // param non-null also param -= step.
-void LaunchMomentumSgdCuda(int64_t n, const float* grad, const float* moment, const float* lr,
-                           float momentum, bool nesterov, float* new_grad, float* new_moment,
-                           float* param, cudaStream_t stream);
+void LaunchMomentumSgdCuda(int64_t n, const float* grad, const float* moment,
+                           const functors::ScalarOperand<float>& lr, float momentum,
+                           bool nesterov, float* new_grad, float* new_moment, float* param,
+                           cudaStream_t stream);
 
 // Dense Adam: param + lr * step and the new moments; step_out may be null.
 void LaunchAdamCuda(int64_t n, const functors::AdamStep& adam, const float* param,
                     const float* moment_1, const float* moment_2, const float* grad,
-                    const float* lr, float* new_param, float* new_moment_1, float* new_moment_2,
-                    float* step_out, cudaStream_t stream);
+                    const functors::ScalarOperand<float>& lr, float* new_param,
+                    float* new_moment_1, float* new_moment_2, float* step_out,
+                    cudaStream_t stream);
 
 // Accuracy: the fraction of rows whose label has one of the top_k scores
 // (ties counted as Caffe2 does: a strictly greater score, or an equal score

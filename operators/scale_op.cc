@@ -3,6 +3,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/math_functors.h"
 
 namespace doppio {
 
@@ -17,8 +18,7 @@ void ScaleOp::RunOnDevice() {
     Tensor* Y = Output(0);
     Y->Resize(X.dims());
     T* y = Y->mutable_data<T>();
-    const T scale = static_cast<T>(scale_);
-    for (int64_t i = 0; i < X.numel(); ++i) y[i] = scale * x[i];
+    functors::CpuUnary(functors::Scale{scale_}, X.numel(), x, y);
   };
   switch (X.dtype()) {
     case DataType::kFloat: return run(TypeTag<float>{});

@@ -1,8 +1,5 @@
 #include "operators/softmax_with_loss_op.h"
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -14,11 +11,6 @@
 #include "operators/softmax_op.h"
 
 namespace doppio {
-
-namespace {
-
-// The label spatial mode skips, as in Caffe2.
-constexpr int64_t kIgnoredLabel = -1;
 
 SoftmaxLossArgs ReadSoftmaxLossArgs(const OperatorBase& op) {
   SoftmaxLossArgs args;
@@ -40,21 +32,13 @@ SoftmaxLossArgs ReadSoftmaxLossArgs(const OperatorBase& op) {
   return args;
 }
 
-// X as [outer, classes, inner]: sample (o, s) is row o * inner + s of the
-// labels and weights, and its class c sits at at(o, c, s) of X and P.
-// Without spatial, inner is 1.
-struct LossLayout {
-  int64_t outer = 1, classes = 1, inner = 1;
-  int64_t samples() const { return outer * inner; }
-  int64_t at(int64_t o, int64_t c, int64_t s) const { return (o * classes + c) * inner + s; }
-};
-
-LossLayout CheckLossInputs(const OperatorBase& op, const SoftmaxLossArgs& args,
-                           const Tensor& X, const Tensor& labels, const Tensor* weights,
-                           int weights_index) {
+functors::SoftmaxLossLayout CheckSoftmaxLossInputs(const OperatorBase& op,
+                                                   const SoftmaxLossArgs& args, const Tensor& X,
+                                                   const Tensor& labels, const Tensor* weights,
+                                                   int weights_index) {
   const std::string& x_name = op.input_name(0);
   const std::string& label_name = op.input_name(1);
-  LossLayout layout;
+  functors::SoftmaxLossLayout layout;
   if (args.spatial) {
     DOPPIO_ENFORCE(X.ndim() == 4, "op ", op.type(), ": with spatial=1 logits '", x_name,
                    "' must be [N, D, H, W] but have shape ", X.dims());
@@ -103,38 +87,48 @@ LossLayout CheckLossInputs(const OperatorBase& op, const SoftmaxLossArgs& args,
   return layout;
 }
 
-// Writes the softmax of sample (o, s) to p and returns its log-sum-exp, so
-// that log P_c = x_c - lse exactly (no log of an underflowed P).
+namespace {
+
+// Probability rows must be distributions (Caffe2's tolerance); the error
+// names the row and what is wrong with it. The shared functor only tells
+// whether a row is one.
 template <typename T>
-T SoftmaxOfSample(const LossLayout& layout, int64_t o, int64_t s, const T* x, T* p) {
-  T max_value = -std::numeric_limits<T>::infinity();
-  for (int64_t c = 0; c < layout.classes; ++c) {
-    max_value = std::max(max_value, x[layout.at(o, c, s)]);
+void CheckProbabilityRows(const OperatorBase& op, const functors::SoftmaxLossLayout& layout,
+                          const T* t) {
+  for (int64_t o = 0; o < layout.outer; ++o) {
+    if (functors::IsProbabilityRow(layout, o, t)) continue;
+    double total = 0;
+    for (int64_t c = 0; c < layout.classes; ++c) {
+      const T value = t[layout.at(o, c, 0)];
+      DOPPIO_ENFORCE(value >= T(0), "op ", op.type(), ": label probability ", value,
+                     " at row ", o, ", class ", c, " of '", op.input_name(1),
+                     "' is negative");
+      total += value;
+    }
+    DOPPIO_THROW("op ", op.type(), ": label probabilities of row ", o, " of '",
+                 op.input_name(1), "' sum to ", total, ", not 1");
   }
-  T sum = 0;
-  for (int64_t c = 0; c < layout.classes; ++c) {
-    const int64_t at = layout.at(o, c, s);
-    p[at] = std::exp(x[at] - max_value);
-    sum += p[at];
-  }
-  for (int64_t c = 0; c < layout.classes; ++c) p[layout.at(o, c, s)] /= sum;
-  return max_value + std::log(sum);
 }
 
-// Probability rows must be distributions (Caffe2's tolerance).
-template <typename T>
-void CheckProbabilityRow(const OperatorBase& op, const LossLayout& layout, int64_t o,
-                         const T* t) {
-  double total = 0;
-  for (int64_t c = 0; c < layout.classes; ++c) {
-    const T value = t[layout.at(o, c, 0)];
-    DOPPIO_ENFORCE(value >= T(0), "op ", op.type(), ": label probability ", value,
-                   " at row ", o, ", class ", c, " of '", op.input_name(1),
-                   "' is negative");
-    total += value;
+// Calls fn(targets) with the checked targets of the op: probability rows,
+// or class labels (int32/int64) all within range.
+template <typename T, typename Fn>
+void WithCheckedTargets(const OperatorBase& op, const SoftmaxLossArgs& args,
+                        const functors::SoftmaxLossLayout& layout, const Tensor& labels,
+                        const T* weights, Fn&& fn) {
+  if (args.label_prob) {
+    const T* t = labels.data<T>();
+    CheckProbabilityRows(op, layout, t);
+    fn(functors::SoftmaxLossTargets<T, int32_t>{layout, nullptr, t, weights, false});
+    return;
   }
-  DOPPIO_ENFORCE(std::abs(total - 1.0) < 1e-5, "op ", op.type(), ": label probabilities of row ",
-                 o, " of '", op.input_name(1), "' sum to ", total, ", not 1");
+  loss::DispatchLabelType(op, op.input_name(1), labels.dtype(), [&](auto label_tag) {
+    using L = typename decltype(label_tag)::type;
+    const L* label = labels.data<L>();
+    loss::CheckLabelRange(op, op.input_name(1), label, layout.samples(), layout.classes,
+                          args.spatial, static_cast<L>(functors::kIgnoredLabel));
+    fn(functors::SoftmaxLossTargets<T, L>{layout, label, nullptr, weights, args.spatial});
+  });
 }
 
 }  // namespace
@@ -150,50 +144,20 @@ void SoftmaxWithLossOp::RunOnDevice() {
   const Tensor* weights = InputSize() > 2 ? &Input(2) : nullptr;
   activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const LossLayout layout = CheckLossInputs(*this, args_, X, labels, weights, 2);
+    const functors::SoftmaxLossLayout layout =
+        CheckSoftmaxLossInputs(*this, args_, X, labels, weights, 2);
     const T* x = X.data<T>();
     const T* w = weights != nullptr ? weights->data<T>() : nullptr;
     Tensor* P = Output(0);
     P->Resize(X.dims());
     T* p = P->template mutable_data<T>();
-    double loss_sum = 0;
-    double weight_sum = 0;
-    if (args_.label_prob) {
-      const T* t = labels.data<T>();
-      for (int64_t o = 0; o < layout.outer; ++o) {
-        CheckProbabilityRow(*this, layout, o, t);
-        const T lse = SoftmaxOfSample(layout, o, 0, x, p);
-        double row_loss = 0;
-        for (int64_t c = 0; c < layout.classes; ++c) {
-          const int64_t at = layout.at(o, c, 0);
-          row_loss += static_cast<double>(t[at]) * static_cast<double>(lse - x[at]);
-        }
-        const double weight = w != nullptr ? static_cast<double>(w[o]) : 1.0;
-        loss_sum += weight * row_loss;
-        weight_sum += weight;
-      }
-    } else {
-      loss::DispatchLabelType(*this, input_name(1), labels.dtype(), [&](auto label_tag) {
-        using L = typename decltype(label_tag)::type;
-        const L* label = labels.data<L>();
-        loss::CheckLabelRange(*this, input_name(1), label, layout.samples(), layout.classes,
-                              args_.spatial, static_cast<L>(kIgnoredLabel));
-        for (int64_t o = 0; o < layout.outer; ++o) {
-          for (int64_t s = 0; s < layout.inner; ++s) {
-            const T lse = SoftmaxOfSample(layout, o, s, x, p);
-            const int64_t sample = o * layout.inner + s;
-            if (args_.spatial && label[sample] == static_cast<L>(kIgnoredLabel)) continue;
-            const double weight = w != nullptr ? static_cast<double>(w[sample]) : 1.0;
-            loss_sum += weight * static_cast<double>(lse - x[layout.at(o, label[sample], s)]);
-            weight_sum += weight;
-          }
-        }
-      });
-    }
+    double loss_value = 0;
+    WithCheckedTargets<T>(*this, args_, layout, labels, w, [&](const auto& targets) {
+      loss_value = functors::CpuSoftmaxLoss(targets, x, args_.scale, p);
+    });
     Tensor* loss = Output(1);
     loss->Resize({});
-    *loss->template mutable_data<T>() =
-        weight_sum != 0 ? static_cast<T>(args_.scale * loss_sum / weight_sum) : T(0);
+    *loss->template mutable_data<T>() = static_cast<T>(loss_value);
   });
 }
 
@@ -219,53 +183,16 @@ void SoftmaxWithLossGradientOp::RunOnDevice() {
                  d_loss.DebugString(), "; expected one ", DataTypeName(X.dtype()));
   activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const LossLayout layout = CheckLossInputs(*this, args_, X, labels, weights, 2);
+    const functors::SoftmaxLossLayout layout =
+        CheckSoftmaxLossInputs(*this, args_, X, labels, weights, 2);
     const T* p = P.data<T>();
     const T* w = weights != nullptr ? weights->data<T>() : nullptr;
+    const double dy = static_cast<double>(*d_loss.data<T>());
     Tensor* dX = Output(0);
     dX->Resize(X.dims());
     T* dx = dX->template mutable_data<T>();
-    // Caffe2's normalizer: the weights of the samples that count.
-    auto gradient = [&](auto counted, auto target) {
-      double weight_sum = 0;
-      for (int64_t sample = 0; sample < layout.samples(); ++sample) {
-        if (counted(sample)) weight_sum += w != nullptr ? static_cast<double>(w[sample]) : 1.0;
-      }
-      const double coefficient =
-          weight_sum != 0 ? args_.scale * static_cast<double>(*d_loss.data<T>()) / weight_sum
-                          : 0.0;
-      for (int64_t o = 0; o < layout.outer; ++o) {
-        for (int64_t s = 0; s < layout.inner; ++s) {
-          const int64_t sample = o * layout.inner + s;
-          const bool counts = counted(sample);
-          const double weight = w != nullptr ? static_cast<double>(w[sample]) : 1.0;
-          const T factor = counts ? static_cast<T>(coefficient * weight) : T(0);
-          for (int64_t c = 0; c < layout.classes; ++c) {
-            const int64_t at = layout.at(o, c, s);
-            dx[at] = factor * (p[at] - target(o, c, s));
-          }
-        }
-      }
-    };
-    if (args_.label_prob) {
-      const T* t = labels.data<T>();
-      gradient([](int64_t) { return true; },
-               [&](int64_t o, int64_t c, int64_t s) { return t[layout.at(o, c, s)]; });
-      return;
-    }
-    loss::DispatchLabelType(*this, input_name(1), labels.dtype(), [&](auto label_tag) {
-      using L = typename decltype(label_tag)::type;
-      const L* label = labels.data<L>();
-      loss::CheckLabelRange(*this, input_name(1), label, layout.samples(), layout.classes,
-                            args_.spatial, static_cast<L>(kIgnoredLabel));
-      const bool spatial = args_.spatial;
-      gradient(
-          [&](int64_t sample) {
-            return !(spatial && label[sample] == static_cast<L>(kIgnoredLabel));
-          },
-          [&](int64_t o, int64_t c, int64_t s) {
-            return label[o * layout.inner + s] == static_cast<L>(c) ? T(1) : T(0);
-          });
+    WithCheckedTargets<T>(*this, args_, layout, labels, w, [&](const auto& targets) {
+      functors::CpuSoftmaxLossGradient(targets, p, args_.scale, dy, dx);
     });
   });
 }

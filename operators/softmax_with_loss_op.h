@@ -10,6 +10,7 @@
 #pragma once
 
 #include "core/operator.h"
+#include "operators/loss_functors.h"
 
 namespace doppio {
 
@@ -19,6 +20,17 @@ struct SoftmaxLossArgs {
   bool spatial = false;
   int axis = 1;
 };
+
+// The arguments, checked (shared with the CUDA ops, loss_op_gpu.cc).
+SoftmaxLossArgs ReadSoftmaxLossArgs(const OperatorBase& op);
+
+// Checks the shapes and types of logits X, labels and the optional weights
+// (input `weights_index`) against each other and returns X's layout; errors
+// name the op and the blobs. Label values are not looked at.
+functors::SoftmaxLossLayout CheckSoftmaxLossInputs(const OperatorBase& op,
+                                                   const SoftmaxLossArgs& args, const Tensor& X,
+                                                   const Tensor& labels, const Tensor* weights,
+                                                   int weights_index);
 
 // Inputs logits, labels, [weight_tensor]; outputs softmax (X's shape) and
 // loss (a scalar of X's type).

@@ -5,6 +5,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/math_functors.h"
 
 namespace doppio {
 
@@ -30,10 +31,7 @@ void SumOp::RunOnDevice() {
     T* y = output->mutable_data<T>();
     const int64_t count = first.numel();
     if (y != x0) std::copy(x0, x0 + count, y);
-    for (int i = 1; i < InputSize(); ++i) {
-      const T* x = Input(i).data<T>();
-      for (int64_t k = 0; k < count; ++k) y[k] += x[k];
-    }
+    for (int i = 1; i < InputSize(); ++i) functors::CpuSumInto(count, Input(i).data<T>(), y);
   };
   switch (first.dtype()) {
     case DataType::kFloat: return run(TypeTag<float>{});

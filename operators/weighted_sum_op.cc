@@ -3,6 +3,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/math_functors.h"
 #include "operators/op_type_dispatch.h"
 
 namespace doppio {
@@ -47,11 +48,10 @@ void WeightedSumOp::RunOnDevice() {
     Y->Resize(X0.dims());
     T* y = Y->mutable_data<T>();
     const int64_t count = X0.numel();
-    for (int64_t k = 0; k < count; ++k) y[k] = w0 * x0[k];
+    functors::CpuWeightedTerm(count, functors::ScalarOperand<T>{nullptr, w0}, x0, false, y);
     for (int i = 2; i < InputSize(); i += 2) {
-      const T w = ReadWeight<T>(*this, i + 1);
-      const T* x = Input(i).data<T>();
-      for (int64_t k = 0; k < count; ++k) y[k] += w * x[k];
+      const functors::ScalarOperand<T> w{nullptr, ReadWeight<T>(*this, i + 1)};
+      functors::CpuWeightedTerm(count, w, Input(i).data<T>(), true, y);
     }
   });
 }

@@ -39,11 +39,6 @@ void ValidateOptions(const ParallelizeOptions& options) {
   DOPPIO_ENFORCE(!options.net_type.empty(), "Parallelize: net_type is empty");
   DOPPIO_ENFORCE(!options.shared_model || options.device_type == CPU,
                  "Parallelize: shared_model is only supported on CPU devices");
-  DOPPIO_ENFORCE(options.device_type == CPU || !IsDistributed(options.rendezvous),
-                 "Parallelize: a rendezvous across processes (num_shards ",
-                 options.rendezvous.num_shards,
-                 ") with GPU devices is not implemented yet; the Gloo collectives run on "
-                 "CPU devices only in this version");
   ValidateRendezvous(options.rendezvous);
 }
 
@@ -306,13 +301,6 @@ Parallelized Parallelize(const DataParallelTemplate& model,
                  result.sparse_param_to_grad.empty() ? std::string()
                                                      : result.sparse_param_to_grad.begin()->first,
                  "' has one");
-  DOPPIO_ENFORCE(options.device_type == CPU || num_devices == 1 ||
-                     result.sparse_param_to_grad.empty(),
-                 "Parallelize: sparse gradients on several GPU devices are not implemented "
-                 "yet; parameter '",
-                 result.sparse_param_to_grad.empty() ? std::string()
-                                                     : result.sparse_param_to_grad.begin()->first,
-                 "' has one");
   // Rewritten before any index into train_ops is taken below; the train ops
   // are emitted op-major, which the cross-device statistics need.
   std::map<int, std::vector<std::string>> bn_allreduce_after;
@@ -341,6 +329,18 @@ Parallelized Parallelize(const DataParallelTemplate& model,
                      "Parallelize: the sparse gradient of parameter '", sync.param, "' ('",
                      sync.slice.indices, "', '", sync.slice.values,
                      "') is listed as shared; each device concatenates every device's own");
+      // CUDA devices gather the rows on device 0 through staged copies
+      // (DeviceCollectives::GatherRows), whose names must be free too.
+      for (const Replica& peer : replicas) {
+        if (options.device_type != CUDA || &peer == &replicas.front()) continue;
+        for (const std::string& gathered : {sync.gathered.indices, sync.gathered.values}) {
+          const std::string staged = StagedCopyName(gathered, peer.device_option.cuda_gpu_id());
+          DOPPIO_ENFORCE(!template_blobs.count(staged), "Parallelize: blob '", staged,
+                         "' already exists in the model; the pass needs that name to gather "
+                         "parameter '", sync.param, "''s sparse gradient on device ",
+                         replicas.front().device_option.cuda_gpu_id());
+        }
+      }
     }
     UseAllDevicesSlices(sparse_syncs, &update_net);
     for (const SparseGradientSync& sync : sparse_syncs) {
@@ -386,9 +386,11 @@ Parallelized Parallelize(const DataParallelTemplate& model,
       order.emplace_back(use == first_use.end() ? -1 : use->second, entry.first);
     }
     std::sort(order.rbegin(), order.rend());
+    // CUDA devices send each gradient alone (parallel/distributed.h).
+    const bool bucketed = distributed && options.device_type == CPU;
     const std::map<std::string, int64_t> elements =
-        distributed ? InferredFloatElements(model.param_init_net)
-                    : std::map<std::string, int64_t>();
+        bucketed ? InferredFloatElements(model.param_init_net)
+                 : std::map<std::string, int64_t>();
     std::vector<GradientToReduce> across_shards;
     for (const auto& item : order) {
       const std::string& grad = result.param_to_grad.at(item.second);
@@ -397,8 +399,8 @@ Parallelized Parallelize(const DataParallelTemplate& model,
       across_shards.push_back({grad, known == elements.end() ? -1 : known->second});
     }
     if (distributed) {
-      for (std::vector<std::string>& bucket :
-           PlanGradientBuckets(across_shards, options.rendezvous.bucket_cap_mb)) {
+      const double cap_mb = bucketed ? options.rendezvous.bucket_cap_mb : 0;
+      for (std::vector<std::string>& bucket : PlanGradientBuckets(across_shards, cap_mb)) {
         int after = -1;
         for (const std::string& grad : bucket) after = std::max(after, last_touch.at(grad));
         buckets_after[after].push_back(std::move(bucket));
@@ -414,6 +416,8 @@ Parallelized Parallelize(const DataParallelTemplate& model,
     device_options.push_back(each.device_option);
   }
   DeviceCollectives net_devices(prefixes, device_options, options.use_nccl);
+  std::set<std::string> grad_names;
+  for (const auto& entry : result.param_to_grad) grad_names.insert(entry.second);
   NetDef& net = result.net;
   net.set_name(model.net.name());
   *net.mutable_arg() = model.net.arg();
@@ -423,10 +427,14 @@ Parallelized Parallelize(const DataParallelTemplate& model,
                      auto it = allreduce_after.find(index);
                      if (it != allreduce_after.end()) {
                        for (const std::string& grad : it->second) {
-                         for (OperatorDef& op :
-                              net_devices.Allreduce(grad, cloner.RenameAll(grad))) {
-                           *net.add_op() = std::move(op);
-                         }
+                         const std::vector<std::string> copies = cloner.RenameAll(grad);
+                         // A gradient summed across shards next needs the
+                         // local sum on device 0 only; Broadcast follows.
+                         std::vector<OperatorDef> ops =
+                             distributed && grad_names.count(grad)
+                                 ? net_devices.ReduceToFirst(grad, copies)
+                                 : net_devices.Allreduce(grad, copies);
+                         for (OperatorDef& op : ops) *net.add_op() = std::move(op);
                        }
                      }
                      auto buckets = buckets_after.find(index);
@@ -449,6 +457,19 @@ Parallelized Parallelize(const DataParallelTemplate& model,
                      auto sparse = concat_after.find(index);
                      if (sparse == concat_after.end()) return;
                      for (const SparseGradientSync* sync : sparse->second) {
+                       if (options.device_type == CUDA) {
+                         // (per-device slice blob, its gathered name)
+                         const std::pair<std::string, std::string> parts[] = {
+                             {sync->slice.indices, sync->gathered.indices},
+                             {sync->slice.values, sync->gathered.values}};
+                         for (const auto& part : parts) {
+                           const std::vector<std::string> slices = cloner.RenameAll(part.first);
+                           for (OperatorDef& op : net_devices.GatherRows(part.second, slices)) {
+                             *net.add_op() = std::move(op);
+                           }
+                         }
+                         continue;
+                       }
                        for (OperatorDef& op : AllDevicesConcatOps(*sync, prefixes, device_options)) {
                          // A shared model's update runs on the master alone.
                          if (options.shared_model && op.output(0).rfind(prefixes.front(), 0) != 0) {

@@ -5,8 +5,7 @@
 // The pass is a pure NetDef -> NetDef function; the Python front end
 // (doppio.data_parallel_model) and C++ callers share it. Replicas live on
 // CPU devices (blob prefix "cpu_<id>/") or CUDA devices ("gpu_<id>/"); the
-// collectives between them are parallel/device_collectives.h's. Sparse
-// gradients are handled on CPU devices (or one GPU).
+// collectives between them are parallel/device_collectives.h's.
 //
 // Shared blobs are exactly those listed in ParallelizeOptions::shared_blobs:
 // they keep their names and every op writing only shared blobs is emitted
@@ -91,19 +90,20 @@ std::string DevicePrefix(int device_type, int device_id);
 // when broadcast_computed_params, so all replicas start identical.
 //
 // A sparse (GradientSlice) param gradient is not allreduced: every device
-// concatenates all devices' slices and the update ops read that
-// (sparse_gradients.h).
+// ends up with the concatenation of all devices' slices, which the update
+// ops read (sparse_gradients.h; on CUDA gathered on device 0 and copied
+// out, DeviceCollectives::GatherRows).
 //
 // With a rendezvous of several shards the gradients are also allreduced and
-// the init params broadcast across processes (parallel/distributed.h);
-// sparse gradients are refused there.
+// the init params broadcast across processes (parallel/distributed.h, which
+// also says how CUDA devices do it); sparse gradients are refused there.
 //
 // Throws doppio::Error for: no or duplicate devices, a device type other
-// than CPU and CUDA, shared_model, a rendezvous or sparse gradients (several
-// devices) with CUDA,
-// a loss no op of the template net produces, update ops without losses, an
-// op writing both shared and per-device blobs (or a shared blob from
-// per-device inputs), and a concatenated-slice name the model already uses.
+// than CPU and CUDA, shared_model with CUDA, sparse gradients with a
+// rendezvous, a loss no op of the template net produces, update ops without
+// losses, an op writing both shared and per-device blobs (or a shared blob
+// from per-device inputs), and a concatenated-slice (or, on CUDA, staged
+// copy) name the model already uses.
 Parallelized Parallelize(const DataParallelTemplate& model,
                          const ParallelizeOptions& options);
 

@@ -129,6 +129,9 @@ OperatorDef ShardCollectives::CreateCommonWorld() {
   AddArg(&op, "interface", rendezvous_.interface);
   AddArg(&op, "timeout_ms", rendezvous_.timeout_ms);
   *op.mutable_device_option() = device_option_;
+  // The world is a host object with a CPU kernel only; the CUDA collectives
+  // read it from there.
+  if (device_option_.device_type() != CPU) *op.mutable_device_option() = DeviceOption();
   previous_ = rendezvous_.common_world;
   return op;
 }

@@ -25,6 +25,16 @@
 // the shards meet in each collective. Caffe2 instead clones the world per
 // concurrent op (max_concurrent_distributed_ops); the chain trades that
 // overlap between collectives for having one world to connect and time out.
+//
+// On CUDA devices (Parallelize_GPU) the local sum lands on device 0 alone
+// (NCCLReduce, or the Copy + Sum tree without NCCL), the Gloo Allreduce and
+// Broadcast run on device 0's tensor (engine GLOO on CUDA, staged through
+// pinned host memory: parallel/gloo/collectives_gpu.cc), and NCCLBroadcast
+// or Copies hand the result to the other devices. CreateCommonWorld stays
+// on the CPU, where its kernel is. Each gradient crosses the shards in an
+// Allreduce of its own there (bucket_cap_mb does not apply): a bucket needs
+// AllreduceCoalesced, which has no CUDA kernel yet, and the staged CUDA
+// Allreduce sums all its inputs into one, so it cannot carry a bucket.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,9 @@
 #   tools/gpu_selftest.sh             # everything
 #   tools/gpu_selftest.sh --no-bench  # skip the benchmarks
 #
+# For a GPU machine that cannot build (no Bazel, no Debian packages), build
+# here and carry the tests there: tools/gpu_bundle.sh.
+#
 # The DOPPIO_REQUIRE_GPU convention: on a machine without a GPU, GPU tests
 # skip (GTEST_SKIP / pytest.skip with the reason), which keeps CI green. This
 # script sets DOPPIO_REQUIRE_GPU=1 for every test, and a GPU test that finds

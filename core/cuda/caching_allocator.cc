@@ -40,22 +40,21 @@ std::unique_ptr<CachingAllocator::Block> CachingAllocator::TakeCachedLocked(
   if (bin == pool.cached.end()) return nullptr;
   std::vector<std::unique_ptr<Block>>& blocks = bin->second;
   // Same stream first: its queue orders the new use after the old one, so
-  // the block is safe at once, whatever its event says.
-  auto chosen = std::find_if(blocks.begin(), blocks.end(),
-                             [&](const std::unique_ptr<Block>& b) { return b->stream == stream; });
+  // the block is safe at once, whatever its event says -- unless another
+  // stream freed it, whose queue may still hold work on it.
+  auto chosen = std::find_if(blocks.begin(), blocks.end(), [&](const std::unique_ptr<Block>& b) {
+    return b->stream == stream && b->free_event_other == nullptr;
+  });
   if (chosen == blocks.end()) {
     chosen = std::find_if(blocks.begin(), blocks.end(), [&](const std::unique_ptr<Block>& b) {
-      return backing_->EventCompleted(b->device, b->free_event);
+      return FreeEventsCompletedLocked(*b);
     });
   }
   if (chosen == blocks.end()) return nullptr;
   std::unique_ptr<Block> block = std::move(*chosen);
   blocks.erase(chosen);
   if (blocks.empty()) pool.cached.erase(bin);
-  if (block->free_event != nullptr) {
-    backing_->DestroyEvent(block->device, block->free_event);
-    block->free_event = nullptr;
-  }
+  DestroyFreeEventsLocked(*block);
   block->stream = stream;
   return block;
 }
@@ -94,7 +93,21 @@ void* CachingAllocator::Allocate(int device, size_t nbytes, StreamHandle stream)
   return ptr;
 }
 
-void CachingAllocator::Free(void* ptr) {
+bool CachingAllocator::FreeEventsCompletedLocked(const Block& block) {
+  if (!backing_->EventCompleted(block.device, block.free_event)) return false;
+  return block.free_event_other == nullptr ||
+         backing_->EventCompleted(block.device, block.free_event_other);
+}
+
+void CachingAllocator::DestroyFreeEventsLocked(Block& block) {
+  for (EventHandle* event : {&block.free_event, &block.free_event_other}) {
+    if (*event == nullptr) continue;
+    backing_->DestroyEvent(block.device, *event);
+    *event = nullptr;
+  }
+}
+
+void CachingAllocator::Free(void* ptr, CurrentStreamFunction freeing_stream) {
   if (ptr == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = in_use_.find(ptr);
@@ -109,15 +122,18 @@ void CachingAllocator::Free(void* ptr) {
     return;
   }
   block->free_event = backing_->RecordEvent(block->device, block->stream);
+  if (freeing_stream != nullptr) {
+    const StreamHandle freer = freeing_stream(block->device);
+    if (freer != block->stream) {
+      block->free_event_other = backing_->RecordEvent(block->device, freer);
+    }
+  }
   pool.stats.cached_bytes += static_cast<int64_t>(block->size);
   pool.cached[block->size].push_back(std::move(block));
 }
 
 void CachingAllocator::ReturnToBackingLocked(Block& block) {
-  if (block.free_event != nullptr) {
-    backing_->DestroyEvent(block.device, block.free_event);
-    block.free_event = nullptr;
-  }
+  DestroyFreeEventsLocked(block);
   backing_->Free(block.device, block.ptr);
 }
 

@@ -1,8 +1,11 @@
 // The caching device allocator's bookkeeping, in plain C++ so it can be
 // tested without a GPU: blocks are rounded up to size bins, a freed block
 // stays cached for the next request of its bin, and a block freed on one
-// stream is handed to another stream only after an event recorded at free
-// time has completed (the freeing stream's queued kernels may still use it).
+// stream is handed to another stream only after events recorded at free
+// time have completed: on the stream it was allocated for and, when another
+// stream frees it (a dag worker regrowing a tensor another worker wrote), on
+// the freeing stream too, whose queue the executor has ordered after every
+// reader of the old contents.
 // Device memory and events come from a backing (CUDA's in cuda_allocator.cc,
 // a fake in the tests).
 //
@@ -65,7 +68,10 @@ class CachingAllocator {
   // is out of memory even after the cache is released.
   void* Allocate(int device, size_t nbytes, StreamHandle stream);
   // Throws doppio::Error for a pointer this allocator did not hand out.
-  void Free(void* ptr);
+  // `freeing_stream` maps the block's device to the stream the caller is
+  // ordered on (nullptr for "no such function": the block's own stream).
+  using CurrentStreamFunction = StreamHandle (*)(int device);
+  void Free(void* ptr, CurrentStreamFunction freeing_stream = nullptr);
 
   // Returns every cached block to the backing. Blocks whose free event is
   // still pending are returned too: the CUDA backing's cudaFree waits for
@@ -81,8 +87,11 @@ class CachingAllocator {
     int device = 0;
     size_t size = 0;  // bin size
     void* ptr = nullptr;
-    StreamHandle stream = nullptr;  // the stream that last used it
-    EventHandle free_event = nullptr;  // set while cached, null otherwise
+    StreamHandle stream = nullptr;  // the stream it was allocated for
+    // Set while cached, null otherwise: recorded on `stream` and, if another
+    // stream freed the block, on that one (free_event_other).
+    EventHandle free_event = nullptr;
+    EventHandle free_event_other = nullptr;
   };
   struct DevicePool {
     // bin size -> cached blocks of that bin, oldest first.
@@ -94,6 +103,8 @@ class CachingAllocator {
   std::unique_ptr<Block> TakeCachedLocked(DevicePool& pool, size_t size, StreamHandle stream);
   void ReleaseCachedLocked(DevicePool& pool);
   void ReturnToBackingLocked(Block& block);
+  bool FreeEventsCompletedLocked(const Block& block);
+  void DestroyFreeEventsLocked(Block& block);
 
   DeviceMemoryBacking* backing_;
   const bool caching_enabled_;

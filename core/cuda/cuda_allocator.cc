@@ -66,7 +66,13 @@ class CudaDeviceAllocator final : public Allocator {
     return GetCUDACachingAllocator().Allocate(device, nbytes, CurrentCUDAStream(device));
   }
 
-  void Free(void* ptr) override { GetCUDACachingAllocator().Free(ptr); }
+  // The freeing thread's stream: a dag worker that regrows a tensor frees it
+  // from its own stream, ordered after the old contents' readers.
+  void Free(void* ptr) override {
+    GetCUDACachingAllocator().Free(ptr, [](int device) -> StreamHandle {
+      return CurrentCUDAStream(device);
+    });
+  }
 };
 
 class PinnedHostAllocator final : public Allocator {

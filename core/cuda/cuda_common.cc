@@ -77,6 +77,71 @@ int CurrentCudaDevice() {
   return device;
 }
 
+namespace {
+
+// enabled[a * count + b]: device a may access device b's memory.
+struct PeerAccessTable {
+  int count = 0;
+  std::vector<bool> enabled;
+  int pairs = 0;
+};
+
+PeerAccessTable BuildPeerAccessTable() {
+  PeerAccessTable table;
+  table.count = CudaDeviceCount();
+  table.enabled.assign(static_cast<size_t>(table.count) * table.count, false);
+  for (int a = 0; a < table.count; ++a) table.enabled[a * table.count + a] = true;
+  // One device has no peers; skip touching the runtime at all.
+  if (table.count < 2) return table;
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess) {
+    (void)cudaGetLastError();
+    previous = -1;
+  }
+  for (int a = 0; a < table.count; ++a) {
+    // cudaDeviceEnablePeerAccess acts for the current device.
+    if (cudaSetDevice(a) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    for (int b = 0; b < table.count; ++b) {
+      if (a == b) continue;
+      int can_access = 0;
+      if (cudaDeviceCanAccessPeer(&can_access, a, b) != cudaSuccess) {
+        (void)cudaGetLastError();
+        continue;
+      }
+      if (!can_access) continue;
+      const cudaError_t status = cudaDeviceEnablePeerAccess(b, 0);
+      // Someone else (a library, an earlier context) may have enabled it.
+      if (status == cudaSuccess || status == cudaErrorPeerAccessAlreadyEnabled) {
+        table.enabled[a * table.count + b] = true;
+        ++table.pairs;
+      }
+      // Neither outcome may linger for the next, unrelated error check.
+      (void)cudaGetLastError();
+    }
+  }
+  if (previous >= 0 && cudaSetDevice(previous) != cudaSuccess) (void)cudaGetLastError();
+  return table;
+}
+
+const PeerAccessTable& PeerAccess() {
+  // A function-local static: initialized once, thread-safely, on first use.
+  static const PeerAccessTable table = BuildPeerAccessTable();
+  return table;
+}
+
+}  // namespace
+
+int EnableCudaPeerAccess() { return PeerAccess().pairs; }
+
+bool CudaPeerAccessEnabled(int device, int peer) {
+  const PeerAccessTable& table = PeerAccess();
+  if (device < 0 || peer < 0 || device >= table.count || peer >= table.count) return false;
+  return table.enabled[device * table.count + peer];
+}
+
 CudaDeviceGuard::CudaDeviceGuard(int device) {
   EnforceValidCudaDevice(device, "CudaDeviceGuard");
   previous_device_ = CurrentCudaDevice();

@@ -76,6 +76,22 @@ const CudaDeviceProperties& GetCudaDeviceProperties(int device);
 // The calling thread's current device.
 int CurrentCudaDevice();
 
+// Lets every visible device read and write every other visible device's
+// memory directly (cudaDeviceEnablePeerAccess for each ordered pair that
+// cudaDeviceCanAccessPeer allows), so cross-device copies and NCCL go over
+// NVLink/PCIe peer-to-peer instead of staging through host memory. Runs once
+// per process, whatever the number of callers or threads; later calls only
+// return the first call's result. Never throws: without a GPU, with one GPU
+// or where the driver refuses a pair it does nothing for that pair. The
+// caller's current device is left as it was. Returns the number of ordered
+// pairs (a reads b) that have peer access.
+int EnableCudaPeerAccess();
+
+// Whether `device` can access `peer`'s memory directly after
+// EnableCudaPeerAccess (which it runs first if no one has). A device always
+// reaches its own memory; ids that are not visible devices give false.
+bool CudaPeerAccessEnabled(int device, int peer);
+
 // Makes `device` current for the guard's lifetime and restores the previous
 // device on destruction (also when an exception unwinds through it).
 class CudaDeviceGuard {

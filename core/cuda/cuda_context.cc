@@ -1,6 +1,7 @@
 #include "core/cuda/cuda_context.h"
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <utility>
 
@@ -102,11 +103,57 @@ bool CUDAEvent::Query() const {
 
 void CUDAEvent::Synchronize() const { DOPPIO_CUDA_CHECK(cudaEventSynchronize(event_)); }
 
+namespace {
+
+class CudaAsyncEvent final : public AsyncEvent {
+ public:
+  explicit CudaAsyncEvent(int device) : event_(device) {}
+
+  void Record(int stream_id) override {
+    event_.Record(CudaStreamFor(event_.device(), stream_id));
+  }
+  void Block(int device, int stream_id) const override {
+    // A stream may wait for an event of another device.
+    event_.Block(CudaStreamFor(device, stream_id));
+  }
+  void Synchronize() const override {
+    try {
+      event_.Synchronize();
+    } catch (Error& error) {
+      error.AppendContext(
+          "(CUDA reports a failed kernel at the next wait, not at its launch: run with "
+          "CUDA_LAUNCH_BLOCKING=1 to have the failing kernel's op named exactly)");
+      throw;
+    }
+  }
+
+ private:
+  CUDAEvent event_;
+};
+
+class CudaAsyncBackendImpl final : public AsyncBackend {
+ public:
+  const char* name() const override { return "CUDA"; }
+  std::unique_ptr<AsyncEvent> CreateEvent(int device) const override {
+    EnforceValidCudaDevice(device, "a CUDA event");
+    return std::make_unique<CudaAsyncEvent>(device);
+  }
+};
+
+}  // namespace
+
+const AsyncBackend* CudaAsyncBackend() {
+  static const CudaAsyncBackendImpl* backend = new CudaAsyncBackendImpl();
+  return backend;
+}
+
 CUDAContext::CUDAContext(const DeviceOption& option)
     : gpu_id_(option.cuda_gpu_id()),
       has_seed_(option.has_random_seed()),
       seed_(option.random_seed()) {
   EnforceValidCudaDevice(gpu_id_, "CUDAContext");
+  // Once per process: cross-device copies and NCCL then go peer-to-peer.
+  EnableCudaPeerAccess();
 }
 
 void CUDAContext::SwitchToDevice(int stream_id) {

@@ -3,7 +3,8 @@
 // stream, made on first use and kept for the process; a net's worker passes
 // its index as the stream id to SwitchToDevice. cuBLAS and cuDNN handles are
 // bound to one stream each, also made on first use. Ops never synchronize the
-// device: cross-stream order comes from CUDAEvent.
+// device: cross-stream order comes from CUDAEvent, placed by the net
+// executors through CudaAsyncBackend() (core/event.h, core/event_schedule.h).
 //
 // Thread-safety: a context belongs to one op, run by one thread at a time;
 // the stream and handle pools behind it may be used from any thread.
@@ -18,6 +19,7 @@
 #include <cudnn.h>
 
 #include "core/allocator.h"
+#include "core/event.h"
 #include "proto/doppio.pb.h"
 
 namespace doppio {
@@ -29,6 +31,12 @@ cudaStream_t CudaStreamFor(int device, int worker);
 // workers never share a handle.
 cublasHandle_t CublasHandleFor(int device, cudaStream_t stream);
 cudnnHandle_t CudnnHandleFor(int device, cudaStream_t stream);
+
+// The streams above as the net executors see them (core/event.h): stream s
+// of device d is CudaStreamFor(d, s); its events are CUDAEvents. A failure
+// of queued work (an illegal address in a kernel) surfaces when an event
+// recorded after it is waited for on the host.
+const AsyncBackend* CudaAsyncBackend();
 
 // A point in a stream's queue that other streams (or the host) can wait for.
 class CUDAEvent {
@@ -67,7 +75,11 @@ class CUDAContext {
   // also as the thread's current stream for the CUDA allocator.
   void SwitchToDevice(int stream_id = 0);
   // Waits for the op's stream and reports a failed kernel as doppio::Error.
+  // Operator<CUDAContext>::Run calls it; nets running the op on a stream do
+  // not (unless the op needs a host sync), they order it with events.
   void FinishDeviceComputation();
+  // CUDA work is queued on the device's streams (see core/event.h).
+  StreamPlacement stream_placement() const { return {CudaAsyncBackend(), gpu_id_, true}; }
 
   cudaStream_t cuda_stream() const;
   cublasHandle_t cublas_handle() const;

@@ -12,9 +12,11 @@
 // Stream order: the op's stream (its DeviceOption's device) records an event
 // each other device's stream waits for before the collective, so the NCCL
 // calls follow whatever the op's stream had queued; afterwards the op's
-// stream waits for each other stream, so the net's end-of-op synchronization
-// of the op's stream covers every device. Other devices' work is queued on
-// their worker-0 stream, the one their own ops use.
+// stream waits for each other stream, so the event the net records on the
+// op's stream after the op (or its host sync) covers every device. Other
+// devices' work is queued on their worker-0 stream; ops of those devices on
+// other dag workers' streams are ordered by the net's events, which all go
+// through the op's stream.
 #include <map>
 #include <memory>
 #include <string>

@@ -1,27 +1,13 @@
-"""The device-type-specific parts of data_parallel_model: what GPU models
-cannot do yet, whether a GPU model can run here, and how device 0's copy of
-a blob reaches the other devices (parallel/device_collectives.h is the C++
+"""The device-type-specific parts of data_parallel_model: whether a GPU model
+can run here, which device a blob lives on, and how device 0's copy of a
+blob reaches the other devices (parallel/device_collectives.h is the C++
 pass's counterpart)."""
+
+import re
 
 from doppio import core
 from doppio import workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2
-
-
-def RefuseOnGpus(rendezvous, optimize_gradient_memory, dynamic_memory_management):
-    """The options Parallelize_GPU does not handle yet (the C++ pass refuses
-    the rendezvous too); checked before anything is built."""
-    for option, value, why in [
-            ('rendezvous', rendezvous and rendezvous['num_shards'] > 1,
-             'the Gloo collectives across processes run on CPU devices only'),
-            ('optimize_gradient_memory', optimize_gradient_memory,
-             'the memonger steps handle cpu_N/ replicas only'),
-            ('dynamic_memory_management', dynamic_memory_management,
-             'the memonger steps handle cpu_N/ replicas only')]:
-        if value:
-            raise NotImplementedError(
-                'Parallelize: {}={!r} is not supported yet with GPU devices: {}'.format(
-                    option, value, why))
 
 
 def CheckDevicesPresent(model, what):
@@ -51,3 +37,23 @@ def AddBroadcast(model, net, group):
         return
     for device, blob in zip(devices[1:], group[1:]):
         net.Copy(group[0], blob, device_option=core.DeviceOption(caffe2_pb2.CUDA, device))
+
+
+def DeviceOptionOfBlobs(model, blobs, what):
+    """The one device all of `blobs` (full names) live on: CUDA <id> for
+    "gpu_<id>/" names of a GPU model, else CPU. Blobs of several devices
+    have no single placement."""
+    if model._device_type != caffe2_pb2.CUDA:
+        return core.DeviceOption(caffe2_pb2.CPU)
+    devices = set()
+    for blob in blobs:
+        match = re.match(r'^gpu_(\d+)/', blob)
+        devices.add(int(match.group(1)) if match else None)
+    if len(devices) > 1:
+        raise ValueError('{}: blobs {} live on different devices ({}); give the blobs of '
+                         'one device per call'.format(
+                             what, list(blobs), sorted(devices, key=lambda d: (d is None, d))))
+    device = devices.pop()
+    if device is None:
+        return core.DeviceOption(caffe2_pb2.CPU)
+    return core.DeviceOption(caffe2_pb2.CUDA, device)

@@ -1,7 +1,7 @@
 """The memonger steps of data_parallel_model.Parallelize (Caffe2's
 _OptimizeGradientMemorySimple and _AddDynamicMemoryOptimization) on the
-parallelized CPU model: optimize_gradient_memory and
-dynamic_memory_management."""
+parallelized model, CPU (`cpu_N/`) or GPU (`gpu_N/`): optimize_gradient_memory
+and dynamic_memory_management."""
 
 import re
 
@@ -9,22 +9,25 @@ from doppio import core
 from doppio import memonger
 
 
-def _prefix(device):
-    return 'cpu_{}/'.format(device)
+def _prefix(model, device):
+    return '{}_{}/'.format(model._device_prefix, device)
 
 
 def _OptimizeGradientMemorySimple(model, losses_by_gpu, devices, blobs_to_keep=None):
     """Caffe2's gradient sharing: share_grad_blobs per device namescope on
     the parallelized net, never touching the device's losses, param grads or
-    blobs_to_keep (given without the device prefix, as in Caffe2)."""
+    blobs_to_keep (given without the device prefix, as in Caffe2). Blobs are
+    shared only inside one namescope, so only with blobs of the same
+    device."""
     # Every device's copy: with a shared model param_to_grad lists the
     # master's alone, but each device still computes and allreduces its own.
     param_grads = set()
+    device_pattern = re.compile(r'^{}_\d+/'.format(model._device_prefix))
     for name in _ParamGradNames(model):
-        local = re.sub(r'^cpu_\d+/', '', name)
-        param_grads.update(_prefix(d) + local for d in devices)
+        local = device_pattern.sub('', name)
+        param_grads.update(_prefix(model, d) + local for d in devices)
     for device in devices:
-        namescope = _prefix(device)
+        namescope = _prefix(model, device)
         keep = set(namescope + str(b) for b in (blobs_to_keep or []))
         model.net._net = memonger.share_grad_blobs(
             model.net,
@@ -53,7 +56,7 @@ def _AddDynamicMemoryOptimization(model, blobs_to_keep, devices):
     keep = set()
     for device in devices:
         for blob in (blobs_to_keep or []):
-            keep.add(_prefix(device) + str(blob))
+            keep.add(_prefix(model, device) + str(blob))
     if model._rendezvous is not None:
         keep.update(_ParamGradNames(model))
     model.net._net = memonger.release_blobs_when_used(model.net.Proto(), keep)

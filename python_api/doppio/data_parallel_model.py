@@ -37,10 +37,11 @@ cuda_gpu_id <id>). On GPUs each gradient is summed by one NCCLAllreduce on
 device 0 (use_nccl=True), or else by a tree of cross-device Copy + Sum ops
 into device 0 followed by Copies back, and the init net gives every device
 device 0's params with NCCLBroadcast (use_nccl=True) or Copies
-(parallel/device_collectives.h). Running such a model needs a build with
-CUDA kernels and GPUs: RunInitNet / RunNet raise RuntimeError otherwise.
-Not yet on GPUs: shared_model, sparse gradients across several devices,
-rendezvous across processes, and the memonger options.
+(parallel/device_collectives.h). A sparse gradient on several GPUs is
+gathered on device 0 (Copies of the other devices' slices, one Concat) and
+copied to every device under the same `..._all_devices` names. Running such
+a model needs a build with CUDA kernels and GPUs: RunInitNet / RunNet raise
+RuntimeError otherwise. shared_model is CPU only, as in Caffe2.
 
 Several processes ("shards") train one model when each passes a
 `rendezvous` dict with Caffe2's keys: kv_handler (a store handler blob made
@@ -58,7 +59,12 @@ parallelizes over its own devices; the loss scale counts every device of
 every shard, the init net connects one common world and broadcasts shard
 0's parameters to all shards, and each gradient is summed over the local
 devices, then across shards, then copied back to the local devices
-(parallel/distributed.h). The cross-process collectives run one at a time,
+(parallel/distributed.h). On GPUs the local sum goes to device 0 alone
+(NCCLReduce with use_nccl, else the Copy + Sum tree), the shards' Allreduce
+and Broadcast run on device 0's CUDA tensor (engine GLOO), NCCLBroadcast or
+Copies take the result to the other devices, and every gradient crosses
+the shards alone (bucket_cap_mb applies to CPU devices only: no CUDA
+AllreduceCoalesced yet). The cross-process collectives run one at a time,
 in the same order in every shard. Sparse gradients across shards are not
 implemented yet (NotImplementedError).
 """
@@ -123,7 +129,7 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     devices normalize like one device with the whole batch. shared_model=True
     (CPU only) makes every device use the master's parameters (module doc).
     optimize_gradient_memory=True runs memonger.share_grad_blobs per device
-    (namescope cpu_N/) on the parallelized net, sparing the device's losses,
+    (namescope cpu_N/ or gpu_N/) on the parallelized net, sparing the device's losses,
     param grads and blobs_to_keep; dynamic_memory_management=True adds Free
     ops after last use (memonger.release_blobs_when_used), sparing
     blobs_to_keep on every device (names without the device prefix)."""
@@ -145,9 +151,6 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     if shared_model and not cpu_device:
         raise ValueError('Parallelize: shared_model is only supported on CPU devices '
                          '(cpu_device=True)')
-    if not cpu_device:
-        data_parallel_devices.RefuseOnGpus(rendezvous, optimize_gradient_memory,
-                                           dynamic_memory_management)
     if model.params:
         raise ValueError('Parallelize: the model must be empty (it has params {}); '
                          'build it inside the builder functions'.format(

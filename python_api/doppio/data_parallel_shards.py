@@ -4,6 +4,7 @@ and the collectives across shards that Synchronize and
 AddDistributedBlobSync run over the model's common world."""
 
 from doppio import core
+from doppio import data_parallel_devices
 from doppio import workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2
 
@@ -80,19 +81,21 @@ def Barrier(model):
 
 def AllreduceAcrossShards(model, blobs):
     """Appends to model.net a Gloo Allreduce of `blobs`, after the net's
-    other cross-process collectives."""
+    other cross-process collectives; on the blobs' GPU for "gpu_<id>/" blobs
+    of a GPU model (the CUDA Gloo kernel), else on the CPU."""
     if not IsDistributed(model):
         return
     blobs = [str(b) for b in blobs]
     if not blobs:
         return
+    device_option = data_parallel_devices.DeviceOptionOfBlobs(
+        model, blobs, 'AddDistributedBlobSync')
     proto = model.net.Proto()
     # After the net's other cross-process collectives: one common world
     # carries one collective at a time (parallel/distributed.h).
     previous = [op.output[0] for op in proto.op
                 if op.engine == model._rendezvous['engine'] and op.output]
     model.net.Allreduce([model._rendezvous['common_world']] + blobs, blobs,
-                        engine=model._rendezvous['engine'],
-                        device_option=core.DeviceOption(caffe2_pb2.CPU))
+                        engine=model._rendezvous['engine'], device_option=device_option)
     if previous:
         proto.op[-1].control_input.append(previous[-1])

@@ -67,6 +67,13 @@ class FakeBacking final : public DeviceMemoryBacking {
     for (FakeEvent* event : events_) event->completed = true;
   }
 
+  // One stream catching up; the others' events stay pending.
+  void CompleteEventsOn(StreamHandle stream) {
+    for (FakeEvent* event : events_) {
+      if (event->stream == stream) event->completed = true;
+    }
+  }
+
   size_t live_blocks() const { return live_.size(); }
   size_t live_events() const { return events_.size(); }
 
@@ -133,6 +140,41 @@ TEST(CachingAllocatorTest, FreedBlockIsReusedOnTheSameStreamAtOnce) {
   // A reused block's event is no longer needed.
   EXPECT_EQ(backing.live_events(), 0u);
   allocator.Free(second);
+}
+
+StreamHandle FreeingFromStreamTwo(int /*device*/) { return Stream(2); }
+
+TEST(CachingAllocatorTest, BlockFreedFromAnotherStreamWaitsForBothStreams) {
+  // A dag worker on stream 2 regrows a tensor allocated on stream 1: stream 2
+  // may still hold reads of the old contents, so not even stream 1 may take
+  // the block at once, and stream 1 catching up is not enough.
+  FakeBacking backing;
+  CachingAllocator allocator(&backing, true);
+  void* block = allocator.Allocate(0, 1000, Stream(1));
+  allocator.Free(block, FreeingFromStreamTwo);
+  EXPECT_EQ(backing.live_events(), 2u);
+  void* fresh_1 = allocator.Allocate(0, 1000, Stream(1));
+  EXPECT_NE(fresh_1, block);
+  backing.CompleteEventsOn(Stream(1));
+  void* fresh_2 = allocator.Allocate(0, 1000, Stream(1));
+  EXPECT_NE(fresh_2, block);
+  backing.CompleteEventsOn(Stream(2));
+  void* reused = allocator.Allocate(0, 1000, Stream(3));
+  EXPECT_EQ(reused, block);
+  EXPECT_EQ(backing.live_events(), 0u);
+  allocator.Free(fresh_1);
+  allocator.Free(fresh_2);
+  allocator.Free(reused);
+}
+
+TEST(CachingAllocatorTest, FreeingFromTheAllocatingStreamRecordsOneEvent) {
+  FakeBacking backing;
+  CachingAllocator allocator(&backing, true);
+  void* block = allocator.Allocate(0, 1000, Stream(2));
+  allocator.Free(block, FreeingFromStreamTwo);
+  EXPECT_EQ(backing.live_events(), 1u);
+  EXPECT_EQ(allocator.Allocate(0, 1000, Stream(2)), block);
+  allocator.Free(block);
 }
 
 TEST(CachingAllocatorTest, OtherStreamWaitsForTheFreeEvent) {

@@ -19,12 +19,24 @@
 namespace doppio {
 namespace {
 
+// Set (tools/gpu_selftest.sh) where a GPU is expected: a missing GPU is then
+// a failure, not a skip.
+bool GpuRequired() {
+  const char* value = std::getenv("DOPPIO_REQUIRE_GPU");
+  if (value == nullptr) return false;
+  const std::string v = value;
+  return !(v.empty() || v == "0" || v == "false" || v == "off");
+}
+
 // A macro: GTEST_SKIP returns from the test body that invokes it.
-#define SKIP_WITHOUT_GPU()                                             \
-  do {                                                                 \
-    if (!HasCudaGpu()) {                                               \
-      GTEST_SKIP() << "no CUDA device: " << CudaUnavailableReason();   \
-    }                                                                  \
+#define SKIP_WITHOUT_GPU()                                                       \
+  do {                                                                           \
+    if (!HasCudaGpu()) {                                                         \
+      if (GpuRequired()) {                                                       \
+        FAIL() << "DOPPIO_REQUIRE_GPU is set but " << CudaUnavailableReason();   \
+      }                                                                          \
+      GTEST_SKIP() << "no CUDA device: " << CudaUnavailableReason();             \
+    }                                                                            \
   } while (0)
 
 DeviceOption GpuOption(int gpu_id) {
@@ -205,6 +217,85 @@ TEST(CUDAAllocatorTest, CachesOnTheDeviceAndReportsOutOfMemory) {
 
   const std::string error = MessageOf([&] { allocator->Allocate(size_t{1} << 50); });
   EXPECT_NE(error.find("out of memory on device 0"), std::string::npos) << error;
+}
+
+// ---- Peer access ----
+
+TEST(CudaPeerAccessTest, WithoutAGpuItIsANoOpThatDoesNotThrow) {
+  if (HasCudaGpu()) GTEST_SKIP() << "this machine has a CUDA device";
+  EXPECT_EQ(EnableCudaPeerAccess(), 0);
+  EXPECT_EQ(EnableCudaPeerAccess(), 0);  // the once-per-process answer again
+  EXPECT_FALSE(CudaPeerAccessEnabled(0, 0));
+  EXPECT_FALSE(CudaPeerAccessEnabled(0, 1));
+  EXPECT_FALSE(CudaPeerAccessEnabled(-1, 0));
+}
+
+TEST(CudaPeerAccessTest, OneGpuHasNoPeersAndNothingChanges) {
+  SKIP_WITHOUT_GPU();
+  if (CudaDeviceCount() != 1) GTEST_SKIP() << "this case is for exactly one GPU";
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  EXPECT_EQ(EnableCudaPeerAccess(), 0);
+  EXPECT_TRUE(CudaPeerAccessEnabled(0, 0));
+  EXPECT_FALSE(CudaPeerAccessEnabled(0, 1));
+  EXPECT_FALSE(CudaPeerAccessEnabled(1, 0));
+  EXPECT_EQ(CurrentCudaDevice(), 0);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  // A context still comes up (it runs the same setup).
+  EXPECT_NO_THROW(CUDAContext context(GpuOption(0)));
+}
+
+TEST(CudaPeerAccessTest, EveryPairTheDriverAllowsIsEnabled) {
+  SKIP_WITHOUT_GPU();
+  const int count = CudaDeviceCount();
+  if (count < 2) GTEST_SKIP() << "needs 2 GPUs, this machine has " << count;
+  const int last = count - 1;
+  ASSERT_EQ(cudaSetDevice(last), cudaSuccess);
+  // Creating a context runs the setup; the caller's device stays current.
+  CUDAContext context(GpuOption(0));
+  EXPECT_EQ(CurrentCudaDevice(), last);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+
+  int expected_pairs = 0;
+  for (int a = 0; a < count; ++a) {
+    EXPECT_TRUE(CudaPeerAccessEnabled(a, a));
+    for (int b = 0; b < count; ++b) {
+      if (a == b) continue;
+      int can_access = 0;
+      ASSERT_EQ(cudaDeviceCanAccessPeer(&can_access, a, b), cudaSuccess);
+      EXPECT_EQ(CudaPeerAccessEnabled(a, b), can_access != 0) << a << " -> " << b;
+      if (!can_access) continue;
+      ++expected_pairs;
+      // Independent evidence that it is really on: enabling again is refused
+      // as already enabled.
+      ASSERT_EQ(cudaSetDevice(a), cudaSuccess);
+      EXPECT_EQ(cudaDeviceEnablePeerAccess(b, 0), cudaErrorPeerAccessAlreadyEnabled)
+          << a << " -> " << b;
+      (void)cudaGetLastError();
+    }
+  }
+  EXPECT_EQ(EnableCudaPeerAccess(), expected_pairs);
+  EXPECT_FALSE(CudaPeerAccessEnabled(0, count));
+
+  // Data crosses devices either way (peer-to-peer where enabled).
+  constexpr size_t kCount = 1 << 16;
+  std::vector<float> host(kCount);
+  for (size_t i = 0; i < kCount; ++i) host[i] = static_cast<float>(i % 977);
+  float* on_first = nullptr;
+  float* on_second = nullptr;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&on_first, kCount * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&on_second, kCount * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(on_first, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpyPeer(on_second, 1, on_first, 0, kCount * sizeof(float)), cudaSuccess);
+  std::vector<float> back(kCount, -1.0f);
+  ASSERT_EQ(cudaMemcpy(back.data(), on_second, kCount * sizeof(float), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(back, host);
+  cudaFree(on_second);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaFree(on_first);
 }
 
 }  // namespace

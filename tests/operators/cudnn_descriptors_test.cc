@@ -9,6 +9,7 @@
 
 #include <cudnn.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "core/registry.h"
 #include "core/workspace.h"
 #include "operators/conv_op_gpu.h"
+#include "operators/conv_transpose_op_gpu.h"
 #include "operators/cudnn_descriptors_gpu.h"
 #include "operators/pool_op_gpu.h"
 #include "tests/test_util.h"
@@ -362,6 +364,187 @@ TEST(CudnnAlgorithmTest, PicksTheFirstThatFitsTheLimits) {
                                           false, "Conv 'c1'", "forward");
                      }),
                      "Conv 'c1'", "forward");
+}
+
+// ---- ConvTranspose ----
+
+// The transposed convolution's output size, written independently of the
+// code under test.
+int64_t ConvTransposeOut(int64_t in, int64_t kernel, int64_t pad_begin, int64_t pad_end,
+                         int64_t stride, int64_t dilation, int64_t adj) {
+  return (in - 1) * stride - pad_begin - pad_end + dilation * (kernel - 1) + 1 + adj;
+}
+
+struct ConvTransposeCase {
+  const char* name;
+  std::vector<int64_t> x;  // NCHW (or NCL / NCDHW)
+  std::vector<int64_t> w;  // C, M per group, kernel...
+  std::vector<int64_t> pads;  // begin per axis..., end per axis...
+  int stride, dilation, adj, group;
+};
+
+// A decoder's upsampling layers (batch 64, 7 -> 14 -> 28 like the reference
+// CNN's feature maps in reverse) plus adj, group, dilation, unequal pads
+// whose difference adj makes up, 1-D and 3-D.
+const std::vector<ConvTransposeCase>& ConvTransposeCases() {
+  static const std::vector<ConvTransposeCase> cases = {
+      {"up1", {64, 64, 7, 7}, {64, 32, 4, 4}, {1, 1, 1, 1}, 2, 1, 0, 1},
+      {"up2", {64, 32, 14, 14}, {32, 1, 4, 4}, {1, 1, 1, 1}, 2, 1, 0, 1},
+      {"adj", {8, 16, 7, 7}, {16, 8, 3, 3}, {1, 1, 1, 1}, 2, 1, 1, 1},
+      {"grouped", {4, 8, 5, 6}, {8, 3, 3, 2}, {0, 0, 0, 0}, 1, 1, 0, 2},
+      {"dilated", {2, 3, 5, 5}, {3, 4, 3, 3}, {2, 2, 2, 2}, 3, 2, 2, 1},
+      {"unequal_pads", {2, 4, 6, 5}, {4, 2, 3, 3}, {0, 1, 1, 1}, 2, 1, 1, 1},
+      {"1d", {2, 3, 9}, {3, 5, 4}, {1, 1}, 2, 1, 1, 1},
+      {"3d", {1, 4, 3, 4, 5}, {4, 2, 3, 3, 3}, {1, 1, 1, 1, 1, 1}, 2, 1, 0, 1},
+  };
+  return cases;
+}
+
+OperatorDef ConvTransposeDef(const ConvTransposeCase& c, const std::string& order = "NCHW") {
+  return MakeOp("ConvTranspose", {"X", "W", "b"}, {"Y"},
+                {IntsArg("pads", c.pads), IntArg("stride", c.stride),
+                 IntArg("dilation", c.dilation), IntArg("adj", c.adj), IntArg("group", c.group),
+                 StringArg("order", order)});
+}
+
+CudnnConvTransposePlan PlanOf(const OperatorDef& def, const std::vector<int64_t>& x,
+                              const std::vector<int64_t>& w) {
+  return ResolveCudnnConvTranspose(ConvPoolArgs(def), ConvTransposeAdj(def), "X", x, "W", w);
+}
+
+std::vector<int64_t> ExpectedConvTransposeDims(const ConvTransposeCase& c) {
+  const size_t spatial = c.x.size() - 2;
+  std::vector<int64_t> dims = {c.x[0], c.w[1] * c.group};
+  for (size_t axis = 0; axis < spatial; ++axis) {
+    dims.push_back(ConvTransposeOut(c.x[2 + axis], c.w[2 + axis], c.pads[axis],
+                                    c.pads[spatial + axis], c.stride, c.dilation, c.adj));
+  }
+  return dims;
+}
+
+TEST(CudnnConvTransposePlanTest, OutputShapesMatchTheTransposedFormula) {
+  for (const ConvTransposeCase& c : ConvTransposeCases()) {
+    SCOPED_TRACE(c.name);
+    const CudnnConvTransposePlan plan = PlanOf(ConvTransposeDef(c), c.x, c.w);
+    EXPECT_EQ(plan.output_dims, ExpectedConvTransposeDims(c));
+    EXPECT_EQ(plan.in_channels, c.x[1]);
+    EXPECT_EQ(plan.out_channels, c.w[1] * c.group);
+    EXPECT_EQ(plan.group, c.group);
+    // cuDNN gets the filter as it is (K = C), X and Y in N, C, spatial...
+    const size_t rank = std::max<size_t>(c.x.size(), 4);
+    EXPECT_EQ(plan.cudnn_w_dims.size(), rank);
+    EXPECT_EQ(plan.cudnn_w_dims.front(), c.w[0]);
+    EXPECT_EQ(plan.cudnn_w_dims[1], c.w[1]);
+    EXPECT_EQ(plan.cudnn_x_dims.size(), rank);
+    EXPECT_EQ(plan.cudnn_y_dims.size(), rank);
+    EXPECT_EQ(plan.cudnn_x_dims[1], c.x[1]);
+    EXPECT_EQ(plan.cudnn_y_dims[1], c.w[1] * c.group);
+  }
+  // The reference decoder: 7 -> 14 -> 28.
+  EXPECT_EQ(PlanOf(ConvTransposeDef(ConvTransposeCases()[0]), ConvTransposeCases()[0].x,
+                   ConvTransposeCases()[0].w)
+                .output_dims,
+            (std::vector<int64_t>{64, 32, 14, 14}));
+}
+
+// cuDNN computes ConvTranspose as the data gradient of a convolution from Y
+// to X: that convolution, built from the plan, must map Y's shape onto X's
+// exactly, or cuDNN would refuse the descriptors at run time.
+TEST(CudnnDescriptorsTest, ConvTransposeDescriptorsMapYOntoX) {
+  SKIP_WITHOUT_CUDNN_DESCRIPTORS();
+  for (const std::string order : {"NCHW", "NHWC"}) {
+    for (const ConvTransposeCase& c : ConvTransposeCases()) {
+      SCOPED_TRACE(std::string(c.name) + " " + order);
+      std::vector<int64_t> x = c.x, w = c.w;
+      if (order == "NHWC") {
+        // Channels last; the filter keeps C first and M / group last.
+        x.erase(x.begin() + 1);
+        x.push_back(c.x[1]);
+        w.erase(w.begin() + 1);
+        w.push_back(c.w[1]);
+      }
+      const CudnnConvTransposePlan plan = PlanOf(ConvTransposeDef(c, order), x, w);
+      const cudnnTensorFormat_t format = order == "NHWC" ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+      CudnnTensorDescriptor y_desc;
+      y_desc.SetNd(format, CUDNN_DATA_FLOAT, plan.cudnn_y_dims);
+      CudnnFilterDescriptor w_desc;
+      w_desc.SetNd(format, CUDNN_DATA_FLOAT, plan.cudnn_w_dims);
+      CudnnConvolutionDescriptor conv;
+      conv.SetNd(plan.pads, plan.strides, plan.dilations, CUDNN_DATA_FLOAT, c.group,
+                 CUDNN_FMA_MATH);
+      const int rank = static_cast<int>(plan.cudnn_y_dims.size());
+      std::vector<int> mapped(rank);
+      ASSERT_EQ(cudnnGetConvolutionNdForwardOutputDim(conv.get(), y_desc.get(), w_desc.get(),
+                                                      rank, mapped.data()),
+                CUDNN_STATUS_SUCCESS);
+      EXPECT_EQ(std::vector<int64_t>(mapped.begin(), mapped.end()), plan.cudnn_x_dims);
+      // Y's element count survives the 1-D lift.
+      int64_t cudnn_count = 1, expected_count = 1;
+      for (int64_t v : plan.cudnn_y_dims) cudnn_count *= v;
+      for (int64_t v : ExpectedConvTransposeDims(c)) expected_count *= v;
+      EXPECT_EQ(cudnn_count, expected_count);
+      if (order == "NHWC") {
+        EXPECT_EQ(plan.output_dims.back(), c.w[1] * c.group);  // channels stay last
+        EXPECT_EQ(plan.output_dims[1], ExpectedConvTransposeDims(c)[2]);
+      }
+    }
+  }
+}
+
+std::string ConvTransposeError(const std::vector<Argument>& args, const std::vector<int64_t>& x,
+                               const std::vector<int64_t>& w) {
+  return ErrorOf([&] {
+    const OperatorDef def = MakeOp("ConvTranspose", {"X", "W"}, {"Y"}, args);
+    PlanOf(def, x, w);
+  });
+}
+
+TEST(CudnnConvTransposePlanTest, BadArgumentsAndShapesNameTheOpAndBlob) {
+  const std::vector<int64_t> x = {2, 8, 5, 5}, w = {8, 4, 3, 3};
+  EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("kernel", 5)}, x, w), "ConvTranspose",
+                     "kernel", "'W'");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({}, x, {6, 4, 3, 3}), "ConvTranspose", "'W'", "'X'",
+                     "8");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("group", 3)}, x, w), "ConvTranspose",
+                     "group 3", "'X'");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({}, x, {8, 4, 3}), "ConvTranspose", "'W'");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({}, {2, 8}, {8, 4}), "ConvTranspose", "'X'");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("stride", 2), IntArg("adj", 3)}, x, w),
+                     "ConvTranspose", "adj 3", "stride 2");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("adj", 1), IntsArg("adjs", {1, 1})}, x, w),
+                     "ConvTranspose", "only one");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("adj_h", 1)}, x, w), "ConvTranspose",
+                     "adj_h and adj_w");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({IntsArg("adjs", {0, 0, 0})}, x, w), "ConvTranspose",
+                     "'X'", "2 spatial");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("adj", -1)}, x, w), "ConvTranspose", ">= 0");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("pad", 4)}, {2, 8, 1, 1}, w), "ConvTranspose",
+                     "'X'", "output size");
+  // What the CPU op takes but cuDNN's convolution cannot express.
+  EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("stride", 2), IntArg("adj", 2)}, x, w),
+                     "ConvTranspose", "CUDA", "adj + pad_begin - pad_end", "CPU");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({IntsArg("pads", {2, 0, 0, 0})}, x, w),
+                     "ConvTranspose", "CUDA", "pad_begin", "'X'");
+  EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("global_pooling", 1)}, x, w), "ConvTranspose",
+                     "global_pooling");
+  // VALID / SAME mean no padding, as on the CPU.
+  const OperatorDef valid =
+      MakeOp("ConvTranspose", {"X", "W"}, {"Y"}, {IntArg("legacy_pad", 1)});
+  EXPECT_EQ(PlanOf(valid, x, w).output_dims, (std::vector<int64_t>{2, 4, 7, 7}));
+  // adj_h / adj_w and adjs are the per-axis forms.
+  const OperatorDef per_axis =
+      MakeOp("ConvTranspose", {"X", "W"}, {"Y"},
+             {IntArg("stride", 2), IntArg("adj_h", 1), IntArg("adj_w", 0)});
+  EXPECT_EQ(PlanOf(per_axis, x, w).output_dims, (std::vector<int64_t>{2, 4, 12, 11}));
+}
+
+TEST(CudaDnnOpsTest, ConvTransposeRegisteredForCudaWithItsEngine) {
+  for (const char* op : {"ConvTranspose", "ConvTransposeGradient"}) {
+    for (const char* engine : {"", "CUDNN"}) {
+      EXPECT_NE(OperatorRegistry::Find({op, DeviceKind::kCUDA, engine}), nullptr)
+          << op << " engine '" << engine << "'";
+    }
+  }
 }
 
 // ---- registration, and what a CUDA op does on a machine without a GPU ----

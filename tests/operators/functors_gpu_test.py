@@ -150,8 +150,10 @@ def test_adam_and_learning_rate_match_numpy():
     v = 0.999 * m2 + 0.001 * g * g
     t = 5.0
     step = np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-5)
-    np.testing.assert_allclose(m1_new, m, rtol=1e-6)
-    np.testing.assert_allclose(m2_new, v, rtol=1e-6)
+    # The kernel computes in float32: where 0.9*m1 and 0.1*g nearly cancel,
+    # the error is a few float32 ulps of the terms (~1), not of the result.
+    np.testing.assert_allclose(m1_new, m, rtol=1e-6, atol=4e-7)
+    np.testing.assert_allclose(m2_new, v, rtol=1e-6, atol=4e-7)
     np.testing.assert_allclose(p_new, param - 0.01 * step, rtol=1e-5, atol=1e-6)
 
     lr_op = h.make_op("LearningRate", ["it"], ["lr"], device_option=cuda_option(),

@@ -258,10 +258,9 @@ TEST(ParallelizeTest, Errors) {
                      "device type 7 is not supported");
   options = TwoDevices();
   options.device_type = CUDA;
-  options.rendezvous.num_shards = 2;
-  options.rendezvous.kv_handler = "store";
+  options.shared_model = true;
   EXPECT_MESSAGE_HAS(ErrorOf([&] { Parallelize(MlpTemplate(), options); }),
-                     "with GPU devices is not implemented yet");
+                     "shared_model is only supported on CPU devices");
 
   DataParallelTemplate model = MlpTemplate();
   model.losses = {"no_such_loss"};

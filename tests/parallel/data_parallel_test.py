@@ -137,12 +137,6 @@ def test_errors():
         parallelize(devices=[])
     with pytest.raises(RuntimeError, match='device 1 is listed twice'):
         parallelize(devices=[1, 1])
-    with pytest.raises(NotImplementedError, match='rendezvous'):
-        data_parallel_model.Parallelize_GPU(
-            model_helper.ModelHelper(name='dp_gpu'), lambda m: None, forward,
-            optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.1), devices=[0],
-            rendezvous=dict(kv_handler='store', shard_id=0, num_shards=2, engine='GLOO',
-                            transport='tcp', interface='', exit_nets=None))
     with pytest.raises(ValueError, match='not parallelized'):
         data_parallel_model.RunInitNet(model_helper.ModelHelper(name='plain'))
 

@@ -7,7 +7,6 @@ every device's copy holding every device's contribution; the init net gives
 every device device 0's params. Running such a model without CUDA raises a
 clear error."""
 import collections
-import re
 import sys
 
 import pytest
@@ -16,11 +15,10 @@ from doppio import core, data_parallel_model, model_helper, optimizer, workspace
 from doppio.proto import doppio_pb2
 from python_api.examples import fmnist_train
 
+from gpu_graph_checks import PREFIX, check_placement, device_of, evaluate
 from mlp_fixture import PARAMS, forward, fresh_workspace  # noqa: F401
 
 DEVICE_COUNTS = [1, 2, 4]
-PREFIX = re.compile(r'^gpu_(\d+)/')
-COLLECTIVES = ('NCCLAllreduce', 'NCCLBroadcast')
 
 
 def reference_cnn(model, loss_scale):
@@ -41,73 +39,12 @@ def parallelize(forward_fun, devices, use_nccl, name='gpu_model'):
     return model
 
 
-def device_of(blob):
-    match = PREFIX.match(blob)
-    return int(match.group(1)) if match else None
-
-
 def template_grads(model):
     """{template param: template gradient name} from the recorded groups."""
     return {str(p)[len('gpu_{}/'.format(model._devices[0])):]:
             str(g)[len('gpu_{}/'.format(model._devices[0])):]
             for p, g in model.param_to_grad.items()
             if str(p).startswith('gpu_{}/'.format(model._devices[0]))}
-
-
-def check_placement(net, devices, shared):
-    """Every blob is shared or on one of `devices`; collectives sit on
-    device 0; any other op writes only its own device's blobs, and reads
-    only them unless it is a Copy (the cross-device move)."""
-    for op in net.op:
-        blobs = list(op.input) + list(op.output) + list(op.control_input)
-        for blob in blobs:
-            assert not blob.startswith('cpu_'), (op.type, blob)
-            assert blob in shared or device_of(blob) in devices, (op.type, blob)
-        if op.type in COLLECTIVES:
-            assert op.device_option.device_type == doppio_pb2.CUDA
-            assert op.device_option.cuda_gpu_id == devices[0]
-            continue
-        prefixed_outputs = [device_of(b) for b in op.output if b not in shared]
-        if not prefixed_outputs:
-            # A shared op (iteration counter, learning rate) runs once.
-            assert op.device_option.device_type in (doppio_pb2.CPU, doppio_pb2.CUDA)
-            continue
-        assert op.device_option.device_type == doppio_pb2.CUDA, op
-        device = op.device_option.cuda_gpu_id
-        assert set(prefixed_outputs) == {device}, op
-        if op.type != 'Copy':
-            readers = {device_of(b) for b in list(op.input) + list(op.control_input)
-                       if b not in shared}
-            assert readers <= {device}, op
-
-
-def evaluate(net, state, local_value):
-    """Symbolic run: a blob's value is a Counter of contributions. Copy
-    copies, Sum and NCCLAllreduce add, NCCLBroadcast copies the root's; any
-    other op makes fresh values (local_value(op, output)). Returns the list
-    of (op index, op, {input: value read}) for every op."""
-    reads = []
-    for index, op in enumerate(net.op):
-        seen = {b: state.get(b) for b in op.input}
-        reads.append((index, op, seen))
-        if op.type == 'Copy':
-            state[op.output[0]] = seen[op.input[0]]
-        elif op.type in ('Sum', 'NCCLAllreduce'):
-            total = collections.Counter()
-            for blob in op.input:
-                assert seen[blob] is not None, (op, blob)
-                total += seen[blob]
-            for blob in op.output:
-                state[blob] = total
-        elif op.type == 'NCCLBroadcast':
-            root = [a.i for a in op.arg if a.name == 'root']
-            assert root == [0]
-            for blob in op.output:
-                state[blob] = seen[op.input[0]]
-        else:
-            for blob in op.output:
-                state[blob] = local_value(op, blob)
-    return reads
 
 
 def check_train_net(model, devices, use_nccl):
@@ -283,11 +220,6 @@ def test_gpu_refusals():
             model_helper.ModelHelper(name='shared_gpu'), lambda m: None, forward,
             optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.1), devices=[0, 1],
             shared_model=True)
-    with pytest.raises(NotImplementedError, match='optimize_gradient_memory'):
-        data_parallel_model.Parallelize_GPU(
-            model_helper.ModelHelper(name='memonger_gpu'), lambda m: None, forward,
-            optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.1), devices=[0, 1],
-            optimize_gradient_memory=True)
 
 
 if __name__ == '__main__':

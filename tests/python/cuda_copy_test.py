@@ -209,11 +209,18 @@ _GLOO_GPU_WORKER = textwrap.dedent('''
     gpu = core.DeviceOption(doppio_pb2.CUDA, 0)
     workspace.FeedBlob('a', np.arange(9, dtype=np.float32) * (rank + 1), device_option=gpu)
     workspace.FeedBlob('b', np.full(4, rank + 0.25), device_option=gpu)
-    run('Allreduce', ['world', 'a', 'b'], ['a', 'b'], engine='GLOO', device_option=gpu)
+    # One Allreduce per tensor: inputs of one Allreduce are copies of one
+    # tensor (Caffe2's semantics) and are summed together.
+    run('Allreduce', ['world', 'a'], ['a'], engine='GLOO', device_option=gpu)
+    run('Allreduce', ['world', 'b'], ['b'], engine='GLOO', device_option=gpu)
+    # Two differently shaped tensors summed by one packed Gloo allreduce.
+    workspace.FeedBlob('d', np.arange(3, dtype=np.float32) + rank, device_option=gpu)
+    workspace.FeedBlob('e', np.full((2, 2), 2.0 ** rank, np.float32), device_option=gpu)
+    run('AllreduceCoalesced', ['world', 'd', 'e'], ['d', 'e'], engine='GLOO', device_option=gpu)
     workspace.FeedBlob('c', np.arange(5, dtype=np.int32) + 10 * rank, device_option=gpu)
     run('Broadcast', ['world', 'c'], ['c'], engine='GLOO', root=1, device_option=gpu)
     with open(out, 'w') as f:
-        json.dump({k: workspace.FetchBlob(k).tolist() for k in 'abc'}, f)
+        json.dump({k: workspace.FetchBlob(k).tolist() for k in 'abcde'}, f)
 ''')
 
 
@@ -241,6 +248,8 @@ def test_gloo_allreduce_and_broadcast_on_gpu_tensors_between_two_processes():
         np.testing.assert_array_equal(result['a'], a)
         np.testing.assert_array_equal(result['b'], b)
         np.testing.assert_array_equal(result['c'], c)
+        np.testing.assert_array_equal(result['d'], 2 * np.arange(3) + 1)
+        np.testing.assert_array_equal(result['e'], np.full((2, 2), 3.0))
 
 
 if __name__ == "__main__":
