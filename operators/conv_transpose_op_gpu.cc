@@ -8,18 +8,13 @@
 // caching allocator.
 #include "operators/conv_transpose_op_gpu.h"
 
-#include <algorithm>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "core/argument.h"
-#include "core/cuda/cuda_common.h"
-#include "core/cuda/cuda_context.h"
 #include "core/registry.h"
 #include "operators/conv_op.h"
-#include "operators/conv_op_gpu.h"
-#include "operators/cudnn_descriptors_gpu.h"
+#include "operators/cudnn_conv_op_base_gpu.h"
 
 namespace doppio {
 
@@ -164,22 +159,19 @@ CudnnConvTransposePlan ResolveCudnnConvTranspose(const ConvPoolArgs& args,
 
 namespace {
 
-// What both passes share: arguments, descriptors for the current shape,
-// cached algorithm choices and the workspace.
-class CudnnConvTransposeOpBase : public Operator<CUDAContext> {
+// What identifies a plan in the algorithm caches.
+std::string CacheKey(const CudnnConvTransposePlan& plan, DataType dtype) {
+  return MakeString(DataTypeName(dtype), ' ', StorageOrderName(plan.order), " x",
+                    plan.cudnn_x_dims, " y", plan.cudnn_y_dims, " w", plan.cudnn_w_dims, " s",
+                    plan.strides, " p", plan.pads, " d", plan.dilations, " g", plan.group);
+}
+
+// cuDNN sees the op's Y as its convolution's input and X as its output:
+// the forward pass is cuDNN's backward-data pass and vice versa.
+class CudnnConvTransposeOpBase : public CudnnConvOpBase {
  public:
   CudnnConvTransposeOpBase(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace),
-        args_(def),
-        adj_(def),
-        ws_nbytes_limit_(
-            GetSingleArgument<int64_t>("ws_nbytes_limit", kDefaultCudnnWorkspaceLimitBytes)),
-        exhaustive_search_(GetSingleArgument<bool>("exhaustive_search", false)),
-        deterministic_(GetSingleArgument<bool>("deterministic", false)),
-        enable_tensor_core_(GetSingleArgument<bool>("enable_tensor_core", false)) {
-    DOPPIO_ENFORCE(ws_nbytes_limit_ >= 0, "op ", DisplayName(), ": ws_nbytes_limit is ",
-                   ws_nbytes_limit_, "; it must be >= 0");
-  }
+      : CudnnConvOpBase(def, workspace), adj_(def) {}
 
  protected:
   CudnnConvTransposePlan Plan(const Tensor& X, const Tensor& filter) const {
@@ -193,64 +185,7 @@ class CudnnConvTransposeOpBase : public Operator<CUDAContext> {
                                      filter.dims());
   }
 
-  // Sets the descriptors for `plan` and returns the key that identifies it
-  // in the algorithm caches.
-  std::string SetDescriptors(const CudnnConvTransposePlan& plan, DataType dtype) {
-    type_ = CudnnDataTypeOf(dtype, DisplayName().c_str());
-    const cudnnTensorFormat_t format =
-        plan.order == StorageOrder::kNCHW ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
-    x_desc_.SetNd(format, type_, plan.cudnn_x_dims);
-    y_desc_.SetNd(format, type_, plan.cudnn_y_dims);
-    std::vector<int64_t> bias_dims(plan.cudnn_y_dims.size(), 1);
-    bias_dims[1] = plan.out_channels;
-    bias_desc_.SetNd(format, type_, bias_dims);
-    w_desc_.SetNd(format, type_, plan.cudnn_w_dims);
-    conv_desc_.SetNd(plan.pads, plan.strides, plan.dilations, type_,
-                     static_cast<int>(plan.group), DefaultMath());
-    return MakeString(DataTypeName(dtype), ' ', StorageOrderName(plan.order), " x",
-                      plan.cudnn_x_dims, " y", plan.cudnn_y_dims, " w", plan.cudnn_w_dims, " s",
-                      plan.strides, " p", plan.pads, " d", plan.dilations, " g", plan.group);
-  }
-
-  cudnnMathType_t DefaultMath() const {
-    return enable_tensor_core_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-  }
-
-  // Runs the chosen algorithm with the math type it was chosen for (FMA
-  // unless tensor cores are allowed).
-  void UseMath(cudnnMathType_t chosen) {
-    DOPPIO_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_.get(),
-                                                   enable_tensor_core_ ? chosen : CUDNN_FMA_MATH));
-  }
-
-  template <typename Perf>
-  Perf Pick(const std::vector<Perf>& perfs, int returned, const char* pass) const {
-    std::vector<Perf> valid(perfs.begin(), perfs.begin() + std::max(returned, 0));
-    return PickCudnnAlgorithm(valid, static_cast<size_t>(ws_nbytes_limit_), deterministic_,
-                              enable_tensor_core_, DisplayName(), pass);
-  }
-
-  // Scratch memory from the CUDA caching allocator, on the op's stream.
-  void* Scratch(size_t nbytes) {
-    if (nbytes == 0) return nullptr;
-    workspace_.Resize({static_cast<int64_t>(nbytes)});
-    return workspace_.raw_mutable_data(DataType::kUint8);
-  }
-  size_t SearchLimit() const { return static_cast<size_t>(ws_nbytes_limit_); }
-
-  ConvPoolArgs args_;
   ConvTransposeAdj adj_;
-  int64_t ws_nbytes_limit_;
-  bool exhaustive_search_;
-  bool deterministic_;
-  bool enable_tensor_core_;
-  cudnnDataType_t type_ = CUDNN_DATA_FLOAT;
-  // x_desc_ / y_desc_ describe the op's X and Y (cuDNN's convolution output
-  // and input respectively).
-  CudnnTensorDescriptor x_desc_, y_desc_, bias_desc_;
-  CudnnFilterDescriptor w_desc_;
-  CudnnConvolutionDescriptor conv_desc_;
-  Tensor workspace_{context_.device()};
 };
 
 class CudnnConvTransposeOp final : public CudnnConvTransposeOpBase {
@@ -269,48 +204,11 @@ class CudnnConvTransposeOp final : public CudnnConvTransposeOpBase {
     // Typed even when empty, so an empty batch yields a float tensor.
     void* y = Y->raw_mutable_data(X.dtype());
     if (Y->numel() == 0) return;
-    const std::string key = SetDescriptors(plan, X.dtype());
-    cudnnHandle_t handle = context_.cudnn_handle();
-    const void* x = X.raw_data();
-    const void* w = filter.raw_data();
-
-    auto found = algorithms_.find(key);
-    if (found == algorithms_.end()) {
-      int count = 0;
-      DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count));
-      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(std::max(count, 1));
-      int returned = 0;
-      if (exhaustive_search_) {
-        void* scratch = Scratch(SearchLimit());
-        DOPPIO_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-            handle, w_desc_.get(), w, x_desc_.get(), x, conv_desc_.get(), y_desc_.get(), y,
-            count, &returned, perfs.data(), scratch, SearchLimit()));
-      } else {
-        DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            handle, w_desc_.get(), x_desc_.get(), conv_desc_.get(), y_desc_.get(), count,
-            &returned, perfs.data()));
-      }
-      found = algorithms_.emplace(key, Pick(perfs, returned, "backward-data")).first;
-    }
-    const cudnnConvolutionBwdDataAlgoPerf_t& algo = found->second;
-    UseMath(algo.mathType);
-    size_t ws_bytes = 0;
-    DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-        handle, w_desc_.get(), x_desc_.get(), conv_desc_.get(), y_desc_.get(), algo.algo,
-        &ws_bytes));
-    void* scratch = Scratch(ws_bytes);
-    const CudnnScalars s(type_);
-    DOPPIO_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        handle, s.one(), w_desc_.get(), w, x_desc_.get(), x, conv_desc_.get(), algo.algo,
-        scratch, ws_bytes, s.zero(), y_desc_.get(), y));
-    if (bias != nullptr) {
-      DOPPIO_CUDNN_CHECK(cudnnAddTensor(handle, s.one(), bias_desc_.get(), bias->raw_data(),
-                                        s.one(), y_desc_.get(), y));
-    }
+    SetDescriptors(plan, plan.order, X.dtype());
+    ConvolutionBackwardData(CacheKey(plan, X.dtype()), filter.raw_data(), x_desc_, X.raw_data(),
+                            y_desc_, y);
+    if (bias != nullptr) AddBias(bias->raw_data(), y);
   }
-
- private:
-  std::map<std::string, cudnnConvolutionBwdDataAlgoPerf_t> algorithms_;
 };
 
 // Inputs X, filter, dY; outputs dfilter, then dbias unless no_bias, then dX
@@ -333,100 +231,21 @@ class CudnnConvTransposeGradientOp final : public CudnnConvTransposeOpBase {
     void* db = out.dbias != nullptr ? out.dbias->raw_mutable_data(X.dtype()) : nullptr;
     void* dx = out.dX != nullptr ? out.dX->raw_mutable_data(X.dtype()) : nullptr;
     if (dY.numel() == 0 || X.numel() == 0) {
-      // Nothing flows back; gradients of an empty batch are zero.
-      for (Tensor* t : {out.dfilter, out.dbias, out.dX}) {
-        if (t != nullptr && t->nbytes() > 0) {
-          DOPPIO_CUDA_CHECK(cudaMemsetAsync(t->raw_mutable_data(), 0, t->nbytes(),
-                                            context_.cuda_stream()));
-        }
-      }
+      ZeroOnDevice({out.dfilter, out.dbias, out.dX});
       return;
     }
-    const std::string key = SetDescriptors(plan, X.dtype());
-    cudnnHandle_t handle = context_.cudnn_handle();
-    const void* x = X.raw_data();
-    const void* w = filter.raw_data();
+    SetDescriptors(plan, plan.order, X.dtype());
+    const std::string key = CacheKey(plan, X.dtype());
     const void* dy = dY.raw_data();
-    const CudnnScalars s(type_);
-
     // dW: dY plays the convolution's input, X its output gradient.
-    const cudnnConvolutionBwdFilterAlgoPerf_t filter_algo = FilterAlgorithm(key, dy, x, dw);
-    UseMath(filter_algo.mathType);
-    size_t ws_bytes = 0;
-    DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        handle, y_desc_.get(), x_desc_.get(), conv_desc_.get(), w_desc_.get(), filter_algo.algo,
-        &ws_bytes));
-    void* scratch = Scratch(ws_bytes);
-    DOPPIO_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        handle, s.one(), y_desc_.get(), dy, x_desc_.get(), x, conv_desc_.get(), filter_algo.algo,
-        scratch, ws_bytes, s.zero(), w_desc_.get(), dw));
-    if (db != nullptr) {
-      DOPPIO_CUDNN_CHECK(cudnnConvolutionBackwardBias(handle, s.one(), y_desc_.get(), dy,
-                                                      s.zero(), bias_desc_.get(), db));
-    }
-    if (dx != nullptr) {
-      // dX: the ordinary convolution of dY with the filter.
-      const cudnnConvolutionFwdAlgoPerf_t data_algo = ForwardAlgorithm(key, dy, w, dx);
-      UseMath(data_algo.mathType);
-      DOPPIO_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
-          handle, y_desc_.get(), w_desc_.get(), conv_desc_.get(), x_desc_.get(), data_algo.algo,
-          &ws_bytes));
-      scratch = Scratch(ws_bytes);
-      DOPPIO_CUDNN_CHECK(cudnnConvolutionForward(
-          handle, s.one(), y_desc_.get(), dy, w_desc_.get(), w, conv_desc_.get(), data_algo.algo,
-          scratch, ws_bytes, s.zero(), x_desc_.get(), dx));
-    }
+    ConvolutionBackwardFilter(key, y_desc_, dy, x_desc_, X.raw_data(), dw);
+    if (db != nullptr) BiasGradient(dy, db);
+    // dX: the ordinary convolution of dY with the filter.
+    if (dx != nullptr) ConvolutionForward(key, y_desc_, dy, filter.raw_data(), x_desc_, dx);
   }
 
  private:
-  cudnnConvolutionBwdFilterAlgoPerf_t FilterAlgorithm(const std::string& key, const void* dy,
-                                                      const void* x, void* dw) {
-    auto found = filter_algorithms_.find(key);
-    if (found != filter_algorithms_.end()) return found->second;
-    cudnnHandle_t handle = context_.cudnn_handle();
-    int count = 0;
-    DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count));
-    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(std::max(count, 1));
-    int returned = 0;
-    if (exhaustive_search_) {
-      void* scratch = Scratch(SearchLimit());
-      DOPPIO_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-          handle, y_desc_.get(), dy, x_desc_.get(), x, conv_desc_.get(), w_desc_.get(), dw,
-          count, &returned, perfs.data(), scratch, SearchLimit()));
-    } else {
-      DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          handle, y_desc_.get(), x_desc_.get(), conv_desc_.get(), w_desc_.get(), count,
-          &returned, perfs.data()));
-    }
-    return filter_algorithms_.emplace(key, Pick(perfs, returned, "backward-filter"))
-        .first->second;
-  }
-
-  cudnnConvolutionFwdAlgoPerf_t ForwardAlgorithm(const std::string& key, const void* dy,
-                                                 const void* w, void* dx) {
-    auto found = forward_algorithms_.find(key);
-    if (found != forward_algorithms_.end()) return found->second;
-    cudnnHandle_t handle = context_.cudnn_handle();
-    int count = 0;
-    DOPPIO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(std::max(count, 1));
-    int returned = 0;
-    if (exhaustive_search_) {
-      void* scratch = Scratch(SearchLimit());
-      DOPPIO_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-          handle, y_desc_.get(), dy, w_desc_.get(), w, conv_desc_.get(), x_desc_.get(), dx,
-          count, &returned, perfs.data(), scratch, SearchLimit()));
-    } else {
-      DOPPIO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-          handle, y_desc_.get(), w_desc_.get(), conv_desc_.get(), x_desc_.get(), count,
-          &returned, perfs.data()));
-    }
-    return forward_algorithms_.emplace(key, Pick(perfs, returned, "forward")).first->second;
-  }
-
   bool no_bias_;
-  std::map<std::string, cudnnConvolutionBwdFilterAlgoPerf_t> filter_algorithms_;
-  std::map<std::string, cudnnConvolutionFwdAlgoPerf_t> forward_algorithms_;
 };
 
 }  // namespace

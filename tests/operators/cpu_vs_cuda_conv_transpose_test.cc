@@ -6,21 +6,16 @@
 //
 // Without a GPU every test skips with the reason; with DOPPIO_REQUIRE_GPU=1
 // (tools/gpu_selftest.sh) it fails instead.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "core/cuda/cuda_common.h"
 #include "core/workspace.h"
+#include "tests/operators/cpu_vs_cuda_util.h"
 #include "tests/test_util.h"
 
 namespace doppio {
@@ -31,129 +26,12 @@ using testing::IntArg;
 using testing::IntsArg;
 using testing::MakeOp;
 using testing::StringArg;
-
-bool GpuRequired() {
-  const char* value = std::getenv("DOPPIO_REQUIRE_GPU");
-  if (value == nullptr) return false;
-  const std::string v = value;
-  return !(v.empty() || v == "0" || v == "false" || v == "off");
-}
-
-#define SKIP_WITHOUT_GPU()                                                     \
-  do {                                                                         \
-    if (CudaDeviceCount() == 0) {                                              \
-      if (GpuRequired()) {                                                     \
-        FAIL() << "DOPPIO_REQUIRE_GPU is set but " << CudaUnavailableReason(); \
-      }                                                                        \
-      GTEST_SKIP() << "no CUDA GPU: " << CudaUnavailableReason();              \
-    }                                                                          \
-  } while (false)
-
-struct Feed {
-  std::string name;
-  std::vector<int64_t> dims;
-  DataType dtype;
-  std::vector<char> bytes;
-};
-
-int64_t Count(const std::vector<int64_t>& dims) {
-  int64_t count = 1;
-  for (int64_t d : dims) count *= d;
-  return count;
-}
+using namespace cpu_vs_cuda;
 
 // Deterministic, sign-varying values in about [-1, 1].
 template <typename T>
 Feed Make(const std::string& name, const std::vector<int64_t>& dims, int salt) {
-  std::vector<T> values(Count(dims));
-  for (size_t i = 0; i < values.size(); ++i) {
-    values[i] = static_cast<T>(std::sin(0.37 * static_cast<double>(i) + salt));
-  }
-  Feed feed{name, dims, DataTypeFor<T>(), {}};
-  feed.bytes.resize(values.size() * sizeof(T));
-  if (!values.empty()) std::memcpy(feed.bytes.data(), values.data(), feed.bytes.size());
-  return feed;
-}
-
-void Put(Workspace* ws, const Feed& feed, bool on_gpu) {
-  Device device;
-  if (on_gpu) device = Device{DeviceKind::kCUDA, 0};
-  Tensor* tensor = ws->CreateBlob(feed.name)->GetMutableTensor(device);
-  tensor->Resize(feed.dims);
-  void* data = tensor->raw_mutable_data(feed.dtype);
-  if (feed.bytes.empty()) return;
-  if (on_gpu) {
-    DOPPIO_CUDA_CHECK(
-        cudaMemcpy(data, feed.bytes.data(), feed.bytes.size(), cudaMemcpyHostToDevice));
-  } else {
-    std::memcpy(data, feed.bytes.data(), feed.bytes.size());
-  }
-}
-
-struct Fetched {
-  std::vector<int64_t> dims;
-  DataType dtype = DataType::kUndefined;
-  DeviceKind device = DeviceKind::kCPU;
-  std::vector<double> values;
-};
-
-Fetched Get(const Workspace& ws, const std::string& name) {
-  const Tensor& tensor = ws.GetBlob(name)->GetTensor();
-  Fetched out{tensor.dims(), tensor.dtype(), tensor.device().kind, {}};
-  std::vector<char> bytes(tensor.nbytes());
-  if (!bytes.empty()) {
-    if (tensor.device().kind == DeviceKind::kCUDA) {
-      DOPPIO_CUDA_CHECK(cudaDeviceSynchronize());
-      DOPPIO_CUDA_CHECK(
-          cudaMemcpy(bytes.data(), tensor.raw_data(), bytes.size(), cudaMemcpyDeviceToHost));
-    } else {
-      std::memcpy(bytes.data(), tensor.raw_data(), bytes.size());
-    }
-  }
-  DispatchDataType(tensor.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_arithmetic<T>::value) {
-      const T* values = reinterpret_cast<const T*>(bytes.data());
-      for (int64_t i = 0; i < tensor.numel(); ++i) out.values.push_back(values[i]);
-    }
-  });
-  return out;
-}
-
-std::vector<Fetched> RunOn(const OperatorDef& def, const std::vector<Feed>& feeds, bool on_gpu) {
-  Workspace ws;
-  for (const Feed& feed : feeds) Put(&ws, feed, on_gpu);
-  OperatorDef op = def;
-  if (on_gpu) op.mutable_device_option()->set_device_type(CUDA);
-  ws.RunOperatorOnce(op);
-  std::vector<Fetched> outputs;
-  for (const std::string& name : op.output()) outputs.push_back(Get(ws, name));
-  return outputs;
-}
-
-void ExpectClose(const Fetched& expected, const Fetched& actual, double tolerance,
-                 const std::string& what) {
-  EXPECT_EQ(expected.dims, actual.dims) << what;
-  EXPECT_EQ(expected.dtype, actual.dtype) << what;
-  ASSERT_EQ(expected.values.size(), actual.values.size()) << what;
-  for (size_t i = 0; i < expected.values.size(); ++i) {
-    const double e = expected.values[i], a = actual.values[i];
-    ASSERT_NEAR(a, e, tolerance * std::max(1.0, std::fabs(e))) << what << "[" << i << "]";
-  }
-}
-
-// Runs `def` on both devices, compares every output and returns the CPU's.
-std::vector<Fetched> ExpectCpuEqualsCuda(const OperatorDef& def, const std::vector<Feed>& feeds,
-                                         double tolerance) {
-  const std::vector<Fetched> cpu = RunOn(def, feeds, false);
-  const std::vector<Fetched> gpu = RunOn(def, feeds, true);
-  EXPECT_EQ(cpu.size(), gpu.size());
-  for (size_t k = 0; k < cpu.size() && k < gpu.size(); ++k) {
-    const std::string what = def.type() + " output " + def.output(static_cast<int>(k));
-    EXPECT_EQ(gpu[k].device, DeviceKind::kCUDA) << what;
-    ExpectClose(cpu[k], gpu[k], tolerance, what);
-  }
-  return cpu;
+  return cpu_vs_cuda::Make<T>(name, dims, Values<T>(Count(dims), 1.0, salt));
 }
 
 // ---- the reference: a direct NCHW 2-D transposed convolution ----

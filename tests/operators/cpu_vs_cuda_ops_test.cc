@@ -9,21 +9,16 @@
 //
 // Without a GPU every test skips with the reason; with DOPPIO_REQUIRE_GPU=1
 // (tools/gpu_selftest.sh) it fails instead.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "core/cuda/cuda_common.h"
 #include "core/workspace.h"
+#include "tests/operators/cpu_vs_cuda_util.h"
 #include "tests/test_util.h"
 
 namespace doppio {
@@ -33,142 +28,10 @@ using testing::ErrorOf;
 using testing::FloatArg;
 using testing::IntArg;
 using testing::MakeOp;
+using namespace cpu_vs_cuda;
 
-bool GpuRequired() {
-  const char* value = std::getenv("DOPPIO_REQUIRE_GPU");
-  if (value == nullptr) return false;
-  const std::string v = value;
-  return !(v.empty() || v == "0" || v == "false" || v == "off");
-}
-
-#define SKIP_WITHOUT_GPU()                                                \
-  do {                                                                    \
-    if (CudaDeviceCount() == 0) {                                         \
-      if (GpuRequired()) {                                                \
-        FAIL() << "DOPPIO_REQUIRE_GPU is set but " << CudaUnavailableReason(); \
-      }                                                                   \
-      GTEST_SKIP() << "no CUDA GPU: " << CudaUnavailableReason();         \
-    }                                                                     \
-  } while (false)
-
-// A host tensor to feed: its bytes, and whether the CUDA run keeps it on the
-// host (a CPU learning rate) instead of copying it to the GPU.
-struct Feed {
-  std::string name;
-  std::vector<int64_t> dims;
-  DataType dtype;
-  std::vector<char> bytes;
-  bool host_only = false;
-};
-
-template <typename T>
-Feed Make(const std::string& name, const std::vector<int64_t>& dims, const std::vector<T>& values,
-          bool host_only = false) {
-  Feed feed{name, dims, DataTypeFor<T>(), {}, host_only};
-  feed.bytes.resize(values.size() * sizeof(T));
-  if (!values.empty()) std::memcpy(feed.bytes.data(), values.data(), feed.bytes.size());
-  int64_t count = 1;
-  for (int64_t d : dims) count *= d;
-  EXPECT_EQ(count, static_cast<int64_t>(values.size())) << name;
-  return feed;
-}
-
-// Deterministic, sign-varying values in about [-scale, scale].
-template <typename T>
-std::vector<T> Values(int64_t count, double scale, int salt) {
-  std::vector<T> values(count);
-  for (int64_t i = 0; i < count; ++i) {
-    values[i] = static_cast<T>(scale * std::sin(0.37 * static_cast<double>(i) + salt));
-  }
-  return values;
-}
-
-int64_t Count(const std::vector<int64_t>& dims) {
-  int64_t count = 1;
-  for (int64_t d : dims) count *= d;
-  return count;
-}
-
-void Put(Workspace* ws, const Feed& feed, bool on_gpu) {
-  Device device;
-  if (on_gpu && !feed.host_only) device = Device{DeviceKind::kCUDA, 0};
-  Tensor* tensor = ws->CreateBlob(feed.name)->GetMutableTensor(device);
-  tensor->Resize(feed.dims);
-  void* data = tensor->raw_mutable_data(feed.dtype);
-  if (feed.bytes.empty()) return;
-  if (device.kind == DeviceKind::kCUDA) {
-    DOPPIO_CUDA_CHECK(cudaMemcpy(data, feed.bytes.data(), feed.bytes.size(),
-                                 cudaMemcpyHostToDevice));
-  } else {
-    std::memcpy(data, feed.bytes.data(), feed.bytes.size());
-  }
-}
-
-// An output as doubles, wherever it lives, with its dims and dtype.
-struct Fetched {
-  std::vector<int64_t> dims;
-  DataType dtype = DataType::kUndefined;
-  DeviceKind device = DeviceKind::kCPU;
-  std::vector<double> values;
-};
-
-Fetched Get(const Workspace& ws, const std::string& name) {
-  const Tensor& tensor = ws.GetBlob(name)->GetTensor();
-  Fetched out{tensor.dims(), tensor.dtype(), tensor.device().kind, {}};
-  std::vector<char> bytes(tensor.nbytes());
-  if (!bytes.empty()) {
-    if (tensor.device().kind == DeviceKind::kCUDA) {
-      DOPPIO_CUDA_CHECK(cudaDeviceSynchronize());
-      DOPPIO_CUDA_CHECK(
-          cudaMemcpy(bytes.data(), tensor.raw_data(), bytes.size(), cudaMemcpyDeviceToHost));
-    } else {
-      std::memcpy(bytes.data(), tensor.raw_data(), bytes.size());
-    }
-  }
-  DispatchDataType(tensor.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_arithmetic<T>::value) {
-      const T* values = reinterpret_cast<const T*>(bytes.data());
-      for (int64_t i = 0; i < tensor.numel(); ++i) out.values.push_back(values[i]);
-    }
-  });
-  return out;
-}
-
-std::vector<Fetched> RunOn(const OperatorDef& def, const std::vector<Feed>& feeds, bool on_gpu) {
-  Workspace ws;
-  for (const Feed& feed : feeds) Put(&ws, feed, on_gpu);
-  OperatorDef op = def;
-  if (on_gpu) op.mutable_device_option()->set_device_type(CUDA);
-  ws.RunOperatorOnce(op);
-  std::vector<Fetched> outputs;
-  for (const std::string& name : op.output()) outputs.push_back(Get(ws, name));
-  return outputs;
-}
-
-// Runs `def` on both devices and compares every output; returns the CUDA
-// outputs for further checks.
-std::vector<Fetched> ExpectCpuEqualsCuda(const OperatorDef& def, const std::vector<Feed>& feeds,
-                                         double tolerance = 1e-5) {
-  const std::vector<Fetched> cpu = RunOn(def, feeds, false);
-  const std::vector<Fetched> gpu = RunOn(def, feeds, true);
-  EXPECT_EQ(cpu.size(), gpu.size());
-  for (size_t k = 0; k < cpu.size() && k < gpu.size(); ++k) {
-    const std::string what = def.type() + " output " + def.output(static_cast<int>(k));
-    EXPECT_EQ(gpu[k].device, DeviceKind::kCUDA) << what;
-    EXPECT_EQ(cpu[k].dims, gpu[k].dims) << what;
-    EXPECT_EQ(cpu[k].dtype, gpu[k].dtype) << what;
-    if (cpu[k].values.size() != gpu[k].values.size()) {
-      ADD_FAILURE() << what << ": " << cpu[k].values.size() << " vs " << gpu[k].values.size();
-      continue;
-    }
-    for (size_t i = 0; i < cpu[k].values.size(); ++i) {
-      const double c = cpu[k].values[i], g = gpu[k].values[i];
-      EXPECT_NEAR(g, c, tolerance * std::max(1.0, std::fabs(c))) << what << "[" << i << "]";
-    }
-  }
-  return gpu;
-}
+// Relative, for float32 results whose CPU and CUDA summation orders differ.
+constexpr double kTolerance = 1e-5;
 
 // ---- SoftmaxWithLoss ----
 
@@ -189,7 +52,7 @@ void CheckSoftmaxWithLoss(const std::vector<int64_t>& x_dims, const Feed& labels
   }
   const OperatorDef forward = MakeOp("SoftmaxWithLoss", names, {"P", "loss"}, args);
   const std::vector<Fetched> cpu = RunOn(forward, feeds, false);
-  ExpectCpuEqualsCuda(forward, feeds);
+  ExpectCpuEqualsCuda(forward, feeds, kTolerance);
   // The gradient from the CPU's softmax.
   std::vector<T> p;
   for (double v : cpu[0].values) p.push_back(static_cast<T>(v));
@@ -197,7 +60,7 @@ void CheckSoftmaxWithLoss(const std::vector<int64_t>& x_dims, const Feed& labels
   feeds.push_back(Make<T>("d_loss", {}, std::vector<T>{T(1.5)}));
   names.push_back("P");
   names.push_back("d_loss");
-  ExpectCpuEqualsCuda(MakeOp("SoftmaxWithLossGradient", names, {"dX"}, args), feeds);
+  ExpectCpuEqualsCuda(MakeOp("SoftmaxWithLossGradient", names, {"dX"}, args), feeds, kTolerance);
 }
 
 TEST(CpuVsCuda, SoftmaxWithLossRows) {
@@ -258,8 +121,8 @@ TEST(CpuVsCuda, AveragedLossAndGradient) {
        {std::vector<int64_t>{7}, std::vector<int64_t>{30, 40, 5}, std::vector<int64_t>{0}}) {
     const std::vector<Feed> feeds = {Make<float>("X", dims, Values<float>(Count(dims), 2.0, 4)),
                                      Make<float>("dY", {}, {0.75f})};
-    ExpectCpuEqualsCuda(MakeOp("AveragedLoss", {"X"}, {"Y"}), feeds);
-    ExpectCpuEqualsCuda(MakeOp("AveragedLossGradient", {"X", "dY"}, {"dX"}), feeds);
+    ExpectCpuEqualsCuda(MakeOp("AveragedLoss", {"X"}, {"Y"}), feeds, kTolerance);
+    ExpectCpuEqualsCuda(MakeOp("AveragedLossGradient", {"X", "dY"}, {"dX"}), feeds, kTolerance);
   }
 }
 
@@ -273,17 +136,18 @@ TEST(CpuVsCuda, ScaleSumAndWeightedSum) {
       Make<float>("w1", {1}, {-2.0f}),
       Make<float>("lr", {1}, {-0.05f}, /*host_only=*/true),
   };
-  ExpectCpuEqualsCuda(MakeOp("Scale", {"a"}, {"y"}, {FloatArg("scale", 0.1f)}), feeds);
-  ExpectCpuEqualsCuda(MakeOp("Scale", {"a"}, {"a"}, {FloatArg("scale", -3.0f)}), feeds);
-  ExpectCpuEqualsCuda(MakeOp("Sum", {"a", "b", "c"}, {"y"}), feeds);
-  ExpectCpuEqualsCuda(MakeOp("Sum", {"a", "b"}, {"a"}), feeds);
-  ExpectCpuEqualsCuda(MakeOp("Sum", {"a", "a"}, {"y"}), feeds);
-  ExpectCpuEqualsCuda(MakeOp("WeightedSum", {"a", "w0", "b", "w1"}, {"y"}), feeds);
+  ExpectCpuEqualsCuda(MakeOp("Scale", {"a"}, {"y"}, {FloatArg("scale", 0.1f)}), feeds, kTolerance);
+  ExpectCpuEqualsCuda(MakeOp("Scale", {"a"}, {"a"}, {FloatArg("scale", -3.0f)}), feeds, kTolerance);
+  ExpectCpuEqualsCuda(MakeOp("Sum", {"a", "b", "c"}, {"y"}), feeds, kTolerance);
+  ExpectCpuEqualsCuda(MakeOp("Sum", {"a", "b"}, {"a"}), feeds, kTolerance);
+  ExpectCpuEqualsCuda(MakeOp("Sum", {"a", "a"}, {"y"}), feeds, kTolerance);
+  ExpectCpuEqualsCuda(MakeOp("WeightedSum", {"a", "w0", "b", "w1"}, {"y"}), feeds, kTolerance);
   // build_sgd without momentum: param = param * ONE + grad * lr (host lr).
-  ExpectCpuEqualsCuda(MakeOp("WeightedSum", {"a", "w0", "b", "lr"}, {"a"}), feeds);
+  ExpectCpuEqualsCuda(MakeOp("WeightedSum", {"a", "w0", "b", "lr"}, {"a"}), feeds, kTolerance);
   const std::vector<Feed> ints = {Make<int64_t>("a", {3}, {1, -2, 3}),
                                   Make<int64_t>("b", {3}, {10, 20, -30})};
-  const std::vector<Fetched> sum = ExpectCpuEqualsCuda(MakeOp("Sum", {"a", "b"}, {"y"}), ints);
+  const std::vector<Fetched> sum =
+      ExpectCpuEqualsCuda(MakeOp("Sum", {"a", "b"}, {"y"}), ints, kTolerance);
   EXPECT_EQ(sum[0].values, (std::vector<double>{11, 18, -27}));
 }
 
@@ -363,10 +227,12 @@ TEST(CpuVsCuda, UpdatesTakeTheLearningRateFromTheHost) {
     for (int nesterov : {0, 1}) {
       const std::vector<Argument> args = {FloatArg("momentum", 0.9f), IntArg("nesterov", nesterov)};
       ExpectCpuEqualsCuda(MakeOp("MomentumSGDUpdate", {"g", "m", "lr", "p"}, {"g", "m", "p"}, args),
-                          feeds);
-      ExpectCpuEqualsCuda(MakeOp("MomentumSGD", {"g", "m", "lr"}, {"g", "m"}, args), feeds);
+                          feeds, kTolerance);
+      ExpectCpuEqualsCuda(MakeOp("MomentumSGD", {"g", "m", "lr"}, {"g", "m"}, args), feeds,
+                          kTolerance);
     }
-    ExpectCpuEqualsCuda(MakeOp("Adam", {"p", "m", "m2", "g", "lr", "it"}, {"p", "m", "m2"}), feeds);
+    ExpectCpuEqualsCuda(MakeOp("Adam", {"p", "m", "m2", "g", "lr", "it"}, {"p", "m", "m2"}),
+                        feeds, kTolerance);
   }
 }
 

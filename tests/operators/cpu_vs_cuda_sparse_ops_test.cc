@@ -9,21 +9,16 @@
 //
 // Without a GPU every test skips with the reason; with DOPPIO_REQUIRE_GPU=1
 // it fails instead.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "core/cuda/cuda_common.h"
 #include "core/workspace.h"
+#include "tests/operators/cpu_vs_cuda_util.h"
 #include "tests/test_util.h"
 
 namespace doppio {
@@ -34,144 +29,7 @@ using testing::FloatArg;
 using testing::IntArg;
 using testing::MakeOp;
 using testing::StringArg;
-
-bool GpuRequired() {
-  const char* value = std::getenv("DOPPIO_REQUIRE_GPU");
-  if (value == nullptr) return false;
-  const std::string v = value;
-  return !(v.empty() || v == "0" || v == "false" || v == "off");
-}
-
-#define SKIP_WITHOUT_GPU()                                                     \
-  do {                                                                         \
-    if (CudaDeviceCount() == 0) {                                              \
-      if (GpuRequired()) {                                                     \
-        FAIL() << "DOPPIO_REQUIRE_GPU is set but " << CudaUnavailableReason(); \
-      }                                                                        \
-      GTEST_SKIP() << "no CUDA GPU: " << CudaUnavailableReason();              \
-    }                                                                          \
-  } while (false)
-
-// A host tensor to feed; host_only keeps it on the host in the CUDA run too
-// (a CPU learning rate).
-struct Feed {
-  std::string name;
-  std::vector<int64_t> dims;
-  DataType dtype;
-  std::vector<char> bytes;
-  bool host_only = false;
-};
-
-template <typename T>
-Feed Make(const std::string& name, const std::vector<int64_t>& dims, const std::vector<T>& values,
-          bool host_only = false) {
-  Feed feed{name, dims, DataTypeFor<T>(), {}, host_only};
-  feed.bytes.resize(values.size() * sizeof(T));
-  if (!values.empty()) std::memcpy(feed.bytes.data(), values.data(), feed.bytes.size());
-  int64_t count = 1;
-  for (int64_t d : dims) count *= d;
-  EXPECT_EQ(count, static_cast<int64_t>(values.size())) << name;
-  return feed;
-}
-
-int64_t Count(const std::vector<int64_t>& dims) {
-  int64_t count = 1;
-  for (int64_t d : dims) count *= d;
-  return count;
-}
-
-// Deterministic, sign-varying values in about [-scale, scale].
-template <typename T>
-std::vector<T> Values(int64_t count, double scale, int salt) {
-  std::vector<T> values(count);
-  for (int64_t i = 0; i < count; ++i) {
-    values[i] = static_cast<T>(scale * std::sin(0.37 * static_cast<double>(i) + salt));
-  }
-  return values;
-}
-
-void Put(Workspace* ws, const Feed& feed, bool on_gpu) {
-  Device device;
-  if (on_gpu && !feed.host_only) device = Device{DeviceKind::kCUDA, 0};
-  Tensor* tensor = ws->CreateBlob(feed.name)->GetMutableTensor(device);
-  tensor->Resize(feed.dims);
-  void* data = tensor->raw_mutable_data(feed.dtype);
-  if (feed.bytes.empty()) return;
-  if (device.kind == DeviceKind::kCUDA) {
-    DOPPIO_CUDA_CHECK(
-        cudaMemcpy(data, feed.bytes.data(), feed.bytes.size(), cudaMemcpyHostToDevice));
-  } else {
-    std::memcpy(data, feed.bytes.data(), feed.bytes.size());
-  }
-}
-
-// An output as doubles, wherever it lives.
-struct Fetched {
-  std::vector<int64_t> dims;
-  DataType dtype = DataType::kUndefined;
-  DeviceKind device = DeviceKind::kCPU;
-  std::vector<double> values;
-};
-
-Fetched Get(const Workspace& ws, const std::string& name) {
-  const Tensor& tensor = ws.GetBlob(name)->GetTensor();
-  Fetched out{tensor.dims(), tensor.dtype(), tensor.device().kind, {}};
-  std::vector<char> bytes(tensor.nbytes());
-  if (!bytes.empty()) {
-    if (tensor.device().kind == DeviceKind::kCUDA) {
-      DOPPIO_CUDA_CHECK(cudaDeviceSynchronize());
-      DOPPIO_CUDA_CHECK(
-          cudaMemcpy(bytes.data(), tensor.raw_data(), bytes.size(), cudaMemcpyDeviceToHost));
-    } else {
-      std::memcpy(bytes.data(), tensor.raw_data(), bytes.size());
-    }
-  }
-  DispatchDataType(tensor.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_arithmetic<T>::value) {
-      const T* values = reinterpret_cast<const T*>(bytes.data());
-      for (int64_t i = 0; i < tensor.numel(); ++i) out.values.push_back(values[i]);
-    }
-  });
-  return out;
-}
-
-std::vector<Fetched> RunOn(const OperatorDef& def, const std::vector<Feed>& feeds, bool on_gpu) {
-  Workspace ws;
-  for (const Feed& feed : feeds) Put(&ws, feed, on_gpu);
-  OperatorDef op = def;
-  if (on_gpu) op.mutable_device_option()->set_device_type(CUDA);
-  ws.RunOperatorOnce(op);
-  std::vector<Fetched> outputs;
-  for (const std::string& name : op.output()) outputs.push_back(Get(ws, name));
-  return outputs;
-}
-
-// Runs `def` on both devices and compares every output; `host_outputs`
-// lists the outputs the CUDA op keeps on the host. Returns the CUDA outputs.
-std::vector<Fetched> ExpectCpuEqualsCuda(const OperatorDef& def, const std::vector<Feed>& feeds,
-                                         double tolerance = 0,
-                                         const std::vector<int>& host_outputs = {}) {
-  const std::vector<Fetched> cpu = RunOn(def, feeds, false);
-  const std::vector<Fetched> gpu = RunOn(def, feeds, true);
-  EXPECT_EQ(cpu.size(), gpu.size());
-  for (size_t k = 0; k < cpu.size() && k < gpu.size(); ++k) {
-    const std::string what = def.type() + " output " + def.output(static_cast<int>(k));
-    const bool on_host = std::count(host_outputs.begin(), host_outputs.end(), k) > 0;
-    EXPECT_EQ(gpu[k].device, on_host ? DeviceKind::kCPU : DeviceKind::kCUDA) << what;
-    EXPECT_EQ(cpu[k].dims, gpu[k].dims) << what;
-    EXPECT_EQ(cpu[k].dtype, gpu[k].dtype) << what;
-    if (cpu[k].values.size() != gpu[k].values.size()) {
-      ADD_FAILURE() << what << ": " << cpu[k].values.size() << " vs " << gpu[k].values.size();
-      continue;
-    }
-    for (size_t i = 0; i < cpu[k].values.size(); ++i) {
-      const double c = cpu[k].values[i], g = gpu[k].values[i];
-      EXPECT_NEAR(g, c, tolerance * std::max(1.0, std::fabs(c))) << what << "[" << i << "]";
-    }
-  }
-  return gpu;
-}
+using namespace cpu_vs_cuda;
 
 // The error each device gives, with "CUDA"/"CPU"-free text compared.
 void ExpectSameError(const OperatorDef& def, const std::vector<Feed>& feeds,
@@ -228,16 +86,16 @@ TEST(CpuVsCudaSparseOps, GatherRowsOfAnyDtype) {
   const std::vector<int32_t> ids = {3, 0, 3, 11, 7, 7, 2};
   ExpectCpuEqualsCuda(MakeOp("Gather", {"D", "I"}, {"Y"}),
                       {Make<float>("D", {12, 3}, Values<float>(36, 2, 0)),
-                       Make<int32_t>("I", {7}, ids)});
+                       Make<int32_t>("I", {7}, ids)}, 0);
   ExpectCpuEqualsCuda(MakeOp("Gather", {"D", "I"}, {"Y"}),
                       {Make<int64_t>("D", {6, 2, 2}, Values<int64_t>(24, 1000, 1)),
-                       Make<int64_t>("I", {2, 2}, {5, 0, 1, 5})});
+                       Make<int64_t>("I", {2, 2}, {5, 0, 1, 5})}, 0);
   ExpectCpuEqualsCuda(MakeOp("Gather", {"D", "I"}, {"Y"}),
                       {Make<double>("D", {4}, Values<double>(4, 3, 2)),
-                       Make<int32_t>("I", {0}, {})});
+                       Make<int32_t>("I", {0}, {})}, 0);
   ExpectCpuEqualsCuda(MakeOp("Gather", {"D", "I"}, {"Y"}),
                       {Make<uint8_t>("D", {3, 5}, std::vector<uint8_t>(15, 7)),
-                       Make<int32_t>("I", {2}, {2, 1})});
+                       Make<int32_t>("I", {2}, {2, 1})}, 0);
 }
 
 TEST(CpuVsCudaSparseOps, GatherRejectsIndicesOutOfRange) {
