@@ -20,7 +20,7 @@ DOPPIO_DEBIAN_PACKAGES=(
   dataset-fashion-mnist
   python3-tqdm python3-matplotlib graphviz
   python3-onnx libonnx-testdata
-  clang libclang-rt-dev
+  clang libclang-rt-dev lld
 )
 
 doppio_install_deps() {

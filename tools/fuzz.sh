@@ -75,12 +75,13 @@ for target in "${targets[@]}"; do
     if ((status != 0)); then
       target_crashes=$((target_crashes + 1))
       echo "$target: crash (exit $status), log $log:" >&2
-      grep -m1 -E '^==[0-9]+==ERROR|SUMMARY|fuzz invariant|terminate called|deadly signal|timeout|out-of-memory' \
-        "$log" >&2 || tail -5 "$log" >&2
+      pattern='^==[0-9]+==ERROR|SUMMARY|fuzz invariant|terminate called|deadly signal'
+      grep -m1 -E "$pattern|timeout|out-of-memory" "$log" >&2 || tail -5 "$log" >&2
     fi
   done
   total_crashes=$((total_crashes + target_crashes))
-  summary+=("$(printf '%-18s %12d executions %4d crashes' "$target" "$executions" "$target_crashes")")
+  summary+=("$(printf '%-18s %12d executions %4d crashes' \
+    "$target" "$executions" "$target_crashes")")
 done
 
 echo

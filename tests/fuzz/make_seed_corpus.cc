@@ -198,13 +198,16 @@ op { type: "FC" input: "x" input: "w" input: "b" output: "fc" arg { name: "axis"
 op { type: "Relu" input: "fc" output: "fc" }
 op { type: "Softmax" input: "fc" output: "prob" arg { name: "axis" i: -1 } }
 op { type: "Add" input: "x" input: "b" output: "sum" arg { name: "broadcast" i: 1 } }
-op { type: "Concat" input: "x" input: "x" output: "cat" output: "cat_info" arg { name: "axis" i: 0 } }
+op { type: "Concat" input: "x" input: "x" output: "cat" output: "cat_info"
+     arg { name: "axis" i: 0 } }
 op { type: "Split" input: "cat" output: "s0" output: "s1" arg { name: "axis" i: 0 } }
 op { type: "Reshape" input: "x" output: "r" output: "old_shape" arg { name: "shape" ints: -1 } }
 op { type: "Transpose" input: "x" output: "t" arg { name: "axes" ints: 1 ints: 0 } }
 op { type: "Gather" input: "x" input: "idx" output: "g" }
-op { type: "ReduceSum" input: "x" output: "rs" arg { name: "axes" ints: 0 } arg { name: "keepdims" i: 0 } }
-op { type: "Slice" input: "x" output: "sl" arg { name: "starts" ints: 0 ints: 0 } arg { name: "ends" ints: -1 ints: 1 } }
+op { type: "ReduceSum" input: "x" output: "rs" arg { name: "axes" ints: 0 }
+     arg { name: "keepdims" i: 0 } }
+op { type: "Slice" input: "x" output: "sl" arg { name: "starts" ints: 0 ints: 0 }
+     arg { name: "ends" ints: -1 ints: 1 } }
 op { type: "Cast" input: "x" output: "xi" arg { name: "to" i: 2 } }
 op { type: "LayerNorm" input: "x" output: "ln" output: "mean" output: "std" }
 op { type: "Sum" input: "x" input: "x" output: "twice" }
@@ -225,27 +228,38 @@ const char kTrainingNet[] = R"(
 name: "train"
 external_input: "data" external_input: "label" external_input: "conv_w" external_input: "conv_b"
 op { type: "Conv" input: "data" input: "conv_w" input: "conv_b" output: "conv"
-     arg { name: "kernel" i: 3 } arg { name: "pad" i: 1 } arg { name: "order" s: "NCHW" } engine: "DNNL" }
-op { type: "SpatialBN" input: "conv" input: "s" input: "bias" input: "rm" input: "rv" output: "bn"
-     output: "rm" output: "rv" output: "sm" output: "sv" arg { name: "is_test" i: 0 } arg { name: "epsilon" f: 1e-5 } }
-op { type: "MaxPool" input: "bn" output: "pool" arg { name: "kernel" i: 2 } arg { name: "stride" i: 2 } }
+     arg { name: "kernel" i: 3 } arg { name: "pad" i: 1 } arg { name: "order" s: "NCHW" }
+     engine: "DNNL" }
+op { type: "SpatialBN" input: "conv" input: "s" input: "bias" input: "rm" input: "rv"
+     output: "bn"
+     output: "rm" output: "rv" output: "sm" output: "sv" arg { name: "is_test" i: 0 }
+     arg { name: "epsilon" f: 1e-5 } }
+op { type: "MaxPool" input: "bn" output: "pool" arg { name: "kernel" i: 2 }
+     arg { name: "stride" i: 2 } }
 op { type: "SoftmaxWithLoss" input: "pool" input: "label" output: "softmax" output: "loss" }
 op { type: "ConstantFill" input: "loss" output: "loss_grad" arg { name: "value" f: 1 } }
-op { type: "MomentumSGDUpdate" input: "g" input: "m" input: "lr" input: "conv_w" output: "g" output: "m" output: "conv_w"
+op { type: "MomentumSGDUpdate" input: "g" input: "m" input: "lr" input: "conv_w" output: "g"
+     output: "m" output: "conv_w"
      arg { name: "momentum" f: 0.9 } arg { name: "nesterov" i: 0 } }
-op { type: "GivenTensorFill" output: "given" arg { name: "shape" ints: 2 } arg { name: "values" floats: 1 floats: 2 } }
+op { type: "GivenTensorFill" output: "given" arg { name: "shape" ints: 2 }
+     arg { name: "values" floats: 1 floats: 2 } }
 op { type: "Iter" input: "iter" output: "iter" }
 )";
 
 const char kIONet[] = R"(
 name: "io"
-op { type: "CreateDB" output: "reader" arg { name: "db" s: "/nonexistent/db" } arg { name: "db_type" s: "minidb" } }
+op { type: "CreateDB" output: "reader" arg { name: "db" s: "/nonexistent/db" }
+     arg { name: "db_type" s: "minidb" } }
 op { type: "Load" input: "reader" output: "w" arg { name: "load_all" i: 0 } }
-op { type: "Save" input: "w" arg { name: "db" s: "/nonexistent/out" } arg { name: "db_type" s: "minidb" }
+op { type: "Save" input: "w" arg { name: "db" s: "/nonexistent/out" }
+     arg { name: "db_type" s: "minidb" }
      arg { name: "chunk_size" i: 0 } }
-op { type: "TensorProtosDBInput" input: "reader" output: "data" output: "label" arg { name: "batch_size" i: 4 } }
-op { type: "FileStoreHandlerCreate" output: "store" arg { name: "path" s: "/nonexistent/store" } }
-op { type: "CreateCommonWorld" input: "store" output: "world" arg { name: "size" i: 2 } arg { name: "rank" i: 0 } }
+op { type: "TensorProtosDBInput" input: "reader" output: "data" output: "label"
+     arg { name: "batch_size" i: 4 } }
+op { type: "FileStoreHandlerCreate" output: "store"
+     arg { name: "path" s: "/nonexistent/store" } }
+op { type: "CreateCommonWorld" input: "store" output: "world" arg { name: "size" i: 2 }
+     arg { name: "rank" i: 0 } }
 op { type: "Allreduce" input: "world" input: "w" output: "w" }
 )";
 
