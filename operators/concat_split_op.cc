@@ -13,18 +13,6 @@ namespace doppio {
 
 namespace {
 
-// Caffe2's rule: `axis` (default -1), or the C dim of `order` (NCHW: 1,
-// NHWC: 3) when only the order is given; NCHW by default.
-int AxisArgument(const std::string& op_type, const ArgumentHelper& args) {
-  DOPPIO_ENFORCE(!(args.Has("axis") && args.Has("order")), "op ", op_type,
-                 ": give either argument 'axis' or 'order', not both");
-  if (args.Has("axis")) return args.GetSingle<int>("axis", -1);
-  const std::string order = args.GetSingle<std::string>("order", "NCHW");
-  if (order == "NCHW") return 1;
-  if (order == "NHWC") return 3;
-  DOPPIO_THROW("op ", op_type, ": argument 'order' is '", order, "', not NCHW or NHWC");
-}
-
 // Maps `axis` onto [0, ndim) (negative counts from the end).
 int CanonicalAxis(const std::string& op_type, int axis, int ndim,
                   const std::vector<int64_t>& dims) {
@@ -52,59 +40,78 @@ void CopyRows(int64_t rows, int64_t width, const T* from, int64_t from_stride, T
 
 // ---- Concat ----
 
+int ConcatAxisArgument(const std::string& op_type, const ArgumentHelper& args) {
+  DOPPIO_ENFORCE(!(args.Has("axis") && args.Has("order")), "op ", op_type,
+                 ": give either argument 'axis' or 'order', not both");
+  if (args.Has("axis")) return args.GetSingle<int>("axis", -1);
+  const std::string order = args.GetSingle<std::string>("order", "NCHW");
+  if (order == "NCHW") return 1;
+  if (order == "NHWC") return 3;
+  DOPPIO_THROW("op ", op_type, ": argument 'order' is '", order, "', not NCHW or NHWC");
+}
+
+ConcatLayout PlanConcat(const OperatorBase& op, const std::vector<const Tensor*>& inputs,
+                        int axis_argument, bool add_axis, Tensor* split_info) {
+  const Tensor& X0 = *inputs.at(0);
+  const std::vector<int64_t>& dims0 = X0.dims();
+  const int ndim = X0.ndim();
+  const int axis = CanonicalAxis(op.type(), axis_argument, ndim + (add_axis ? 1 : 0), dims0);
+  const int count = static_cast<int>(inputs.size());
+  for (int i = 1; i < count; ++i) {
+    const Tensor& Xi = *inputs[i];
+    EnforceSameType(op, 0, X0, i, Xi);
+    bool compatible = Xi.ndim() == ndim;
+    for (int d = 0; compatible && d < ndim; ++d) {
+      compatible = Xi.dim(d) == dims0[d] || (d == axis && !add_axis);
+    }
+    DOPPIO_ENFORCE(compatible, "op ", op.type(), ": input ", i, " ('", op.input_name(i),
+                   "') has shape ", Xi.dims(), " but input 0 ('", op.input_name(0),
+                   "') has shape ", dims0, "; they may differ only along axis ", axis,
+                   add_axis ? " (and not at all with add_axis=1)" : "");
+  }
+  split_info->Resize({count});
+  int32_t* sizes = split_info->mutable_data<int32_t>();
+  ConcatLayout layout;
+  for (int i = 0; i < count; ++i) {
+    const int64_t size = add_axis ? 1 : inputs[i]->dim(axis);
+    DOPPIO_ENFORCE(size <= INT32_MAX, "op ", op.type(), ": input '", op.input_name(i),
+                   "' is too large along axis ", axis, " for split_info");
+    sizes[i] = static_cast<int32_t>(size);
+    layout.total += size;
+  }
+  layout.out_dims = dims0;
+  if (add_axis) {
+    layout.out_dims.insert(layout.out_dims.begin() + axis, layout.total);
+  } else {
+    layout.out_dims[axis] = layout.total;
+  }
+  layout.before = Product(dims0, 0, axis);
+  layout.after = Product(dims0, add_axis ? axis : axis + 1, ndim);
+  return layout;
+}
+
 ConcatOp::ConcatOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
-      axis_(AxisArgument(type(), ArgumentHelper(def))),
+      axis_(ConcatAxisArgument(type(), ArgumentHelper(def))),
       // add_axis counts only with an explicit axis, as in Caffe2.
       add_axis_(HasArgument("axis") && GetSingleArgument<int>("add_axis", 0) != 0) {}
 
 void ConcatOp::RunOnDevice() {
-  const Tensor& X0 = Input(0);
-  const std::vector<int64_t>& dims0 = X0.dims();
-  const int ndim = X0.ndim();
-  const int axis = CanonicalAxis(type(), axis_, ndim + (add_axis_ ? 1 : 0), dims0);
-  for (int i = 1; i < InputSize(); ++i) {
-    const Tensor& Xi = Input(i);
-    EnforceSameType(*this, 0, X0, i, Xi);
-    bool compatible = Xi.ndim() == ndim;
-    for (int d = 0; compatible && d < ndim; ++d) {
-      compatible = Xi.dim(d) == dims0[d] || (d == axis && !add_axis_);
-    }
-    DOPPIO_ENFORCE(compatible, "op ", type(), ": input ", i, " ('", input_name(i),
-                   "') has shape ", Xi.dims(), " but input 0 ('", input_name(0),
-                   "') has shape ", dims0, "; they may differ only along axis ", axis,
-                   add_axis_ ? " (and not at all with add_axis=1)" : "");
-  }
-  // Sizes along the axis: the split_info output, for Concat's gradient.
+  std::vector<const Tensor*> inputs;
+  for (int i = 0; i < InputSize(); ++i) inputs.push_back(&Input(i));
   Tensor* split_info = Output(1);
-  split_info->Resize({InputSize()});
-  int32_t* sizes = split_info->mutable_data<int32_t>();
-  int64_t total = 0;
-  for (int i = 0; i < InputSize(); ++i) {
-    const int64_t size = add_axis_ ? 1 : Input(i).dim(axis);
-    DOPPIO_ENFORCE(size <= INT32_MAX, "op ", type(), ": input '", input_name(i),
-                   "' is too large along axis ", axis, " for split_info");
-    sizes[i] = static_cast<int32_t>(size);
-    total += size;
-  }
-  std::vector<int64_t> out_dims = dims0;
-  if (add_axis_) {
-    out_dims.insert(out_dims.begin() + axis, total);
-  } else {
-    out_dims[axis] = total;
-  }
-  // Viewed as [before, size, after] with size the (possibly new) axis.
-  const int64_t before = Product(dims0, 0, axis);
-  const int64_t after = Product(dims0, add_axis_ ? axis : axis + 1, ndim);
+  const ConcatLayout layout = PlanConcat(*this, inputs, axis_, add_axis_, split_info);
+  const int32_t* sizes = split_info->data<int32_t>();
   Tensor* Y = Output(0);
-  Y->Resize(out_dims);
-  DispatchDataType(X0.dtype(), [&](auto tag) {
+  Y->Resize(layout.out_dims);
+  DispatchDataType(inputs[0]->dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* y = Y->mutable_data<T>();
     int64_t offset = 0;
     for (int i = 0; i < InputSize(); ++i) {
-      const int64_t width = sizes[i] * after;
-      CopyRows(before, width, Input(i).data<T>(), width, y + offset, total * after);
+      const int64_t width = sizes[i] * layout.after;
+      CopyRows(layout.before, width, Input(i).data<T>(), width, y + offset,
+               layout.total * layout.after);
       offset += width;
     }
   });
@@ -114,7 +121,7 @@ void ConcatOp::RunOnDevice() {
 
 SplitOp::SplitOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
-      axis_(AxisArgument(type(), ArgumentHelper(def))),
+      axis_(ConcatAxisArgument(type(), ArgumentHelper(def))),
       add_axis_(HasArgument("axis") && GetSingleArgument<int>("add_axis", 0) != 0),
       split_(GetRepeatedArgument<int64_t>("split")) {
   if (InputSize() == 2) {
@@ -197,7 +204,7 @@ std::vector<TensorShape> ConcatInference(const OperatorDef& def,
   ArgumentHelper args(def);
   const bool add_axis = args.Has("axis") && args.GetSingle<int>("add_axis", 0) != 0;
   std::vector<int64_t> dims(in.at(0).dims().begin(), in.at(0).dims().end());
-  const int axis = CanonicalAxis(def.type(), AxisArgument(def.type(), args),
+  const int axis = CanonicalAxis(def.type(), ConcatAxisArgument(def.type(), args),
                                  dims.size() + (add_axis ? 1 : 0), dims);
   if (add_axis) {
     dims.insert(dims.begin() + axis, static_cast<int64_t>(in.size()));
@@ -229,7 +236,7 @@ std::vector<TensorShape> SplitInference(const OperatorDef& def,
   }
   const bool add_axis = args.Has("axis") && args.GetSingle<int>("add_axis", 0) != 0;
   const std::vector<int64_t> dims(in[0].dims().begin(), in[0].dims().end());
-  const int axis = CanonicalAxis(def.type(), AxisArgument(def.type(), args), dims.size(), dims);
+  const int axis = CanonicalAxis(def.type(), ConcatAxisArgument(def.type(), args), dims.size(), dims);
   std::vector<int64_t> sizes = args.GetRepeated<int64_t>("split");
   if (sizes.empty()) sizes.assign(outputs, add_axis ? 1 : dims[axis] / outputs);
   for (int i = 0; i < outputs; ++i) {

@@ -5,12 +5,30 @@
 // removes it.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/gradient.h"
 #include "core/operator.h"
 
 namespace doppio {
+
+// Caffe2's rule for Concat and Split: `axis` (default -1), or the C dim of
+// `order` (NCHW: 1, NHWC: 3) when only the order is given; NCHW by default.
+int ConcatAxisArgument(const std::string& op_type, const ArgumentHelper& args);
+
+// Concat's layout, shared by the CPU and CUDA ops: every input checked
+// against input 0 (type, and shape but along the axis), the sizes along the
+// axis written to `split_info` (host int32, for Concat's gradient), and the
+// output viewed as [before, total, after] with `total` the joined axis.
+struct ConcatLayout {
+  std::vector<int64_t> out_dims;
+  int64_t before = 1;
+  int64_t total = 0;
+  int64_t after = 1;
+};
+ConcatLayout PlanConcat(const OperatorBase& op, const std::vector<const Tensor*>& inputs,
+                        int axis_argument, bool add_axis, Tensor* split_info);
 
 class ConcatOp final : public Operator<CPUContext> {
  public:
