@@ -112,9 +112,10 @@ class CudnnConvOp final : public CudnnConvOpBase {
     if (bias != nullptr) CheckChannelBias(*this, X, *bias, plan.out_channels);
     Tensor* Y = Output(0);
     Y->Resize(plan.output_dims);
+    // Typed even when empty, so an empty batch yields a float tensor.
+    void* y = Y->raw_mutable_data(X.dtype());
     if (Y->numel() == 0) return;
     SetDescriptors(plan, plan.geometry.order, X.dtype());
-    void* y = Y->raw_mutable_data(X.dtype());
     ConvolutionForward(CacheKey(plan, X.dtype()), x_desc_, X.raw_data(), filter.raw_data(),
                        y_desc_, y);
     if (bias != nullptr) AddBias(bias->raw_data(), y);

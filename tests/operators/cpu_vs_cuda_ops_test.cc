@@ -126,6 +126,20 @@ TEST(CpuVsCuda, AveragedLossAndGradient) {
   }
 }
 
+TEST(CpuVsCuda, ConvOnAnEmptyBatchGivesAnEmptyFloatOutput) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<Feed> feeds = {
+      Make<float>("X", {0, 2, 5, 5}, std::vector<float>{}),
+      Make<float>("W", {3, 2, 3, 3}, Values<float>(54, 1.0, 8)),
+      Make<float>("b", {3}, Values<float>(3, 1.0, 9)),
+  };
+  const std::vector<Fetched> y = ExpectCpuEqualsCuda(
+      MakeOp("Conv", {"X", "W", "b"}, {"Y"}, {IntArg("kernel", 3), IntArg("pad", 1)}), feeds,
+      kTolerance);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].dims, (std::vector<int64_t>{0, 3, 5, 5}));
+}
+
 TEST(CpuVsCuda, ScaleSumAndWeightedSum) {
   SKIP_WITHOUT_GPU();
   const std::vector<Feed> feeds = {
