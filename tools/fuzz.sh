@@ -39,6 +39,9 @@ done
 output_base=${DOPPIO_FUZZ_OUTPUT_BASE:-$HOME/.cache/doppio-fuzz-ob}
 bazel --output_base="$output_base" build --config=fuzz -- "${labels[@]}"
 bin=$(bazel --output_base="$output_base" info --config=fuzz bazel-bin 2>/dev/null)
+# The clang server is only needed for the build; on a 2-core machine its
+# idle JVM would hold ~1 GB while the targets fuzz and after the script.
+bazel --output_base="$output_base" shutdown
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/doppio-fuzz.XXXXXX")
 crashes=$work/crashes
