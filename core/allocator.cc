@@ -13,6 +13,7 @@ constexpr size_t kCPUAlignment = 64;
 std::atomic<int64_t> g_cpu_current_bytes{0};
 std::atomic<int64_t> g_cpu_peak_bytes{0};
 std::atomic<int64_t> g_cpu_allocations{0};
+std::atomic<int64_t> g_cpu_allocated_bytes{0};
 
 void RaisePeakTo(int64_t bytes) {
   int64_t peak = g_cpu_peak_bytes.load(std::memory_order_relaxed);
@@ -40,6 +41,7 @@ class AlignedCPUAllocator final : public Allocator {
                         static_cast<int64_t>(nbytes);
     RaisePeakTo(now);
     g_cpu_allocations.fetch_add(1, std::memory_order_relaxed);
+    g_cpu_allocated_bytes.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
     return static_cast<char*>(base) + kCPUAlignment;
   }
 
@@ -71,6 +73,7 @@ AllocatorStats GetCPUAllocatorStats() {
   stats.current_bytes = g_cpu_current_bytes.load(std::memory_order_relaxed);
   stats.peak_bytes = g_cpu_peak_bytes.load(std::memory_order_relaxed);
   stats.allocations = g_cpu_allocations.load(std::memory_order_relaxed);
+  stats.allocated_bytes = g_cpu_allocated_bytes.load(std::memory_order_relaxed);
   return stats;
 }
 

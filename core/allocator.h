@@ -37,12 +37,15 @@ Allocator* GetCPUAllocator();
 // measure peak workspace bytes with it: the memory a net holds at its worst
 // moment is what blob sharing is meant to lower, and RSS is too coarse
 // (freed blocks stay mapped) to see it. Counted with relaxed atomics, so
-// the cost per Allocate/Free is two atomic adds and a compare-exchange loop
-// that only spins while the peak actually rises.
+// the cost is three atomic adds per Allocate, one per Free, and a
+// compare-exchange loop that only spins while the peak actually rises.
 struct AllocatorStats {
   int64_t current_bytes = 0;  // requested bytes now held
   int64_t peak_bytes = 0;     // most current_bytes since the last reset
   int64_t allocations = 0;    // Allocate calls with nbytes > 0, ever
+  // Bytes those calls asked for, ever: with `allocations`, what a
+  // steady-state iteration allocates (which should be nothing).
+  int64_t allocated_bytes = 0;
 };
 AllocatorStats GetCPUAllocatorStats();
 // Starts a new peak window at the bytes held now.

@@ -87,6 +87,7 @@ struct Meta {
   uint16_t environment_flags = 0;
   uint16_t main_flags = 0;
   uint64_t main_root = kNoPage;
+  uint64_t free_root = kNoPage;
   uint64_t last_page = 0;
   uint64_t txn_id = 0;
 };
@@ -102,6 +103,7 @@ Meta ParseMeta(const unsigned char* page) {
   meta.environment_flags = LoadAt<uint16_t>(page, free_db + kDatabaseFlagsOffset);
   meta.main_flags = LoadAt<uint16_t>(page, main_db + kDatabaseFlagsOffset);
   meta.main_root = LoadAt<uint64_t>(page, main_db + kDatabaseRootOffset);
+  meta.free_root = LoadAt<uint64_t>(page, free_db + kDatabaseRootOffset);
   meta.last_page = LoadAt<uint64_t>(page, kLastPageOffset);
   meta.txn_id = LoadAt<uint64_t>(page, kTxnIdOffset);
   return meta;
@@ -164,8 +166,11 @@ void CheckMetaHeader(const DataFile& file, const Meta& meta, int index) {
   }
 }
 
-// Walks the main database's tree from its root, checking every page before
-// descending into it.
+// Walks the trees of the main and the free-page database from their roots,
+// checking every page before descending into it, then checks the free pages
+// the free-page database lists: liblmdb hands them out to its next write
+// transaction without looking, so a damaged freelist would make it write
+// over a meta page, a live page or past the end of the map.
 class TreeCheck {
  public:
   TreeCheck(const DataFile& file, uint32_t page_size, uint64_t last_page)
@@ -175,12 +180,32 @@ class TreeCheck {
         seen_(static_cast<size_t>(last_page) + 1, false),
         page_(page_size) {}
 
-  void Run(uint64_t root) {
+  // `free_db`: the tree is the free-page database's (keys are transaction
+  // ids, values lists of free pages), whose free pages are collected.
+  void Run(uint64_t root, bool free_db) {
+    free_db_ = free_db;
     pending_.push_back({root, 1});
     while (!pending_.empty()) {
       const Pending next = pending_.back();
       pending_.pop_back();
       CheckPage(next.page, next.depth);
+    }
+  }
+
+  // After both trees: every listed free page is a data page that no tree
+  // uses and that is listed once.
+  void CheckFreePages() const {
+    std::vector<bool> listed(seen_.size(), false);
+    for (const uint64_t page : free_pages_) {
+      if (page < 2 || page > last_page_) {
+        file_.Corrupt(MakeString("the freelist holds page ", page,
+                                 ", outside the data pages [2, ", last_page_, "]"));
+      }
+      if (seen_[page]) {
+        file_.Corrupt(MakeString("the freelist holds page ", page, ", which a tree uses"));
+      }
+      if (listed[page]) file_.Corrupt(MakeString("the freelist holds page ", page, " twice"));
+      listed[page] = true;
     }
   }
 
@@ -199,15 +224,17 @@ class TreeCheck {
   }
 
   void CheckPage(uint64_t page, int depth) {
-    CheckPageNumber(page, "tree");
-    if (seen_[page]) file_.Corrupt(MakeString("page ", page, " is reached twice in the tree"));
+    CheckPageNumber(page, TreeName());
+    if (seen_[page]) {
+      file_.Corrupt(MakeString(TreeName(), " page ", page, " is reached twice in the trees"));
+    }
     seen_[page] = true;
     unsigned char* bytes = page_.data();
     file_.Read(page * page_size_, page_size_, bytes);
     const uint64_t stored = LoadAt<uint64_t>(bytes, 0);
     const uint16_t flags = LoadAt<uint16_t>(bytes, kFlagsOffset) & ~kIgnoredPageBits;
     if (stored != page) {
-      file_.Corrupt(MakeString("page ", page, " says it is page ", stored));
+      file_.Corrupt(MakeString(TreeName(), " page ", page, " says it is page ", stored));
     }
     if (flags != kBranchPage && flags != kLeafPage) {
       file_.Corrupt(MakeString("page ", page, " has flags 0x", std::hex, flags,
@@ -236,7 +263,7 @@ class TreeCheck {
                  bool branch, int depth) {
     const uint64_t offset = LoadAt<uint16_t>(bytes, kPageHeaderBytes + 2 * index);
     auto fail = [&](const std::string& what) {
-      file_.Corrupt(MakeString("node ", index, " of page ", page, " ", what));
+      file_.Corrupt(MakeString("node ", index, " of ", TreeName(), " page ", page, " ", what));
     };
     if (offset < upper || offset % 2 != 0 || offset + kNodeHeaderBytes > page_size_) {
       fail(MakeString("starts at offset ", offset, ", outside the page's nodes [", upper,
@@ -258,16 +285,42 @@ class TreeCheck {
     if (node_flags & (kSubDatabaseNode | kDuplicatesNode)) {
       fail("holds a sub-database or sorted duplicates, which plain key/value dbs never have");
     }
+    if (free_db_ && key_size != sizeof(uint64_t)) {
+      fail(MakeString("has a ", key_size,
+                      "-byte key; freelist keys are 8-byte transaction ids"));
+    }
     const uint64_t value_size = low | (high << 16);
     if ((node_flags & kBigDataNode) == 0) {
       if (key_end + value_size > page_size_) {
         fail(MakeString("has a ", value_size, "-byte value past the page"));
       }
+      if (free_db_) CollectFreePages(node + kNodeHeaderBytes + key_size, value_size, page);
       return;
     }
     if (key_end + sizeof(uint64_t) > page_size_) fail("has its overflow page number past the page");
-    CheckOverflow(LoadAt<uint64_t>(node, kNodeHeaderBytes + key_size), value_size);
+    const uint64_t first = LoadAt<uint64_t>(node, kNodeHeaderBytes + key_size);
+    CheckOverflow(first, value_size);
+    if (free_db_) {
+      std::vector<unsigned char> value(value_size);
+      file_.Read(first * page_size_ + kPageHeaderBytes, value_size, value.data());
+      CollectFreePages(value.data(), value_size, first);
+    }
   }
+
+  // A freelist value: a count n (u64), then n page numbers (u64 each), in
+  // the value's first 8 * (n + 1) bytes (liblmdb may reserve more).
+  void CollectFreePages(const unsigned char* value, uint64_t value_size, uint64_t page) {
+    const uint64_t count = value_size < sizeof(uint64_t) ? 0 : LoadAt<uint64_t>(value, 0);
+    if (value_size < sizeof(uint64_t) || count > value_size / sizeof(uint64_t) - 1) {
+      file_.Corrupt(MakeString("a freelist record on page ", page, " lists ", count,
+                               " pages in ", value_size, " bytes"));
+    }
+    for (uint64_t i = 1; i <= count; ++i) {
+      free_pages_.push_back(LoadAt<uint64_t>(value, i * sizeof(uint64_t)));
+    }
+  }
+
+  const char* TreeName() const { return free_db_ ? "freelist" : "tree"; }
 
   void CheckOverflow(uint64_t first, uint64_t value_size) {
     CheckPageNumber(first, "overflow");
@@ -286,6 +339,12 @@ class TreeCheck {
       file_.Corrupt(MakeString("a ", value_size, "-byte value does not fit its ", pages,
                                " overflow pages from page ", first));
     }
+    for (uint64_t page = first; page < first + pages; ++page) {
+      if (seen_[page]) {
+        file_.Corrupt(MakeString("overflow page ", page, " is reached twice in the trees"));
+      }
+      seen_[page] = true;
+    }
   }
 
   const DataFile& file_;
@@ -294,6 +353,8 @@ class TreeCheck {
   std::vector<bool> seen_;
   std::vector<unsigned char> page_;
   std::vector<Pending> pending_;
+  bool free_db_ = false;
+  std::vector<uint64_t> free_pages_;
 };
 
 }  // namespace
@@ -342,8 +403,11 @@ void CheckLMDBDataFile(const std::string& directory) {
     file.Corrupt(MakeString("the main database has flags 0x", std::hex, meta.main_flags,
                             " (duplicate or integer keys); Caffe2 dbs have none"));
   }
-  if (meta.main_root == kNoPage) return;  // an empty database
-  TreeCheck(file, page_size, meta.last_page).Run(meta.main_root);
+  TreeCheck trees(file, page_size, meta.last_page);
+  // kNoPage: an empty database.
+  if (meta.main_root != kNoPage) trees.Run(meta.main_root, /*free_db=*/false);
+  if (meta.free_root != kNoPage) trees.Run(meta.free_root, /*free_db=*/true);
+  trees.CheckFreePages();
 }
 
 }  // namespace db

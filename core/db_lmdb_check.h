@@ -11,16 +11,20 @@
 // - the meta liblmdb will use (the newer): its last page inside the file,
 //   environment and main-database flags that plain key/value dbs have (no
 //   fixed mapping, no duplicate or integer keys), a root inside the file;
-// - every branch and leaf page of the main database, walked from the root:
-//   its page number and type, its free-space bounds, every node's header,
-//   key and inline value within the page, child pages inside the file and
-//   reached once, overflow values within their overflow pages.
+// - every branch and leaf page of the main database and of the free-page
+//   database (the freelist), walked from their roots: its page number and
+//   type, its free-space bounds, every node's header, key and inline value
+//   within the page, child pages inside the file and reached once, overflow
+//   values within their overflow pages;
+// - every page the freelist lists (liblmdb's next write transaction reuses
+//   them unchecked): a data page inside the file, used by neither tree,
+//   listed once, in records whose page count fits the record.
 //
-// Cost: one read of every branch and leaf page and of each overflow value's
-// first page header, at open. The free-page database, which only writers
-// read, is not walked. A file that changes while it is checked (a live
-// writer) can fail the check spuriously; one that a hostile process changes
-// after it cannot be guarded against here.
+// Cost: one read of every branch and leaf page, of each overflow value's
+// first page header and of the freelist's overflow values, at open. A file
+// that changes while it is checked (a live writer) can fail the check
+// spuriously; one that a hostile process changes after it cannot be guarded
+// against here.
 #pragma once
 
 #include <string>

@@ -6,14 +6,21 @@
 // file's size before reading or allocating it: a truncated file, a negative
 // or oversized length, or trailing garbage is an Error naming the file and
 // the byte offset, never a crash or a huge allocation.
+//
+// A DB opened by path opens its file once, as one opened over a descriptor
+// (OpenMiniDBOnDescriptor) does; cursors read that one open file with pread,
+// each at its own offsets, so the name is never looked up again.
+#include "core/db_minidb.h"
+
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 
-#include "core/db.h"
 #include "core/enforce.h"
 
 namespace doppio {
@@ -35,34 +42,44 @@ int32_t DecodeInt32(const unsigned char* in) {
   return static_cast<int32_t>(bits);
 }
 
-// Opens `path` for reading; only regular files (a FIFO or a device could
-// block forever or never end).
-FILE* OpenForReading(const std::string& path, int64_t* size) {
-  FILE* file = std::fopen(path.c_str(), "rb");
-  DOPPIO_ENFORCE(file != nullptr, "cannot open minidb file '", path, "': ", SystemError());
-  struct stat info;
-  if (fstat(fileno(file), &info) != 0 || !S_ISREG(info.st_mode)) {
-    std::fclose(file);
-    DOPPIO_THROW("'", path, "' is not a regular file, so it is not a minidb file");
+// An open file, closed with its last owner (the DB and its cursors).
+class Descriptor {
+ public:
+  explicit Descriptor(int fd) : fd_(fd) {}
+  ~Descriptor() {
+    if (fd_ >= 0) ::close(fd_);
   }
-  *size = static_cast<int64_t>(info.st_size);
-  return file;
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+
+  int get() const { return fd_; }
+  // Hands the descriptor over (to a FILE*).
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+// The size of a file to read; only regular files (a FIFO or a device could
+// block forever or never end).
+int64_t RegularFileSize(int fd, const std::string& path) {
+  struct stat info;
+  DOPPIO_ENFORCE(::fstat(fd, &info) == 0 && S_ISREG(info.st_mode), "'", path,
+                 "' is not a regular file, so it is not a minidb file");
+  return static_cast<int64_t>(info.st_size);
 }
 
 class MiniDBCursor final : public Cursor {
  public:
-  explicit MiniDBCursor(const std::string& path) : path_(path) {
-    file_ = OpenForReading(path, &file_size_);
-    try {
-      ReadRecordAt(0);
-    } catch (...) {
-      // The destructor does not run for a half-made cursor; a corrupt first
-      // record would otherwise leak the file handle (found by fuzzing).
-      std::fclose(file_);
-      throw;
-    }
+  MiniDBCursor(std::shared_ptr<const Descriptor> file, const std::string& path)
+      : path_(path), file_(std::move(file)) {
+    file_size_ = RegularFileSize(file_->get(), path_);
+    ReadRecordAt(0);
   }
-  ~MiniDBCursor() override { std::fclose(file_); }
 
   void Seek(const std::string&) override {
     DOPPIO_THROW("minidb '", path_, "' cannot seek to a key; read it in order");
@@ -89,11 +106,17 @@ class MiniDBCursor final : public Cursor {
   }
 
   void ReadExactly(int64_t offset, char* out, int64_t count) {
-    if (count == 0) return;
-    if (fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0 ||
-        std::fread(out, 1, static_cast<size_t>(count), file_) != static_cast<size_t>(count)) {
-      Corrupt(offset, MakeString("cannot read ", count, " bytes (", SystemError(),
-                                 "; was the file truncated while reading?)"));
+    int64_t done = 0;
+    while (done < count) {
+      const ssize_t got = ::pread(file_->get(), out + done, static_cast<size_t>(count - done),
+                                  static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        Corrupt(offset, MakeString("cannot read ", count, " bytes (",
+                                   got < 0 ? SystemError() : std::string("end of file"),
+                                   "; was the file truncated while reading?)"));
+      }
+      done += got;
     }
   }
 
@@ -128,7 +151,7 @@ class MiniDBCursor final : public Cursor {
   }
 
   std::string path_;
-  FILE* file_ = nullptr;
+  std::shared_ptr<const Descriptor> file_;
   int64_t file_size_ = 0;
   int64_t next_offset_ = 0;
   bool valid_ = false;
@@ -176,18 +199,40 @@ class MiniDBTransaction final : public Transaction {
   std::mutex* mutex_;
 };
 
+const char* ModeVerb(Mode mode) {
+  return mode == READ ? "reading" : mode == NEW ? "writing" : "appending";
+}
+
+// Opens `path` as fopen's "rb", "wb" or "ab" would, but without blocking on
+// a FIFO (the reader refuses anything but a regular file afterwards).
+int OpenPath(const std::string& path, Mode mode) {
+  const int flags = mode == READ  ? O_RDONLY | O_NONBLOCK
+                    : mode == NEW ? O_WRONLY | O_CREAT | O_TRUNC
+                                  : O_WRONLY | O_CREAT | O_APPEND;
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
+  DOPPIO_ENFORCE(fd >= 0, "cannot open minidb file '", path, "' for ", ModeVerb(mode), ": ",
+                 SystemError());
+  return fd;
+}
+
 class MiniDB final : public DB {
  public:
-  MiniDB(const std::string& path, Mode mode) : DB(path, mode) {
+  MiniDB(const std::string& path, Mode mode) : MiniDB(OpenPath(path, mode), path, mode) {}
+
+  MiniDB(int fd, const std::string& path, Mode mode) : DB(path, mode) {
+    auto descriptor = std::make_shared<Descriptor>(fd);
     if (mode == READ) {
-      int64_t size = 0;
-      // Fail now, not at the first cursor, when the file is unreadable.
-      std::fclose(OpenForReading(path, &size));
+      // Fail now, not at the first cursor, when the file is not one.
+      RegularFileSize(fd, path);
+      const int status = ::fcntl(fd, F_GETFL);
+      if (status >= 0) ::fcntl(fd, F_SETFL, status & ~O_NONBLOCK);
+      read_file_ = std::move(descriptor);
       return;
     }
-    file_ = std::fopen(path.c_str(), mode == NEW ? "wb" : "ab");
+    file_ = ::fdopen(fd, mode == NEW ? "wb" : "ab");
     DOPPIO_ENFORCE(file_ != nullptr, "cannot open minidb file '", path, "' for ",
-                   mode == NEW ? "writing" : "appending", ": ", SystemError());
+                   ModeVerb(mode), ": ", SystemError());
+    descriptor->release();  // file_ owns it now
   }
   ~MiniDB() override {
     try {
@@ -208,8 +253,8 @@ class MiniDB final : public DB {
   std::unique_ptr<Cursor> NewCursor() override {
     DOPPIO_ENFORCE(mode_ == READ, "minidb '", path_, "' was opened for writing; open it "
                    "in READ mode to read it");
-    // Each cursor reads through its own handle, so cursors never contend.
-    return std::make_unique<MiniDBCursor>(path_);
+    // Cursors share the file; pread keeps their offsets apart.
+    return std::make_unique<MiniDBCursor>(read_file_, path_);
   }
 
   std::unique_ptr<Transaction> NewTransaction() override {
@@ -221,11 +266,25 @@ class MiniDB final : public DB {
  private:
   FILE* file_ = nullptr;
   std::mutex file_mutex_;
+  std::shared_ptr<const Descriptor> read_file_;
 };
 
 DBRegisterer g_minidb("minidb", MakeDB<MiniDB>);
 DBRegisterer g_minidb_caffe2_name("MiniDB", MakeDB<MiniDB>);
 
 }  // namespace
+
+std::unique_ptr<DB> OpenMiniDBOnDescriptor(int fd, const std::string& path, Mode mode) {
+  DOPPIO_ENFORCE(fd >= 0, "cannot open minidb file '", path, "': no open file descriptor");
+  try {
+    return std::make_unique<MiniDB>(fd, path, mode);
+  } catch (Error& error) {
+    error.AppendContext(MakeString("while opening minidb '", path, "' for ", ModeVerb(mode)));
+    throw;
+  }
+}
+
+bool IsMiniDBType(const std::string& type) { return type == "minidb" || type == "MiniDB"; }
+
 }  // namespace db
 }  // namespace doppio

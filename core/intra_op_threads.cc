@@ -54,7 +54,8 @@ void RegisterIntraOpThreadSetter(const std::string& name, IntraOpSetterScope sco
 }
 
 void ApplyIntraOpThreads(int num_threads) {
-  DOPPIO_ENFORCE(num_threads >= 1, "intra-op threads must be >= 1, got ", num_threads);
+  DOPPIO_ENFORCE(num_threads >= 1 && num_threads <= kMaxIntraOpThreads,
+                 "intra-op threads must be in [1, ", kMaxIntraOpThreads, "], got ", num_threads);
   SetterRegistry& registry = Registry();
   const uint64_t key = AppliedKey(registry.generation.load(), num_threads);
   const bool thread_current = thread_applied == key;
@@ -93,16 +94,20 @@ int AvailableCores() {
 int IntraOpThreadsForNet(const NetDef& net, int concurrent_workers) {
   ArgumentHelper args(net);
   if (args.Has("intra_op_threads")) {
-    int threads = 0;
+    // Read as int64 so that 2^40 is reported as it was written, not as an
+    // int conversion error.
+    int64_t threads = 0;
     try {
-      threads = args.GetSingle<int>("intra_op_threads", 0);
+      threads = args.GetSingle<int64_t>("intra_op_threads", 0);
     } catch (Error& error) {
       error.AppendContext("in the arguments of net '" + net.name() + "'");
       throw;
     }
-    DOPPIO_ENFORCE(threads >= 1, "net '", net.name(),
-                   "': argument intra_op_threads must be >= 1, got ", threads);
-    return threads;
+    DOPPIO_ENFORCE(threads >= 0 && threads <= kMaxIntraOpThreads, "net '", net.name(),
+                   "': argument intra_op_threads must be in [1, ", kMaxIntraOpThreads,
+                   "] (or 0 for the default, the cores divided among the workers), got ",
+                   threads);
+    if (threads > 0) return static_cast<int>(threads);
   }
   const int cores = AvailableCores();
   return std::max(1, cores / std::max(1, concurrent_workers));

@@ -32,7 +32,13 @@ using IntraOpThreadSetter = std::function<void(int num_threads)>;
 void RegisterIntraOpThreadSetter(const std::string& name, IntraOpSetterScope scope,
                                  IntraOpThreadSetter setter);
 
-// Applies `num_threads` (>= 1) through every registered setter, for ops run
+// More intra-op threads than this is refused: the count comes from NetDefs
+// that come from files, and a library asked for 2^31 threads would try to
+// start them (as the dag executor caps its num_workers).
+constexpr int kMaxIntraOpThreads = 1024;
+
+// Applies `num_threads` (in [1, kMaxIntraOpThreads]) through every
+// registered setter, for ops run
 // from the calling thread. Cheap when nothing changes: setters are called
 // only when the value differs from the one applied last (per thread for
 // kPerThread, per process for kProcessWide).
@@ -42,9 +48,10 @@ void ApplyIntraOpThreads(int num_threads);
 int AvailableCores();
 
 // The net's intra-op thread count: its "intra_op_threads" argument when set
-// (an int >= 1, else an error naming the net), otherwise
+// to an int in [1, kMaxIntraOpThreads], otherwise (argument absent or 0)
 // max(1, AvailableCores() / concurrent_workers), where concurrent_workers is
-// how many ops the executor may run at once.
+// how many ops the executor may run at once. A negative, non-int or too large
+// argument is an error naming the net.
 int IntraOpThreadsForNet(const NetDef& net, int concurrent_workers);
 
 struct IntraOpThreadSetterRegisterer {

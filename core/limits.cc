@@ -78,6 +78,11 @@ Limit& NetOpsLimit() {
   return limit;
 }
 
+Limit& ProtoBytesLimit() {
+  static Limit limit(kMaxProtoBytesEnvVar, kDefaultMaxProtoBytes, /*allow_suffix=*/true);
+  return limit;
+}
+
 }  // namespace
 
 int64_t ParseLimitValue(const std::string& text, const std::string& name, bool allow_suffix) {
@@ -113,11 +118,15 @@ int64_t ParseLimitValue(const std::string& text, const std::string& name, bool a
 
 int64_t MaxTensorBytes() { return TensorBytesLimit().Get(); }
 int64_t MaxNetOps() { return NetOpsLimit().Get(); }
+int64_t MaxProtoBytes() { return ProtoBytesLimit().Get(); }
 
 int64_t SetMaxTensorBytes(int64_t bytes) {
   return TensorBytesLimit().Set(bytes, "the tensor byte limit");
 }
 int64_t SetMaxNetOps(int64_t ops) { return NetOpsLimit().Set(ops, "the net op limit"); }
+int64_t SetMaxProtoBytes(int64_t bytes) {
+  return ProtoBytesLimit().Set(bytes, "the proto byte limit");
+}
 
 void EnforceTensorBytesLimit(int64_t numel, DataType dtype, const std::string& what) {
   DOPPIO_ENFORCE(numel >= 0, "", what, " has a negative element count ", numel);
@@ -141,6 +150,17 @@ void EnforceNetOpsLimit(int64_t num_ops, const std::string& what) {
   DOPPIO_THROW(what, " has ", num_ops, " operators, more than the limit of ", limit,
                "; if the net is trusted, raise the limit with the environment variable ",
                NetOpsLimit().env_var(), " or doppio::SetMaxNetOps");
+}
+
+void EnforceProtoBytesLimit(int64_t bytes, const std::string& what) {
+  DOPPIO_ENFORCE(bytes >= 0, "", what, " has a negative size ", bytes);
+  const int64_t limit = MaxProtoBytes();
+  if (bytes <= limit) return;
+  DOPPIO_THROW(what, " is ", bytes, " bytes, more than the limit of ", limit,
+               " bytes on a serialized protobuf message (NetDef, PlanDef, TensorProto ...); if "
+               "the input is trusted, raise the limit with the environment variable ",
+               ProtoBytesLimit().env_var(), " (e.g. ", ProtoBytesLimit().env_var(),
+               "=4G) or doppio::SetMaxProtoBytes");
 }
 
 }  // namespace doppio

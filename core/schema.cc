@@ -61,6 +61,11 @@ OpSchema& OpSchema::TensorInferenceFunction(InferenceFunction function) {
   return *this;
 }
 
+OpSchema& OpSchema::CostInferenceFunction(CostInferenceFunctionType function) {
+  cost_inference_ = std::move(function);
+  return *this;
+}
+
 OpSchema& OpSchema::IdenticalTypeAndShape() {
   return TensorInferenceFunction(
       [](const OperatorDef&, const std::vector<TensorShape>& inputs) {
@@ -103,6 +108,12 @@ std::vector<TensorShape> OpSchema::InferTensor(
     const OperatorDef& def, const std::vector<TensorShape>& inputs) const {
   DOPPIO_ENFORCE(has_shape_inference(), "op ", type_, " has no shape inference");
   return inference_(def, inputs);
+}
+
+OpSchema::Cost OpSchema::InferCost(const OperatorDef& def,
+                                   const std::vector<TensorShape>& inputs) const {
+  DOPPIO_ENFORCE(HasCostInferenceFunction(), "op ", type_, " has no cost inference");
+  return cost_inference_(def, inputs);
 }
 
 void OpSchema::Verify(const OperatorDef& def) const {

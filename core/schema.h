@@ -16,6 +16,7 @@
 // afterwards.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
@@ -32,6 +33,17 @@ class OpSchema {
   // Inferred output shapes from input shapes (and the op's arguments).
   using InferenceFunction = std::function<std::vector<TensorShape>(
       const OperatorDef&, const std::vector<TensorShape>&)>;
+
+  // An op's work for given input shapes, as Caffe2's OpSchema::Cost: for
+  // profilers and planners (tools/inspect_net), not for correctness.
+  struct Cost {
+    uint64_t flops = 0;          // floating-point operations (a multiply-add is 2)
+    uint64_t bytes_read = 0;     // input bytes, parameters included
+    uint64_t bytes_written = 0;  // output bytes
+    uint64_t params_bytes = 0;   // of bytes_read, the learned parameters'
+  };
+  using CostInferenceFunctionType =
+      std::function<Cost(const OperatorDef&, const std::vector<TensorShape>&)>;
 
   struct Argument {
     std::string name;
@@ -64,6 +76,7 @@ class OpSchema {
     return AllowInplace([](int, int) { return true; });
   }
   OpSchema& TensorInferenceFunction(InferenceFunction function);
+  OpSchema& CostInferenceFunction(CostInferenceFunctionType function);
   // Output 0 has input 0's shape and type.
   OpSchema& IdenticalTypeAndShape();
   OpSchema& Doc(std::string doc);
@@ -94,6 +107,10 @@ class OpSchema {
   bool has_shape_inference() const { return static_cast<bool>(inference_); }
   std::vector<TensorShape> InferTensor(const OperatorDef& def,
                                        const std::vector<TensorShape>& inputs) const;
+  bool HasCostInferenceFunction() const { return static_cast<bool>(cost_inference_); }
+  // Throws an Error when the op has no cost function or the shapes do not
+  // fit it.
+  Cost InferCost(const OperatorDef& def, const std::vector<TensorShape>& inputs) const;
 
   // Throws an Error naming what in `def` violates this schema.
   void Verify(const OperatorDef& def) const;
@@ -110,6 +127,7 @@ class OpSchema {
   std::function<bool(int, int)> inplace_allowed_;
   std::set<std::pair<int, int>> inplace_enforced_;
   InferenceFunction inference_;
+  CostInferenceFunctionType cost_inference_;
   std::vector<Argument> args_;
   std::vector<Slot> inputs_, outputs_;
 };

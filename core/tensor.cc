@@ -29,6 +29,16 @@ Storage::~Storage() {
   allocator_->Free(data_);
 }
 
+bool Storage::CanRetypeTo(DataType dtype) const {
+  return dtype_ != DataType::kString && dtype != DataType::kString;
+}
+
+void Storage::RetypeTo(DataType dtype) {
+  DOPPIO_ENFORCE(CanRetypeTo(dtype), "storage of ", DataTypeName(dtype_),
+                 " cannot be reused for ", DataTypeName(dtype));
+  dtype_ = dtype;
+}
+
 int64_t CheckedNumElements(const std::vector<int64_t>& dims) {
   int64_t count = 1;
   for (int64_t d : dims) {
@@ -102,8 +112,15 @@ void* Tensor::raw_mutable_data(DataType dtype) {
                      std::numeric_limits<size_t>::max() / ItemSize(dtype),
                  "shape ", dims_, " of ", DataTypeName(dtype), " is too large to allocate");
   const size_t needed = static_cast<size_t>(numel_) * ItemSize(dtype);
-  if (storage_ == nullptr || storage_->dtype() != dtype ||
-      storage_->capacity_bytes() < needed || storage_->device() != device_) {
+  const bool fits = storage_ != nullptr && storage_->capacity_bytes() >= needed &&
+                    storage_->device() == device_;
+  // Retyping storage another tensor shares would change what that tensor
+  // reads, so only sole owners reuse theirs across dtypes.
+  if (fits && storage_->dtype() != dtype && storage_.use_count() == 1 &&
+      storage_->CanRetypeTo(dtype)) {
+    storage_->RetypeTo(dtype);
+  }
+  if (!fits || storage_->dtype() != dtype) {
     storage_ = std::make_shared<Storage>(device_, dtype, numel_);
   }
   dtype_ = dtype;

@@ -6,8 +6,11 @@
 // Tensors are movable, not copyable, so aliasing is always explicit.
 //
 // Resize only records the new shape; the first mutable_data() after it
-// reallocates if the existing storage is too small or of another dtype, and
-// otherwise keeps it (so steady-state iterations allocate nothing).
+// reallocates if the existing storage is too small, and otherwise keeps it
+// (so steady-state iterations allocate nothing). Storage of one plain
+// numeric dtype is kept for another too when no other tensor shares it: a
+// blob memonger shares between an int and a float blob would otherwise
+// reallocate twice per iteration. Strings always get storage of their own.
 //
 // Thread-safety: none; a tensor is used by one op at a time.
 #pragma once
@@ -36,6 +39,12 @@ class Storage {
   size_t capacity_bytes() const { return capacity_bytes_; }
   DataType dtype() const { return dtype_; }
   Device device() const { return device_; }
+  // Whether these bytes may be handed out as `dtype` without constructing
+  // anything: both dtypes plain numbers (not strings).
+  bool CanRetypeTo(DataType dtype) const;
+  // Relabels the bytes (contents undefined as the new dtype); needs
+  // CanRetypeTo(dtype).
+  void RetypeTo(DataType dtype);
 
  private:
   Device device_;
@@ -96,7 +105,9 @@ class Tensor {
   }
   const void* raw_data() const;
   // Storage for numel() elements of dtype; previous contents are kept only
-  // when the storage already fits that dtype and size.
+  // when the storage already fits that dtype and size (storage of another
+  // numeric dtype that is large enough and not shared is reused, its
+  // contents undefined).
   void* raw_mutable_data(DataType dtype);
   // The current dtype's storage (the dtype must have been set).
   void* raw_mutable_data() { return raw_mutable_data(dtype_); }

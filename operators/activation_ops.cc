@@ -7,6 +7,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/elementwise_functors.h"
+#include "operators/op_cost.h"
 
 namespace doppio {
 
@@ -165,9 +166,13 @@ constexpr const char kEluAlphaDoc[] = "(float, default 1.0) scale of the negativ
 
 }  // namespace
 
-OPERATOR_SCHEMA(Relu).Apply(ForwardSchema).Doc("Y = max(X, 0), elementwise.");
+OPERATOR_SCHEMA(Relu)
+    .Apply(ForwardSchema)
+    .CostInferenceFunction(PointwiseCostInference(1))
+    .Doc("Y = max(X, 0), elementwise.");
 OPERATOR_SCHEMA(ReluGradient)
     .Apply(GradientSchema)
+    .CostInferenceFunction(PointwiseCostInference(1))
     .Doc("Gradient of Relu: dX = dY where Y > 0, else 0.");
 
 OPERATOR_SCHEMA(LeakyRelu)
@@ -179,12 +184,18 @@ OPERATOR_SCHEMA(LeakyReluGradient)
     .Arg("alpha", kLeakyAlphaDoc)
     .Doc("Gradient of LeakyRelu: dX = dY where Y >= 0, alpha * dY otherwise.");
 
-OPERATOR_SCHEMA(Sigmoid).Apply(ForwardSchema).Doc("Y = 1 / (1 + exp(-X)), elementwise.");
+OPERATOR_SCHEMA(Sigmoid)
+    .Apply(ForwardSchema)
+    .CostInferenceFunction(PointwiseCostInference(4))
+    .Doc("Y = 1 / (1 + exp(-X)), elementwise.");
 OPERATOR_SCHEMA(SigmoidGradient)
     .Apply(GradientSchema)
     .Doc("Gradient of Sigmoid: dX = dY * Y * (1 - Y).");
 
-OPERATOR_SCHEMA(Tanh).Apply(ForwardSchema).Doc("Y = tanh(X), elementwise.");
+OPERATOR_SCHEMA(Tanh)
+    .Apply(ForwardSchema)
+    .CostInferenceFunction(PointwiseCostInference(4))
+    .Doc("Y = tanh(X), elementwise.");
 OPERATOR_SCHEMA(TanhGradient).Apply(GradientSchema).Doc("Gradient of Tanh: dX = dY * (1 - Y^2).");
 
 OPERATOR_SCHEMA(Elu)

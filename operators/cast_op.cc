@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "core/gradient.h"
 #include "core/registry.h"
@@ -67,9 +68,14 @@ void CastOp::RunOnDevice() {
   const Tensor& X = Input(0);
   DOPPIO_ENFORCE(X.dtype() != DataType::kString, "op ", type(), ": '", input_name(0),
                  "' holds strings, which cannot be cast");
-  // Staged: with Y in X's blob (not allowed by the schema, but cheap to be
-  // safe) the source must outlive the conversion.
-  Tensor converted;
+  Tensor* Y = Output(0);
+  // Y is written directly, keeping its storage from one run to the next (a
+  // fresh tensor per run allocated every iteration). With Y in X's storage
+  // (not allowed by the schema, but cheap to be safe) the source must
+  // outlive the conversion, so that case converts into a fresh tensor.
+  const bool aliased = Y == &X || Y->SharesStorageWith(X);
+  Tensor fresh;
+  Tensor& converted = aliased ? fresh : *Y;
   converted.Resize(X.dims());
   DispatchDataType(X.dtype(), [&](auto source_tag) {
     using S = typename decltype(source_tag)::type;
@@ -82,7 +88,7 @@ void CastOp::RunOnDevice() {
       });
     }
   });
-  *Output(0) = std::move(converted);
+  if (aliased) *Y = std::move(fresh);
 }
 
 REGISTER_CPU_OPERATOR(Cast, CastOp);

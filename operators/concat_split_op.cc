@@ -7,6 +7,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/op_cost.h"
 #include "operators/op_type_dispatch.h"
 
 namespace doppio {
@@ -255,6 +256,7 @@ std::vector<TensorShape> SplitInference(const OperatorDef& def,
 
 OPERATOR_SCHEMA(Concat)
     .NumInputs(1, 1 << 30)
+    .CostInferenceFunction(CostInferenceForConcat)
     .NumOutputs(2)
     .TensorInferenceFunction(ConcatInference)
     .Arg("axis", "(int, default -1) the axis to join along; negative counts from the end")

@@ -9,6 +9,7 @@
 #include "operators/blas.h"
 #include "operators/conv_op.h"
 #include "operators/conv_op_dnnl.h"
+#include "operators/op_cost.h"
 #include "operators/op_type_dispatch.h"
 
 namespace doppio {
@@ -160,7 +161,8 @@ void ConvGradientSchemaCommon(OpSchema& schema) {
 
 OPERATOR_SCHEMA(ConvGradient)
     .Apply(ConvGradientSchemaCommon)
-    .TensorInferenceFunction(InferConvGradient);
+    .TensorInferenceFunction(InferConvGradient)
+    .CostInferenceFunction(CostInferenceForConvGradient);
 OPERATOR_SCHEMA(Conv1DGradient).Apply(ConvGradientSchemaCommon);
 OPERATOR_SCHEMA(Conv2DGradient).Apply(ConvGradientSchemaCommon);
 OPERATOR_SCHEMA(Conv3DGradient).Apply(ConvGradientSchemaCommon);

@@ -8,6 +8,7 @@
 #include "core/schema.h"
 #include "operators/blas.h"
 #include "operators/conv_op_dnnl.h"
+#include "operators/op_cost.h"
 #include "operators/op_type_dispatch.h"
 
 namespace doppio {
@@ -174,7 +175,30 @@ template void SumPerChannel<float>(StorageOrder, int64_t, int64_t, int64_t, cons
 template void SumPerChannel<double>(StorageOrder, int64_t, int64_t, int64_t, const double*,
                                     double*);
 
-ConvOp::ConvOp(const OperatorDef& def, Workspace* workspace) : ConvOpBase(def, workspace) {}
+namespace {
+
+// ConvFusion must say what it fuses (Caffe2 refuses it without
+// fusion_type); Conv ignores the argument, as Caffe2's CPU Conv does.
+bool ReadFuseRelu(const OperatorBase& op) {
+  if (op.type() != "ConvFusion") return false;
+  DOPPIO_ENFORCE(op.HasArgument("fusion_type"), "op ", op.DisplayName(),
+                 ": ConvFusion needs the argument fusion_type (1: Conv + Relu)");
+  const int fusion_type = op.GetSingleArgument<int>("fusion_type", kConvFusionUnknown);
+  DOPPIO_ENFORCE(fusion_type == kConvFusionRelu, "op ", op.DisplayName(), ": fusion_type ",
+                 fusion_type, " is not supported on CPU; only 1 (Conv + Relu) is (2 and 3, "
+                 "the sum fusions, are ideep-only)");
+  return true;
+}
+
+template <typename T>
+void ReluInPlace(int64_t count, T* y) {
+  for (int64_t i = 0; i < count; ++i) y[i] = std::max(y[i], T(0));
+}
+
+}  // namespace
+
+ConvOp::ConvOp(const OperatorDef& def, Workspace* workspace)
+    : ConvOpBase(def, workspace), fuse_relu_(ReadFuseRelu(*this)) {}
 ConvOp::~ConvOp() = default;
 
 void ConvOp::RunOnDevice() {
@@ -186,14 +210,20 @@ void ConvOp::RunOnDevice() {
   Y->Resize(p.geometry.OutputDims(p.out_channels));
   if (X.dtype() == DataType::kFloat && !force_im2col() && Y->numel() > 0) {
     if (dnnl_ == nullptr) dnnl_ = std::make_unique<DnnlConvForward>();
+    // ConvFusion is inference-only: its filter is a constant.
+    DnnlConvForwardOptions options;
+    options.fuse_relu = fuse_relu_;
+    options.constant_filter = fuse_relu_;
     if (dnnl_->Run(p, X.data<float>(), filter.data<float>(),
-                   bias != nullptr ? bias->data<float>() : nullptr, Y->mutable_data<float>())) {
+                   bias != nullptr ? bias->data<float>() : nullptr, Y->mutable_data<float>(),
+                   options)) {
       return;
     }
   }
   DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     RunIm2Col<T>(p, X, filter, bias, Y);
+    if (fuse_relu_) ReluInPlace<T>(Y->numel(), Y->template mutable_data<T>());
   });
 }
 
@@ -250,6 +280,9 @@ REGISTER_CPU_OPERATOR_WITH_ENGINE(Conv, DNNL, ConvOp);
 REGISTER_CPU_OPERATOR(Conv1D, ConvOp);
 REGISTER_CPU_OPERATOR(Conv2D, ConvOp);
 REGISTER_CPU_OPERATOR(Conv3D, ConvOp);
+REGISTER_CPU_OPERATOR(ConvFusion, ConvOp);
+REGISTER_CPU_OPERATOR_WITH_ENGINE(ConvFusion, IM2COL, ConvOp);
+REGISTER_CPU_OPERATOR_WITH_ENGINE(ConvFusion, DNNL, ConvOp);
 
 namespace {
 
@@ -308,14 +341,32 @@ std::vector<OperatorDef> GetConvGradient::GetGradientDefs() {
                            gradient_args);
 }
 
-OPERATOR_SCHEMA(Conv).Apply(ConvSchemaCommon);
-OPERATOR_SCHEMA(Conv1D).Apply(ConvSchemaCommon);
-OPERATOR_SCHEMA(Conv2D).Apply(ConvSchemaCommon);
-OPERATOR_SCHEMA(Conv3D).Apply(ConvSchemaCommon);
+OPERATOR_SCHEMA(Conv).Apply(ConvSchemaCommon).CostInferenceFunction(CostInferenceForConv);
+OPERATOR_SCHEMA(Conv1D).Apply(ConvSchemaCommon).CostInferenceFunction(CostInferenceForConv);
+OPERATOR_SCHEMA(Conv2D).Apply(ConvSchemaCommon).CostInferenceFunction(CostInferenceForConv);
+OPERATOR_SCHEMA(Conv3D).Apply(ConvSchemaCommon).CostInferenceFunction(CostInferenceForConv);
+
+// Inputs X, filter, bias as Conv's: what Caffe2's ideep backend and our
+// fusion pass (transforms/fuse_activation) write for Conv + Relu.
+OPERATOR_SCHEMA(ConvFusion)
+    .Apply(ConvSchemaCommon)
+    .Arg("fusion_type", "(int, required) what follows the convolution: 1 = Relu (CONV_RELU). "
+                        "2 (CONV_SUM) and 3 (CONV_SUM_RELU) are ideep-only and refused here",
+         /*required=*/true)
+    .Doc("Inference-only Conv fused with the op after it (Caffe2's ideep ConvFusion): with "
+         "fusion_type 1, Y = max(Conv(X, filter, bias), 0), the Relu applied inside the "
+         "kernel (a oneDNN post-op) so Y is written once. Made by the inference fusion "
+         "passes (doppio.transformations, run_net --optimize); it has no gradient. As "
+         "Caffe2's ideep ConvFusion outside training_mode, the filter is a constant: its "
+         "conversion to oneDNN's layout is kept between runs and redone only when the "
+         "filter's storage or the shapes change.");
 
 REGISTER_GRADIENT(Conv, GetConvGradient);
 REGISTER_GRADIENT(Conv1D, GetConvGradient);
 REGISTER_GRADIENT(Conv2D, GetConvGradient);
 REGISTER_GRADIENT(Conv3D, GetConvGradient);
+SHOULD_NOT_DO_GRADIENT(ConvFusion,
+                       "it is an inference-only fusion of Conv + Relu; train the unfused ops "
+                       "and fuse the predict net");
 
 }  // namespace doppio

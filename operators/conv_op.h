@@ -53,6 +53,17 @@ class ConvOpBase : public ConvPoolOpBase {
   bool force_im2col_ = false;
 };
 
+// Caffe2's ConvFusion fusion types (ideep's FusionType); the CPU kernel
+// implements only Conv + Relu.
+enum ConvFusionType : int {
+  kConvFusionUnknown = 0,
+  kConvFusionRelu = 1,
+  kConvFusionSum = 2,
+  kConvFusionSumRelu = 3,
+};
+
+// Conv, and ConvFusion (an inference-only Conv whose Relu runs inside the
+// kernel: a oneDNN post-op, or one pass over Y after im2col + GEMM).
 class ConvOp final : public ConvOpBase {
  public:
   ConvOp(const OperatorDef& def, Workspace* workspace);
@@ -64,6 +75,7 @@ class ConvOp final : public ConvOpBase {
   void RunIm2Col(const ConvProblem& p, const Tensor& X, const Tensor& filter, const Tensor* bias,
                  Tensor* Y);
 
+  bool fuse_relu_ = false;
   Tensor col_buffer_;
   Tensor group_buffer_;  // NHWC with groups: one group's output before scattering
   std::unique_ptr<DnnlConvForward> dnnl_;

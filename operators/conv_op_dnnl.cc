@@ -178,12 +178,21 @@ struct ConvDescs {
     pad_r.assign(g.pads.begin() + nd, g.pads.end());
   }
 
-  dnnl::convolution_forward::primitive_desc ForwardHint(bool with_bias) const {
+  // fuse_relu (ConvFusion, inference only) appends a Relu post-op; the
+  // unfused primitive stays exactly what training has always used.
+  dnnl::convolution_forward::primitive_desc ForwardHint(bool with_bias,
+                                                        bool fuse_relu = false) const {
     const dnnl::convolution_forward::desc desc(
-        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, AnyLike(src),
-        AnyLike(weights), with_bias ? bias : memory::desc(), AnyLike(dst), strides, dilates,
-        pad_l, pad_r);
-    return dnnl::convolution_forward::primitive_desc(desc, OwnScratchpad(), CpuEngine());
+        fuse_relu ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
+        dnnl::algorithm::convolution_direct, AnyLike(src), AnyLike(weights),
+        with_bias ? bias : memory::desc(), AnyLike(dst), strides, dilates, pad_l, pad_r);
+    dnnl::primitive_attr attr = OwnScratchpad();
+    if (fuse_relu) {
+      dnnl::post_ops relu;
+      relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(relu);
+    }
+    return dnnl::convolution_forward::primitive_desc(desc, attr, CpuEngine());
   }
 };
 
@@ -279,21 +288,28 @@ struct DnnlConvForward::State {
   memory bias;
   bool has_bias = false;
   size_t arena_bytes = 0;
+  // constant_filter: the reordered filter lives here, not in the arena, and
+  // `reordered_filter` is the filter it was made from (null: none yet).
+  bool cache_filter = false;
+  Tensor filter_cache;
+  const float* reordered_filter = nullptr;
 };
 
 DnnlConvForward::DnnlConvForward() : state_(std::make_unique<State>()) {}
 DnnlConvForward::~DnnlConvForward() = default;
 
 bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
-                          const float* bias, float* y) {
+                          const float* bias, float* y, const DnnlConvForwardOptions& options) {
   State& s = *state_;
-  const std::vector<int64_t> key = ProblemKey(p, {bias != nullptr});
+  const std::vector<int64_t> key =
+      ProblemKey(p, {bias != nullptr, options.fuse_relu, options.constant_filter});
   if (key != s.key) {
     s.key = key;
     s.supported = false;
+    s.reordered_filter = nullptr;
     try {
       const ConvDescs descs(p);
-      const auto pd = descs.ForwardHint(bias != nullptr);
+      const auto pd = descs.ForwardHint(bias != nullptr, options.fuse_relu);
       s.primitive = dnnl::convolution_forward(pd);
       s.scratchpad.Reset();
       s.scratchpad.Need(pd.scratchpad_desc());
@@ -302,9 +318,22 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
       s.dst.Init(descs.dst, pd.dst_desc(), false, &s.scratchpad);
       s.has_bias = bias != nullptr;
       if (s.has_bias) s.bias = memory(descs.bias, CpuEngine(), nullptr);
+      s.cache_filter = options.constant_filter && s.weights.reordered;
       ArenaLayout layout;
       s.scratchpad.Place(&layout);
-      for (Operand* operand : {&s.src, &s.weights, &s.dst}) operand->Place(&layout);
+      s.src.Place(&layout);
+      s.dst.Place(&layout);
+      if (s.cache_filter) {
+        const int64_t bytes = static_cast<int64_t>(s.weights.inner.get_desc().get_size());
+        s.filter_cache.Resize({bytes});
+        // Zeroed once: blocked layouts pad the channels, and the padding
+        // must read as zeros.
+        uint8_t* cache = s.filter_cache.mutable_data<uint8_t>();
+        std::fill(cache, cache + bytes, uint8_t{0});
+        s.weights.inner.set_data_handle(cache);
+      } else {
+        s.weights.Place(&layout);
+      }
       s.arena_bytes = layout.total();
       s.supported = true;
     } catch (const dnnl::error&) {
@@ -315,9 +344,16 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
   try {
     char* block = ArenaBlock(s.arena_bytes);
     s.scratchpad.Bind(block);
-    for (Operand* operand : {&s.src, &s.weights, &s.dst}) operand->Bind(block);
+    s.src.Bind(block);
+    s.dst.Bind(block);
     s.src.In(s.stream, x);
-    s.weights.In(s.stream, w);
+    if (!s.cache_filter) {
+      s.weights.Bind(block);
+      s.weights.In(s.stream, w);
+    } else if (s.reordered_filter != w) {
+      s.weights.In(s.stream, w);
+      s.reordered_filter = w;
+    }
     s.dst.SetOut(y);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, s.src.inner},
                                          {DNNL_ARG_WEIGHTS, s.weights.inner},

@@ -21,12 +21,23 @@
 
 namespace doppio {
 
+// What an inference-only caller (ConvFusion) may ask beyond plain Conv.
+struct DnnlConvForwardOptions {
+  // max(Y, 0) as a oneDNN post-op, so Y is written once.
+  bool fuse_relu = false;
+  // The filter is a constant: its reorder into oneDNN's layout is kept and
+  // redone only when the filter's storage or the shape changes (Caffe2's
+  // ideep ConvFusion does the same outside training_mode).
+  bool constant_filter = false;
+};
+
 class DnnlConvForward {
  public:
   DnnlConvForward();
   ~DnnlConvForward();
   // Y = conv(X, W) (+ bias when non-null), all in the problem's layouts.
-  bool Run(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y);
+  bool Run(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
+           const DnnlConvForwardOptions& options = {});
 
  private:
   struct State;

@@ -9,6 +9,7 @@
 #include "core/schema.h"
 #include "operators/blas.h"
 #include "operators/conv_op.h"
+#include "operators/op_cost.h"
 #include "operators/op_type_dispatch.h"
 
 namespace doppio {
@@ -334,6 +335,7 @@ OPERATOR_SCHEMA(ConvTranspose)
     .NumInputs(2, 3)
     .NumOutputs(1)
     .TensorInferenceFunction(InferConvTranspose)
+    .CostInferenceFunction(CostInferenceForConvTranspose)
     .Arg("kernel", "(int) kernel size; also 'kernels' or kernel_h/kernel_w. Default: the "
                    "filter's spatial dims")
     .Arg("stride", "(int, default 1) also 'strides' or stride_h/stride_w")

@@ -12,6 +12,7 @@
 #include "core/schema.h"
 #include "operators/broadcast_gradient_functors.h"
 #include "operators/elementwise_functors.h"
+#include "operators/op_cost.h"
 #include "operators/shape_inference_utils.h"
 
 namespace doppio {
@@ -207,6 +208,7 @@ std::function<void(OpSchema&)> ArithmeticSchema(const char* verb, const char* sy
         .TensorInferenceFunction([](const OperatorDef& def, const std::vector<TensorShape>& in) {
           return BroadcastShapeInference(def, in, /*bool_output=*/false);
         })
+        .CostInferenceFunction(PointwiseCostInference(1))
         .Apply(BroadcastArgsSchema)
         .Input(0, "A", "first operand (float32, float64, int32 or int64)")
         .Input(1, "B", "second operand, of A's type")

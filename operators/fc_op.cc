@@ -7,7 +7,9 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/fc_op_dnnl.h"
 #include "operators/matrix_utils.h"
+#include "operators/op_cost.h"
 #include "operators/shape_inference_utils.h"
 
 namespace doppio {
@@ -48,6 +50,19 @@ void EnforceSameType(const OperatorBase& op, const std::vector<const Tensor*>& t
   }
 }
 
+// FC's fusion_type: 0 none, 1 Relu after the bias (the value ConvFusion
+// uses for Conv + Relu).
+constexpr int kFCFusionNone = 0;
+constexpr int kFCFusionRelu = 1;
+
+bool ReadFCFuseRelu(const OperatorBase& op) {
+  const int fusion_type = op.GetSingleArgument<int>("fusion_type", kFCFusionNone);
+  DOPPIO_ENFORCE(fusion_type == kFCFusionNone || fusion_type == kFCFusionRelu, "op ",
+                 op.DisplayName(), ": fusion_type ", fusion_type,
+                 " is not supported; 0 (none) or 1 (Relu)");
+  return fusion_type == kFCFusionRelu;
+}
+
 }  // namespace
 
 // ---- FC / FCTransposed ----
@@ -56,7 +71,11 @@ FCOp::FCOp(const OperatorDef& def, Workspace* workspace, bool weight_is_k_by_n)
     : Operator<CPUContext>(def, workspace),
       axis_(GetSingleArgument<int>("axis", 1)),
       axis_w_(GetSingleArgument<int>("axis_w", 1)),
-      weight_is_k_by_n_(weight_is_k_by_n) {}
+      weight_is_k_by_n_(weight_is_k_by_n),
+      fuse_relu_(ReadFCFuseRelu(*this)),
+      use_dnnl_(fuse_relu_ || def.engine() == "DNNL") {}
+
+FCOp::~FCOp() = default;
 
 void FCOp::RunOnDevice() {
   const Tensor& X = Input(0);
@@ -69,6 +88,16 @@ void FCOp::RunOnDevice() {
                  input_name(2), "') has shape ", b.dims(), " but should be [", shape.N,
                  "], one entry per output unit N of weight W ('", input_name(1), "') ",
                  W.dims());
+  if (use_dnnl_ && X.dtype() == DataType::kFloat && shape.M > 0 && shape.N > 0 &&
+      shape.K > 0) {
+    Tensor* Y = Output(0);
+    Y->Resize(shape.y_dims);
+    if (dnnl_ == nullptr) dnnl_ = std::make_unique<DnnlMatMul>();
+    if (dnnl_->Run(shape.M, shape.K, shape.N, weight_is_k_by_n_, X.data<float>(),
+                   W.data<float>(), b.data<float>(), Y->mutable_data<float>(), fuse_relu_)) {
+      return;
+    }
+  }
   DispatchCheckedFloat(X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Tensor* Y = Output(0);
@@ -78,6 +107,13 @@ void FCOp::RunOnDevice() {
     MatrixProduct<T>(false, !weight_is_k_by_n_, shape.M, shape.N, shape.K, X.data<T>(),
                      W.data<T>(), y);
     const T* bias = b.data<T>();
+    if (fuse_relu_) {
+      for (int64_t m = 0; m < shape.M; ++m) {
+        T* row = y + m * shape.N;
+        for (int64_t n = 0; n < shape.N; ++n) row[n] = std::max(row[n] + bias[n], T(0));
+      }
+      return;
+    }
     for (int64_t m = 0; m < shape.M; ++m) {
       T* row = y + m * shape.N;
       for (int64_t n = 0; n < shape.N; ++n) row[n] += bias[n];
@@ -140,7 +176,9 @@ void FCGradientOp::RunOnDevice() {
 // ---- registration ----
 
 REGISTER_CPU_OPERATOR(FC, FCOp);
+REGISTER_CPU_OPERATOR_WITH_ENGINE(FC, DNNL, FCOp);
 REGISTER_CPU_OPERATOR(FCTransposed, FCTransposedOp);
+REGISTER_CPU_OPERATOR_WITH_ENGINE(FCTransposed, DNNL, FCTransposedOp);
 REGISTER_CPU_OPERATOR(FCGradient, FCGradientOp);
 REGISTER_CPU_OPERATOR(FCTransposedGradient, FCTransposedGradientOp);
 
@@ -179,8 +217,17 @@ constexpr const char kFloat16Doc[] =
     "(bool, default 0) accepted for compatibility; the CPU kernel computes in "
     "the input's type";
 
+constexpr const char kFusionTypeDoc[] =
+    "(int, default 0) Doppio extension for inference: 1 applies Relu to Y (written by the "
+    "FC + Relu fusion pass, doppio.transformations / run_net --optimize); float32 then runs "
+    "on oneDNN's matmul with bias and Relu fused, as it does with engine \"DNNL\". Such an "
+    "FC has no gradient";
+
 void FCArgs(OpSchema& schema) {
-  schema.Arg("axis", kAxisDoc).Arg("axis_w", kAxisWDoc).Arg("float16_compute", kFloat16Doc);
+  schema.Arg("axis", kAxisDoc)
+      .Arg("axis_w", kAxisWDoc)
+      .Arg("float16_compute", kFloat16Doc)
+      .Arg("fusion_type", kFusionTypeDoc);
 }
 
 }  // namespace
@@ -189,6 +236,7 @@ OPERATOR_SCHEMA(FC)
     .NumInputs(3)
     .NumOutputs(1)
     .TensorInferenceFunction(FCInference(false))
+    .CostInferenceFunction(CostInferenceForFC)
     .Apply(FCArgs)
     .Input(0, "X", "input (float32 or float64), read as [M, K] split at `axis`")
     .Input(1, "W", "weights of X's type, read as [N, K] split at `axis_w`")
@@ -201,6 +249,7 @@ OPERATOR_SCHEMA(FCTransposed)
     .NumInputs(3)
     .NumOutputs(1)
     .TensorInferenceFunction(FCInference(true))
+    .CostInferenceFunction(CostInferenceForFCTransposed)
     .Apply(FCArgs)
     .Input(0, "X", "input (float32 or float64), read as [M, K] split at `axis`")
     .Input(1, "W", "pre-transposed weights of X's type, read as [K, N] split at `axis_w`")
@@ -212,6 +261,7 @@ OPERATOR_SCHEMA(FCGradient)
     .NumInputs(3)
     .NumOutputs(2, 3)
     .TensorInferenceFunction(FCGradientInference(false))
+    .CostInferenceFunction(CostInferenceForFCGradient)
     .Apply(FCArgs)
     .Input(0, "X", "FC's input")
     .Input(1, "W", "FC's weights, [N, K]")
@@ -225,6 +275,7 @@ OPERATOR_SCHEMA(FCTransposedGradient)
     .NumInputs(3)
     .NumOutputs(2, 3)
     .TensorInferenceFunction(FCGradientInference(true))
+    .CostInferenceFunction(CostInferenceForFCTransposedGradient)
     .Apply(FCArgs)
     .Input(0, "X", "FCTransposed's input")
     .Input(1, "W", "FCTransposed's weights, [K, N]")
@@ -239,6 +290,10 @@ namespace {
 class GetFCGradient final : public GradientMakerBase {
   using GradientMakerBase::GradientMakerBase;
   std::vector<OperatorDef> GetGradientDefs() override {
+    DOPPIO_ENFORCE(ArgumentHelper(Def()).GetSingle<int>("fusion_type", 0) == 0, "op ",
+                   Def().type(), " '", Def().name(), "' has fusion_type ",
+                   ArgumentHelper(Def()).GetSingle<int>("fusion_type", 0),
+                   " (fused for inference); it has no gradient: train the unfused FC + Relu");
     // axis/axis_w travel along so the gradient flattens X and W the same way.
     return SingleGradientDef(Def().type() + "Gradient", "", {I(0), I(1), GO(0)},
                              {GI(1), GI(2), GI(0)}, Def().arg());

@@ -7,12 +7,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/operator.h"
 
 namespace doppio {
+
+class DnnlMatMul;
 
 // The matrix view of one FC: X is [M, K], W is [N, K] (or [K, N]), Y is
 // [M, N] with dims y_dims. Shared with the CUDA kernels.
@@ -30,11 +33,16 @@ FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
                        const std::vector<int64_t>& w_dims, int axis, int axis_w,
                        bool weight_is_k_by_n);
 
-// Inputs X, W, b (one dtype: float32 or float64); output Y.
+// Inputs X, W, b (one dtype: float32 or float64); output Y. The inference
+// forms -- fusion_type = 1 (FC + Relu, written by the fusion pass) or
+// engine "DNNL" -- run float32 on oneDNN's matmul with the bias and the
+// Relu fused (operators/fc_op_dnnl.h); otherwise, and as a fallback, GEMM
+// on OpenBLAS then one pass for the bias (and Relu).
 class FCOp : public Operator<CPUContext> {
  public:
   FCOp(const OperatorDef& def, Workspace* workspace)
       : FCOp(def, workspace, /*weight_is_k_by_n=*/false) {}
+  ~FCOp() override;
   void RunOnDevice() override;
 
  protected:
@@ -44,6 +52,9 @@ class FCOp : public Operator<CPUContext> {
   int axis_;
   int axis_w_;
   bool weight_is_k_by_n_;
+  bool fuse_relu_;
+  bool use_dnnl_;
+  std::unique_ptr<DnnlMatMul> dnnl_;
 };
 
 class FCTransposedOp final : public FCOp {

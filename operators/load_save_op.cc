@@ -1,16 +1,20 @@
 #include "operators/load_save_op.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <thread>
 #include <utility>
 
+#include "core/db_minidb.h"
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
@@ -94,6 +98,33 @@ struct SaveFault {
   }
 };
 
+// Opens the db at `where` for Load. A minidb file is opened inside the held
+// directory, without following a link at its name when the path was
+// confined (its checked path has every link resolved); backends that open
+// by name (liblmdb) get the path after a last check that it still leads to
+// the held directory.
+std::unique_ptr<db::DB> OpenForLoad(const std::string& db_type, const CheckedDBPath& checked,
+                                    const DBLocation& where) {
+  if (!db::IsMiniDBType(db_type)) {
+    // Before and after: a swap while liblmdb opens is caught too, unless it
+    // is swapped back before the second look.
+    where.EnforceDirectoryUnchanged("Load", checked.path);
+    std::unique_ptr<db::DB> opened = db::OpenDB(db_type, checked.path, db::READ);
+    where.EnforceDirectoryUnchanged("Load", checked.path);
+    return opened;
+  }
+  const int no_follow = checked.confined ? O_NOFOLLOW : 0;
+  const int fd = ::openat(where.directory(), where.name().c_str(),
+                          O_RDONLY | O_NONBLOCK | O_CLOEXEC | no_follow);
+  const int error = errno;
+  DOPPIO_ENFORCE(fd >= 0, "Load: cannot open minidb file '", checked.path, "': ",
+                 std::strerror(error),
+                 error == ELOOP ? " (a symbolic link swapped in after the path was checked "
+                                  "is not followed)"
+                                : "");
+  return db::OpenMiniDBOnDescriptor(fd, checked.path, db::READ);
+}
+
 }  // namespace
 
 // ---- CreateDB ----
@@ -159,9 +190,23 @@ SaveOp::SaveOp(const OperatorDef& def, Workspace* workspace)
   }
 }
 
-void SaveOp::WriteDB(const std::string& path,
+void SaveOp::WriteDB(const DBLocation& where, const std::string& name,
                      const std::function<void(int64_t bytes_written)>& after_record) {
-  std::unique_ptr<db::DB> out = db::OpenDB(db_type_, path, db::NEW);
+  const std::string path = where.SiblingPath(name);
+  std::unique_ptr<db::DB> out;
+  if (db::IsMiniDBType(db_type_)) {
+    // O_EXCL: a file (or a link) already under this fresh name is not
+    // written through.
+    const int fd = ::openat(where.directory(), name.c_str(),
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    const int error = errno;
+    DOPPIO_ENFORCE(fd >= 0, "Save: cannot create '", path, "': ", std::strerror(error));
+    out = db::OpenMiniDBOnDescriptor(fd, path, db::NEW);
+  } else {
+    // liblmdb creates its directory by name.
+    where.EnforceDirectoryUnchanged("Save", path);
+    out = db::OpenDB(db_type_, path, db::NEW);
+  }
   std::unique_ptr<db::Transaction> transaction = out->NewTransaction();
   int64_t bytes_written = 0;
   const SerializationAcceptor acceptor = [&](const std::string& key,
@@ -192,8 +237,10 @@ void SaveOp::WriteDB(const std::string& path,
 }
 
 void SaveOp::RunOnDevice() {
-  const std::string target =
-      ResolveDBPath("Save", db_name_, absolute_path_, workspace()->RootFolder());
+  const CheckedDBPath checked =
+      CheckDBPath("Save", db_name_, absolute_path_, workspace()->RootFolder());
+  const std::string& target = checked.path;
+  const DBLocation where = OpenDBLocation("Save", checked);
   const SaveFault fault = SaveFault::FromEnvironment();
   std::function<void(int64_t)> after_record;
   if (fault.kind != SaveFault::kNone) {
@@ -201,20 +248,24 @@ void SaveOp::RunOnDevice() {
       if (fault.DueAfter(bytes_written)) fault.Crash();
     };
   }
-  const std::string temporary = TemporarySiblingPath(target);
+  // Before this Save adds its own: a killed Save's temporary may be as large
+  // as the checkpoint, and nothing else would ever remove it.
+  RemoveStaleTemporarySiblingsAt(where.directory(), where.name());
+  const std::string temporary_name = TemporarySiblingName(where.name());
+  const std::string temporary = where.SiblingPath(temporary_name);
   try {
-    WriteDB(temporary, after_record);
-    SyncPath(temporary);
+    WriteDB(where, temporary_name, after_record);
+    SyncAt(where.directory(), temporary_name, temporary);
     if (fault.kind == SaveFault::kKillBeforeRename) fault.Crash();
-    ReplacePath(temporary, target);
+    ReplaceAt(where.directory(), temporary_name, where.name(), target);
   } catch (Error& error) {
-    RemovePathQuietly(temporary);
+    RemoveQuietlyAt(where.directory(), temporary_name);
     error.AppendContext(MakeString("while saving ", InputSize(), " blob(s) to ", db_type_,
                                    " '", target, "' (the previous file there, if any, "
                                    "is unchanged)"));
     throw;
   } catch (...) {
-    RemovePathQuietly(temporary);
+    RemoveQuietlyAt(where.directory(), temporary_name);
     throw;
   }
 }
@@ -330,10 +381,12 @@ void LoadOp::RunOnDevice() {
     }
   } else {
     for (int i = 0; i < static_cast<int>(db_names_.size()); ++i) {
-      const std::string path =
-          ResolveDBPath("Load", db_names_[i], absolute_path_, workspace()->RootFolder());
+      const CheckedDBPath checked =
+          CheckDBPath("Load", db_names_[i], absolute_path_, workspace()->RootFolder());
+      const std::string& path = checked.path;
       sources.push_back(path);
-      std::unique_ptr<db::DB> in = db::OpenDB(db_type_, path, db::READ);
+      std::unique_ptr<db::DB> in =
+          OpenForLoad(db_type_, checked, OpenDBLocation("Load", checked));
       std::unique_ptr<db::Cursor> cursor = in->NewCursor();
       Gather(cursor.get(), i, path, &gathered);
     }

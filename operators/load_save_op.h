@@ -20,7 +20,10 @@
 //
 // Paths: operators/db_path.h. With absolute_path=0 (Caffe2's default) a
 // relative path is relative to the workspace's root folder and may not leave
-// it; absolute_path=1 uses the path as given.
+// it, and Load and Save open and rename inside the directory they checked
+// (a symbolic link swapped in afterwards is not followed); absolute_path=1
+// uses the path as given. Save first removes temporaries that killed Saves
+// of the same target left (operators/atomic_path.h).
 //
 // Fault injection, for tests only: the environment variable
 // DOPPIO_FAULT_INJECT makes every Save of the process fail at a chosen point
@@ -45,6 +48,7 @@
 
 #include "core/db.h"
 #include "core/operator.h"
+#include "operators/db_path.h"
 #include "proto/doppio.pb.h"
 
 namespace doppio {
@@ -79,9 +83,9 @@ class SaveOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
-  // Writes every input into a new DB at `path`; `after_record` sees the
-  // running count of bytes written after each record.
-  void WriteDB(const std::string& path,
+  // Writes every input into a new DB `name` in where's directory;
+  // `after_record` sees the running count of bytes written after each record.
+  void WriteDB(const DBLocation& where, const std::string& name,
                const std::function<void(int64_t bytes_written)>& after_record);
 
   std::string db_name_;

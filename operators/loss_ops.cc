@@ -6,6 +6,7 @@
 #include "operators/activation_ops.h"
 #include "operators/elementwise_functors.h"
 #include "operators/loss_functors.h"
+#include "operators/op_cost.h"
 
 namespace doppio {
 
@@ -189,6 +190,7 @@ TensorShape RowsShape(const TensorShape& like) {
 
 OPERATOR_SCHEMA(AveragedLoss)
     .NumInputs(1)
+    .CostInferenceFunction(PointwiseCostInference(1))
     .NumOutputs(1)
     .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
       return std::vector<TensorShape>{ScalarOf(in.at(0).data_type())};

@@ -9,6 +9,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/matrix_utils.h"
+#include "operators/op_cost.h"
 #include "operators/shape_inference_utils.h"
 
 namespace doppio {
@@ -229,6 +230,7 @@ REGISTER_CPU_OPERATOR(BatchMatMul, BatchMatMulOp);
 
 OPERATOR_SCHEMA(MatMul)
     .NumInputs(2, 3)
+    .CostInferenceFunction(CostInferenceForMatMul)
     .NumOutputs(1)
     .TensorInferenceFunction([](const OperatorDef& def, const std::vector<TensorShape>& in) {
       ArgumentHelper args(def);

@@ -1,5 +1,7 @@
 #include "operators/momentum_sgd_op.h"
 
+#include <type_traits>
+
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
@@ -12,18 +14,73 @@ namespace doppio {
 
 namespace {
 
-// n elements of the update; outputs may alias their inputs (each element is
-// read before it is written). `param` may be null (MomentumSGD).
+// The update loop with its branches (nesterov, param) taken out of the
+// loop, so `omp simd` can vectorize it (GCC's -O2 cost model leaves loops of
+// unknown length scalar). Each element still goes through the CUDA kernel's
+// double-precision step (elementwise_functors.h), so results are the same
+// bits as the scalar loop. Outputs may alias their inputs: each element is
+// read before it is written, and lanes touch distinct elements.
+template <typename T, bool kNesterov, bool kUpdateParam>
+inline __attribute__((always_inline)) void MomentumLoop(int64_t n, const T* grad,
+                                                        const T* moment, T* new_grad,
+                                                        T* new_moment, double lr,
+                                                        double momentum, T* param) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    double m_new, step;
+    functors::MomentumSgdStep(grad[i], moment[i], lr, momentum, kNesterov, &m_new, &step);
+    new_moment[i] = static_cast<T>(m_new);
+    new_grad[i] = static_cast<T>(step);
+    if (kUpdateParam) param[i] = static_cast<T>(param[i] - step);
+  }
+}
+
+template <typename T>
+inline __attribute__((always_inline)) void MomentumLoops(int64_t n, const T* grad,
+                                                         const T* moment, T* new_grad,
+                                                         T* new_moment, double lr,
+                                                         double momentum, bool nesterov,
+                                                         T* param) {
+  if (nesterov) {
+    if (param != nullptr) {
+      MomentumLoop<T, true, true>(n, grad, moment, new_grad, new_moment, lr, momentum, param);
+    } else {
+      MomentumLoop<T, true, false>(n, grad, moment, new_grad, new_moment, lr, momentum, param);
+    }
+  } else if (param != nullptr) {
+    MomentumLoop<T, false, true>(n, grad, moment, new_grad, new_moment, lr, momentum, param);
+  } else {
+    MomentumLoop<T, false, false>(n, grad, moment, new_grad, new_moment, lr, momentum, param);
+  }
+}
+
+// float, every training net's case, is built for AVX2 and for baseline
+// x86-64 (picked at load time, as in spatial_batch_norm_op.cc; neither has
+// FMA, so both give the same bits): the update of a 784x256 weight took
+// ~290 us scalar, ~100 us with AVX2. Not under ThreadSanitizer (clone
+// resolvers run before its runtime is up) nor clang (the fuzz build).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    !defined(__SANITIZE_THREAD__)
+#define DOPPIO_MOMENTUM_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DOPPIO_MOMENTUM_VECTOR_CLONES
+#endif
+
+DOPPIO_MOMENTUM_VECTOR_CLONES
+void MomentumUpdateFloat(int64_t n, const float* grad, const float* moment, float* new_grad,
+                         float* new_moment, double lr, double momentum, bool nesterov,
+                         float* param) {
+  MomentumLoops<float>(n, grad, moment, new_grad, new_moment, lr, momentum, nesterov, param);
+}
+
+// n elements of the update; `param` may be null (MomentumSGD).
 template <typename T>
 void MomentumUpdate(int64_t n, const T* grad, const T* moment, T* new_grad, T* new_moment,
                     double lr, double momentum, bool nesterov, T* param) {
-  for (int64_t i = 0; i < n; ++i) {
-    // The step the CUDA kernel takes (elementwise_functors.h).
-    double m_new, step;
-    functors::MomentumSgdStep(grad[i], moment[i], lr, momentum, nesterov, &m_new, &step);
-    new_moment[i] = static_cast<T>(m_new);
-    new_grad[i] = static_cast<T>(step);
-    if (param != nullptr) param[i] = static_cast<T>(param[i] - step);
+  if constexpr (std::is_same_v<T, float>) {
+    MomentumUpdateFloat(n, grad, moment, new_grad, new_moment, lr, momentum, nesterov, param);
+  } else {
+    MomentumLoops<T>(n, grad, moment, new_grad, new_moment, lr, momentum, nesterov, param);
   }
 }
 

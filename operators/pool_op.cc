@@ -10,6 +10,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/normalization_utils.h"
+#include "operators/op_cost.h"
 
 namespace doppio {
 
@@ -332,6 +333,7 @@ std::function<void(OpSchema&)> ForwardSchema(const std::string& what,
     schema.NumInputs(1)
         .NumOutputs(1)
         .TensorInferenceFunction(ConvPoolShapeInference(/*channels_from_filter=*/false))
+        .CostInferenceFunction(CostInferenceForPool)
         .Apply(PoolArgs)
         .Input(0, "X", "input " + dims + ", NCHW or NHWC (float32 or float64)")
         .Output(0, "Y", "pooled output: " + what + " of each window")
@@ -347,6 +349,7 @@ void AverageArgs(OpSchema& schema) {
 
 void GradientSchema(OpSchema& schema) {
   schema.NumInputs(3)
+      .CostInferenceFunction(CostInferenceForPoolGradient)
       .NumOutputs(1)
       .IdenticalTypeAndShape()
       .Apply(PoolArgs)

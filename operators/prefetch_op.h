@@ -1,29 +1,50 @@
-// PrefetchOperator: the base of input ops that read the next batch in the
+// PrefetchOperator: the base of input ops that read the next batches in the
 // background while the rest of the net works on the current one, as Caffe2's
-// PrefetchOperator does.
+// PrefetchOperator does, but with a queue of kPrefetchDepth batches instead
+// of one.
 //
-// The first Run starts a fetch; every Run waits for the fetch in flight,
-// hands its result to the outputs (CopyPrefetched) and starts the next one.
-// A fetch runs on its own std::thread, which Run (or Finalize) joins, so at
-// most one fetch is in flight and nothing outlives the operator.
+// One background thread per operator (started by the first fetch, kept until
+// Finalize) fills the subclass's kPrefetchDepth slots in turn, each with the
+// next batch (Prefetch(slot)), whenever a slot is free. Each Run waits until
+// the oldest filled slot is ready, hands it to the outputs
+// (CopyPrefetched(slot)) and frees it. Why a queue and a kept thread: a
+// training step of a small model takes ~1 ms on a machine whose cores are
+// all busy, so a reader with a single slot, woken once per step, was often
+// not yet scheduled when the step wanted its batch (the input op then took
+// ~90 us of a 1 ms step, waiting); with two slots the reader may run late by
+// a whole step without stalling it. The batches come out in the order they
+// were read, so the outputs do not depend on the depth.
 //
 // Failures in the background thread (a corrupt record, an unreadable DB) are
-// captured and rethrown from the Run that waits for them, as a doppio::Error
-// naming the op and its data source; the next Run starts a fresh fetch.
+// kept in their slot and rethrown from the Run that reaches that slot, as a
+// doppio::Error naming the op and its data source; the thread reads nothing
+// more until then, and the next Run gets the batch after the bad one.
 //
 // Subclasses must call Finalize() first thing in their destructor: a fetch in
 // flight calls their Prefetch(), which must not outlive their members.
+// A subclass whose data source is ready when it is constructed may call
+// StartFetching() at the end of its constructor, so the first batches (and
+// start-up work such as filling a shuffle buffer) are read while the rest of
+// the net is created rather than in the first Run.
 //
-// Thread-safety: Prefetch() runs on the background thread while the caller's
-// thread is outside the operator (between Runs), so the two never touch the
-// prefetch buffers at once; anything else Prefetch() reads (the input blobs)
-// must tolerate the rest of the net running concurrently.
+// Thread-safety: the background thread and Run touch different slots (a
+// slot is the reader's while free, the caller's while filled); anything else
+// Prefetch() reads (the input blobs) must tolerate the rest of the net running
+// concurrently.
 #pragma once
 
+#ifdef __linux__
+#include <pthread.h>
+#include <sched.h>
+#endif
+
+#include <condition_variable>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "core/enforce.h"
 #include "core/operator.h"
@@ -33,57 +54,111 @@ namespace doppio {
 template <class Context>
 class PrefetchOperator : public Operator<Context> {
  public:
+  static constexpr int kPrefetchDepth = 2;
+
   PrefetchOperator(const OperatorDef& def, Workspace* workspace)
       : Operator<Context>(def, workspace) {}
   // Only a safety net: by now the subclass is gone, so it must have joined.
   ~PrefetchOperator() override { Finalize(); }
 
   void RunOnDevice() final {
-    if (!fetch_thread_.joinable()) StartFetch();
-    WaitForFetch();
-    CopyPrefetched();
-    StartFetch();
+    StartFetching();
+    const int slot = WaitForOldestSlot();
+    // A failed slot was freed by WaitForOldestSlot, which threw.
+    CopyPrefetched(slot);
+    ReleaseOldestSlot();
   }
 
  protected:
-  // Fills the subclass's prefetch buffers with the next batch (background
-  // thread). Throws on failure.
-  virtual void Prefetch() = 0;
-  // Moves or copies the prefetched batch into the outputs (caller's thread).
-  virtual void CopyPrefetched() = 0;
+  // Fills prefetch slot `slot` (0 .. kPrefetchDepth - 1) of the subclass with
+  // the next batch (background thread). Throws on failure.
+  virtual void Prefetch(int slot) = 0;
+  // Moves or copies slot `slot`'s batch into the outputs (caller's thread).
+  virtual void CopyPrefetched(int slot) = 0;
   // Where the data comes from, for error messages ("lmdb db '/data/train'").
   // Must not throw.
   virtual std::string DataSourceDescription() const = 0;
 
-  // Waits for a fetch in flight and forgets its outcome; the operator may
-  // still Run afterwards.
-  void Finalize() {
-    if (fetch_thread_.joinable()) fetch_thread_.join();
-    fetch_error_ = nullptr;
-  }
-
- private:
-  void StartFetch() {
-    fetch_error_ = nullptr;
+  // Starts the background reader if it is not running.
+  void StartFetching() {
+    if (thread_.joinable()) return;
     try {
-      fetch_thread_ = std::thread([this] {
-        try {
-          Prefetch();
-        } catch (...) {
-          // Read by WaitForFetch after join(), which orders the accesses.
-          fetch_error_ = std::current_exception();
-        }
-      });
+      thread_ = std::thread([this] { FetchLoop(); });
     } catch (const std::system_error& error) {
       DOPPIO_THROW(this->DisplayName(), ": cannot start the prefetch thread: ", error.what());
     }
   }
 
-  void WaitForFetch() {
-    fetch_thread_.join();
-    if (fetch_error_ == nullptr) return;
-    std::exception_ptr error = fetch_error_;
-    fetch_error_ = nullptr;
+  // Stops the background reader after the fetch in flight and forgets every
+  // prefetched batch; the operator may still Run afterwards (it starts
+  // reading again).
+  void Finalize() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    slot_freed_.notify_all();
+    thread_.join();
+    stop_ = false;
+    oldest_ = 0;
+    filled_ = 0;
+    for (std::exception_ptr& error : errors_) error = nullptr;
+  }
+
+ private:
+  void FetchLoop() {
+#ifdef __linux__
+    // Waking this thread (ReleaseOldestSlot) would otherwise often preempt
+    // the net's worker on its own core, so the worker sat out the whole
+    // decode inside the input op (perf: a third of its context switches).
+    // SCHED_BATCH threads do not preempt on wakeup but keep their fair share
+    // of the CPU, so the reader still keeps up under load. Best effort.
+    sched_param batch_param{};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch_param);
+#endif
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      // After a failure the reader waits until the caller has seen it.
+      slot_freed_.wait(lock, [this] {
+        return stop_ || (filled_ < kPrefetchDepth && !AnyError());
+      });
+      if (stop_) return;
+      const int slot = (oldest_ + filled_) % kPrefetchDepth;
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        Prefetch(slot);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      errors_[slot] = error;
+      ++filled_;
+      slot_filled_.notify_all();
+    }
+  }
+
+  bool AnyError() const {
+    for (const std::exception_ptr& error : errors_) {
+      if (error != nullptr) return true;
+    }
+    return false;
+  }
+
+  // The oldest filled slot, waiting for it; rethrows its failure (and frees
+  // it) if its fetch failed.
+  int WaitForOldestSlot() {
+    std::exception_ptr error;
+    int slot;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      slot_filled_.wait(lock, [this] { return filled_ > 0; });
+      slot = oldest_;
+      std::swap(error, errors_[slot]);
+    }
+    if (error == nullptr) return slot;
+    ReleaseOldestSlot();
     const std::string context = MakeString("while prefetching for ", this->DisplayName(),
                                            " from ", DataSourceDescription());
     try {
@@ -98,8 +173,24 @@ class PrefetchOperator : public Operator<Context> {
     }
   }
 
-  std::thread fetch_thread_;
-  std::exception_ptr fetch_error_;
+  void ReleaseOldestSlot() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      oldest_ = (oldest_ + 1) % kPrefetchDepth;
+      --filled_;
+    }
+    slot_freed_.notify_all();
+  }
+
+  std::thread thread_;
+  // Guards the queue state below, shared with the background thread.
+  std::mutex mutex_;
+  std::condition_variable slot_freed_;   // a slot became free, or stop_
+  std::condition_variable slot_filled_;  // a slot was filled
+  int oldest_ = 0;  // the slot the next Run takes
+  int filled_ = 0;  // slots filled, from oldest_ on
+  bool stop_ = false;
+  std::exception_ptr errors_[kPrefetchDepth];
 };
 
 }  // namespace doppio

@@ -4,6 +4,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/math_functors.h"
+#include "operators/op_cost.h"
 
 namespace doppio {
 
@@ -33,6 +34,7 @@ REGISTER_CPU_OPERATOR(Scale, ScaleOp);
 
 OPERATOR_SCHEMA(Scale)
     .NumInputs(1)
+    .CostInferenceFunction(PointwiseCostInference(1))
     .NumOutputs(1)
     .AllowInplace({{0, 0}})
     .IdenticalTypeAndShape()

@@ -8,6 +8,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/activation_ops.h"
+#include "operators/op_cost.h"
 
 namespace doppio {
 
@@ -121,6 +122,7 @@ constexpr const char kAxisDoc[] =
 
 OPERATOR_SCHEMA(Softmax)
     .NumInputs(1)
+    .CostInferenceFunction(CostInferenceForSoftmax)
     .NumOutputs(1)
     .IdenticalTypeAndShape()
     .Arg("axis", kAxisDoc)
@@ -130,6 +132,7 @@ OPERATOR_SCHEMA(Softmax)
 
 OPERATOR_SCHEMA(SoftmaxGradient)
     .NumInputs(2)
+    .CostInferenceFunction(PointwiseCostInference(3))
     .NumOutputs(1)
     .IdenticalTypeAndShape()
     .Arg("axis", kAxisDoc)

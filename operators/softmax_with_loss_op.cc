@@ -8,6 +8,7 @@
 #include "core/schema.h"
 #include "operators/activation_ops.h"
 #include "operators/loss_ops.h"
+#include "operators/op_cost.h"
 #include "operators/softmax_op.h"
 
 namespace doppio {
@@ -217,6 +218,7 @@ void SoftmaxLossArgDocs(OpSchema& schema) {
 
 OPERATOR_SCHEMA(SoftmaxWithLoss)
     .NumInputs(2, 3)
+    .CostInferenceFunction(CostInferenceForSoftmaxWithLoss)
     .NumOutputs(2)
     .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
       TensorShape loss;
@@ -234,6 +236,7 @@ OPERATOR_SCHEMA(SoftmaxWithLoss)
 
 OPERATOR_SCHEMA(SoftmaxWithLossGradient)
     .NumInputs(4, 5)
+    .CostInferenceFunction(PointwiseCostInference(2))
     .NumOutputs(1)
     .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
       return std::vector<TensorShape>{in.at(0)};

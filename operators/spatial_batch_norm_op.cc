@@ -8,6 +8,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/normalization_utils.h"
+#include "operators/op_cost.h"
 
 namespace doppio {
 
@@ -461,6 +462,7 @@ OPERATOR_SCHEMA(SpatialBN)
     .AllowInplace({{0, 0}, {5, 3}, {6, 4}})
     .EnforceInplace({{3, 1}, {4, 2}})
     .TensorInferenceFunction(SpatialBNShapeInference)
+    .CostInferenceFunction(CostInferenceForSpatialBN)
     .Apply(SpatialBNCommonArgs)
     .Arg("momentum",
          "(float, default 0.9) running = momentum * running + (1 - momentum) * batch")
@@ -482,6 +484,7 @@ OPERATOR_SCHEMA(SpatialBN)
 
 OPERATOR_SCHEMA(SpatialBNGradient)
     .NumInputs(std::set<int>{5, 7})
+    .CostInferenceFunction(CostInferenceForSpatialBNGradient)
     .NumOutputs(3)
     .AllowInplace({{5, 1}, {6, 2}})
     .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {

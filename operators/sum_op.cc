@@ -6,6 +6,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/math_functors.h"
+#include "operators/op_cost.h"
 
 namespace doppio {
 
@@ -49,6 +50,7 @@ REGISTER_CPU_OPERATOR(Sum, SumOp);
 
 OPERATOR_SCHEMA(Sum)
     .NumInputs(1, 1 << 30)
+    .CostInferenceFunction(CostInferenceForSum)
     .NumOutputs(1)
     .AllowInplace({{0, 0}})
     .IdenticalTypeAndShape()

@@ -40,8 +40,8 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   ~TensorProtosDBInputOp() override { Finalize(); }
 
  protected:
-  void Prefetch() override;
-  void CopyPrefetched() override;
+  void Prefetch(int slot) override;
+  void CopyPrefetched(int slot) override;
   std::string DataSourceDescription() const override;
 
  private:
@@ -52,18 +52,19 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   // The next (key, value) in shuffled order: fills the buffer, then swaps a
   // uniformly chosen record out.
   void ReadShuffled(const db::DBReader& reader, std::string* key, std::string* value);
-  // Deserializes record `item` of the batch into prefetched_[output]; the
-  // first record fixes the batch's element dims and type.
-  void StackIntoBatch(const TensorProto& proto, int output, int item,
-                      const std::string& key);
+  // Deserializes record `item` of the batch into `batch`, the slot's tensor
+  // for `output`; the first record fixes the batch's element dims and type.
+  void StackIntoBatch(const TensorProto& proto, int output, int item, const std::string& key,
+                      Tensor* batch);
 
   int batch_size_;
   int64_t shuffle_buffer_size_;
   // Touched only on the prefetch thread (one fetch runs at a time).
   std::vector<std::pair<std::string, std::string>> shuffle_buffer_;
   std::mt19937_64 shuffle_rng_;
-  // Filled on the prefetch thread, read by CopyPrefetched between fetches.
-  std::vector<Tensor> prefetched_;
+  // Per prefetch slot, one tensor per output: filled on the prefetch thread,
+  // read by CopyPrefetched once the slot is filled (prefetch_op.h).
+  std::vector<Tensor> prefetched_[kPrefetchDepth];
   // One record's tensor per output, reused across records.
   std::vector<Tensor> record_tensors_;
   // The key of the batch's first record, for messages about later ones.

@@ -25,9 +25,12 @@ class ThreadArena {
   ~ThreadArena();
 
   // At least nbytes, 64-byte aligned, contents undefined. Grows (dropping
-  // the old contents) only when nbytes exceeds every earlier request, so a
-  // net that repeats its shapes allocates only in its first iteration: no
-  // fresh pages to fault in on later runs.
+  // the old contents) only when this arena is smaller than the largest
+  // request any thread's arena has seen, and then to that size at once: a
+  // dag worker may first meet the net's largest op many iterations in,
+  // and sizing every arena for the whole process's largest need is what
+  // lets a net that repeats its shapes allocate nothing after its first
+  // iterations (the cost stays threads x largest single need).
   void* Reserve(size_t nbytes);
 
   size_t capacity() const { return capacity_; }

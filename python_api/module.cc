@@ -4,6 +4,7 @@
 //
 // Every doppio::Error surfaces as RuntimeError with the whole message. Calls
 // that run nets or operators release the GIL.
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,10 +22,12 @@
 #include "core/cuda/cuda_common.h"
 #include "core/cuda/cuda_context.h"
 #include "core/gradient.h"
+#include "core/limits.h"
 #include "core/net.h"
 #include "core/registry.h"
 #include "core/schema.h"
 #include "core/workspace.h"
+#include "operators/op_cost.h"
 #include "parallel/data_parallel.h"
 #include "parallel/gloo/gloo_common.h"
 #include "parallel/memonger/memonger.h"
@@ -57,6 +60,7 @@ template <typename Message>
 Message ParseProto(const py::bytes& bytes, const char* what) {
   Message message;
   const std::string data = bytes;
+  EnforceProtoBytesLimit(static_cast<int64_t>(data.size()), MakeString(what, " from bytes"));
   DOPPIO_ENFORCE(message.ParseFromString(data), "cannot parse the ", what,
                  " passed from Python (", data.size(), " bytes)");
   return message;
@@ -351,6 +355,68 @@ py::dict SchemaInfo(const std::string& type) {
   return info;
 }
 
+// Schema cost inference over a serialized NetDef (tools/inspect_net): shapes
+// is {blob: dims}, types optionally {blob: TensorProto.DataType} (default
+// float). Returns per-op figures, their total and the inferred blob shapes.
+py::dict InferNetCostPy(const py::bytes& net_bytes, const py::dict& shapes,
+                        const py::object& types) {
+  const NetDef net = ParseProto<NetDef>(net_bytes, "NetDef");
+  std::map<std::string, TensorShape> known;
+  for (const auto& item : shapes) {
+    const std::string name = py::str(item.first);
+    TensorShape shape;
+    try {
+      for (int64_t d : item.second.cast<std::vector<int64_t>>()) shape.add_dims(d);
+    } catch (const py::cast_error&) {
+      DOPPIO_THROW("infer_net_cost: the shape of blob '", name, "' must be a list of ints");
+    }
+    known[name] = shape;
+  }
+  if (!types.is_none()) {
+    for (const auto& item : types.cast<py::dict>()) {
+      const std::string name = py::str(item.first);
+      const int dtype = item.second.cast<int>();
+      DOPPIO_ENFORCE(TensorProto::DataType_IsValid(dtype), "infer_net_cost: blob '", name,
+                     "' has an invalid data type ", dtype);
+      known[name].set_data_type(static_cast<TensorProto::DataType>(dtype));
+    }
+  }
+  NetCostEstimate estimate;
+  {
+    py::gil_scoped_release release;
+    estimate = InferNetCost(net, known);
+  }
+  auto cost_dict = [](const OpSchema::Cost& cost) {
+    py::dict d;
+    d["flops"] = cost.flops;
+    d["bytes_read"] = cost.bytes_read;
+    d["bytes_written"] = cost.bytes_written;
+    d["params_bytes"] = cost.params_bytes;
+    return d;
+  };
+  py::list ops;
+  for (const OpCostEstimate& op : estimate.ops) {
+    py::dict d = cost_dict(op.cost);
+    d["index"] = op.index;
+    d["type"] = op.type;
+    d["name"] = op.name;
+    d["known"] = op.known;
+    d["reason"] = op.reason;
+    ops.append(d);
+  }
+  py::dict inferred;
+  for (const auto& item : estimate.shapes) {
+    std::vector<int64_t> dims(item.second.dims().begin(), item.second.dims().end());
+    inferred[py::str(item.first)] =
+        py::make_tuple(dims, static_cast<int>(item.second.data_type()));
+  }
+  py::dict result;
+  result["ops"] = ops;
+  result["total"] = cost_dict(estimate.total);
+  result["unknown_ops"] = estimate.unknown_ops;
+  result["shapes"] = inferred;
+  return result;
+}
 
 // Memonger passes on serialized NetDefs (doppio.memonger): bytes in, bytes out.
 memonger::BlobShapes ShapesFromPy(const py::object& shapes) {
@@ -439,6 +505,8 @@ void DefineMemonger(py::module_& m) {
 
 // python_api/cross_device_py.cc
 void DefineCrossDeviceCopies(py::module_& m);
+// python_api/transforms_py.cc
+void DefineTransforms(py::module_& m, std::function<Workspace*()> current_workspace);
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Doppio's C++ runtime";
@@ -502,7 +570,10 @@ PYBIND11_MODULE(_C, m) {
         py::arg("rendezvous") = py::dict(), py::arg("use_nccl") = false);
   DefineMemonger(m);
   DefineCrossDeviceCopies(m);
+  DefineTransforms(m, [] { return Registry().Current(); });
   m.def("schema", &SchemaInfo, py::arg("op_type"));
+  m.def("infer_net_cost", &InferNetCostPy, py::arg("net_def"), py::arg("shapes"),
+        py::arg("types") = py::none());
   m.def("inplace_allowed", [](const std::string& type, int input, int output) {
     const OpSchema* schema = OpSchemaRegistry::Schema(type);
     DOPPIO_ENFORCE(schema != nullptr, "op type '", type, "' has no schema");
@@ -525,6 +596,7 @@ PYBIND11_MODULE(_C, m) {
     result["current_bytes"] = stats.current_bytes;
     result["peak_bytes"] = stats.peak_bytes;
     result["allocations"] = stats.allocations;
+    result["allocated_bytes"] = stats.allocated_bytes;
     return result;
   });
   m.def("reset_cpu_allocator_peak", &doppio::ResetCPUAllocatorPeak);

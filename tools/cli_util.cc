@@ -13,6 +13,7 @@
 #include <google/protobuf/text_format.h>
 
 #include "core/enforce.h"
+#include "core/limits.h"
 #include "core/npy.h"
 #include "core/serialization.h"
 #include "proto/doppio.pb.h"
@@ -192,7 +193,13 @@ std::string ReadFileBytes(const std::string& path) {
 }
 
 void ReadProtoFile(const std::string& path, google::protobuf::Message* message) {
+  // Checked before reading: the file's size bounds what parsing will build.
+  const std::string what = message->GetDescriptor()->name() + " file '" + path + "'";
+  std::error_code size_error;
+  const auto size = std::filesystem::file_size(path, size_error);
+  if (!size_error) EnforceProtoBytesLimit(static_cast<int64_t>(size), what);
   const std::string bytes = ReadFileBytes(path);
+  EnforceProtoBytesLimit(static_cast<int64_t>(bytes.size()), what);
   const bool text_first = LooksLikeText(bytes);
   const std::string first_error =
       text_first ? TryText(bytes, message) : TryBinary(bytes, message, false);

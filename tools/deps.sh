@@ -21,6 +21,8 @@ DOPPIO_DEBIAN_PACKAGES=(
   python3-tqdm python3-matplotlib graphviz
   python3-onnx libonnx-testdata
   clang libclang-rt-dev lld
+  # tools/build_wheel.sh, tools/install.sh and their tests (tests/install)
+  python3-venv python3-pip patchelf pkgconf
 )
 
 doppio_install_deps() {

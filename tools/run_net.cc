@@ -19,6 +19,7 @@
 #include "parallel/gloo/gloo_common.h"
 #include "proto/doppio.pb.h"
 #include "tools/cli_util.h"
+#include "transforms/optimize_inference.h"
 
 DEFINE_string(init_net, "",
               "NetDef file (binary or text protobuf) run once before anything "
@@ -35,13 +36,23 @@ DEFINE_string(output, "",
               "NAME=FILE: writes blob NAME (a tensor) to FILE as .npy after the "
               "last run. Repeatable, or comma-separated");
 DEFINE_int32(iters, 1, "timed runs of --net");
+DEFINE_bool(optimize, false,
+            "after the init net and the inputs, rewrite --net for inference before "
+            "creating it: fold Conv + SpatialBN(is_test), fuse Conv + Relu (ConvFusion) "
+            "and FC + Relu, run activations in place, run FC on oneDNN "
+            "(transforms/optimize_inference.h). "
+            "Off by default: the net runs as given. --output blobs are kept");
+DEFINE_string(optimize_passes, "all",
+              "with --optimize: which passes run, a comma-separated subset of "
+              "conv_bn,activation,inplace,dnnl_fc (or all, none); for measuring each");
 DEFINE_int32(warmup, 0, "untimed runs of --net before the timed ones");
 DEFINE_bool(report_per_op, false,
             "after the timed runs, print the time spent per operator type");
-DEFINE_string(trace, "",
+DEFINE_string(profile, "",
               "FILE: after the warmup, runs --net once more (untimed) and writes a "
               "chrome://tracing JSON of that run to FILE: one event per op with its "
               "device, worker thread, start and duration");
+DEFINE_string(trace, "", "FILE: the older name of --profile");
 
 namespace doppio {
 namespace {
@@ -53,11 +64,13 @@ constexpr const char* kUsage =
     "\n"
     "  run_net --net=predict.pb [--init_net=init.pb] \\\n"
     "          [--input data=x.npy --input label=y.pb] [--output softmax=out.npy] \\\n"
-    "          [--iters=N] [--warmup=N] [--report_per_op] [--trace=trace.json]\n"
+    "          [--iters=N] [--warmup=N] [--report_per_op] [--profile=trace.json]\n"
     "  run_net --plan=plan.pbtxt [--init_net=init.pb] [--input ...] [--output ...]\n"
     "\n"
+    "--optimize rewrites the net for inference (Conv+SpatialBN folding, Conv/FC +\n"
+    "Relu fusion, in-place activations, FC on oneDNN) after the inputs are fed.\n"
     "Order: init_net runs once, inputs are fed, the net is created, then runs\n"
-    "--warmup times untimed, once traced (--trace) and --iters times timed;\n"
+    "--warmup times untimed, once traced (--profile) and --iters times timed;\n"
     "outputs are written last.\n"
     "With --plan, the plan runs once in place of the net (same order otherwise).\n"
     "Net files may be binary or text protobuf (detected from their content).\n"
@@ -77,7 +90,7 @@ void CheckNetOrPlan() {
     return;
   }
   if (!FLAGS_net.empty()) throw cli::UsageError("--net and --plan are mutually exclusive");
-  for (const char* flag : {"iters", "warmup", "report_per_op", "trace"}) {
+  for (const char* flag : {"iters", "warmup", "optimize", "report_per_op", "trace", "profile"}) {
     if (!gflags::GetCommandLineFlagInfoOrDie(flag).is_default) {
       throw cli::UsageError(std::string("--") + flag +
                             " applies to --net only; a plan's steps set their own "
@@ -96,6 +109,15 @@ Options ParseOptions(int argc, char** argv) {
     throw cli::UsageError("unexpected argument '" + parsed.positional.front() + "'");
   }
   CheckNetOrPlan();
+  if (!FLAGS_profile.empty() && !FLAGS_trace.empty() && FLAGS_profile != FLAGS_trace) {
+    throw cli::UsageError("--profile and --trace name one file (--trace is its older name); "
+                          "give one of them");
+  }
+  try {
+    transforms::InferencePasses::Parse(FLAGS_optimize_passes);
+  } catch (const Error& error) {
+    throw cli::UsageError("--optimize_passes: " + error.message());
+  }
   if (FLAGS_iters < 0) throw cli::UsageError("--iters must be >= 0");
   if (FLAGS_warmup < 0) throw cli::UsageError("--warmup must be >= 0");
   Options options;
@@ -164,6 +186,23 @@ void WriteOutputs(const std::vector<std::pair<std::string, std::string>>& output
   }
 }
 
+// --optimize: the inference rewrites, after the init net filled the
+// weights they fold; blobs the user asked for stay as the net computes them.
+NetDef OptimizeNet(const NetDef& net_def, const Options& options, Workspace* workspace) {
+  std::vector<std::string> keep;
+  for (const auto& output : options.outputs) keep.push_back(output.first);
+  transforms::InferenceOptimizations done;
+  NetDef optimized;
+  WithNetContext("while optimizing the net", FLAGS_net, [&] {
+    optimized = transforms::OptimizeForInference(
+        net_def, workspace, keep, &done,
+        transforms::InferencePasses::Parse(FLAGS_optimize_passes));
+  });
+  std::printf("optimized net '%s': %d -> %d op(s): %s\n", net_def.name().c_str(),
+              net_def.op_size(), optimized.op_size(), done.Summary().c_str());
+  return optimized;
+}
+
 // --plan: runs the plan once, timed as a whole.
 void RunPlanFile(const Options& options, Workspace* workspace) {
   PlanDef plan;
@@ -191,17 +230,19 @@ void Run(const Options& options) {
     return;
   }
 
-  const NetDef net_def = LoadNet(FLAGS_net);
+  NetDef net_def = LoadNet(FLAGS_net);
   CheckExternalInputs(net_def, FLAGS_net, workspace);
+  if (FLAGS_optimize) net_def = OptimizeNet(net_def, options, &workspace);
   NetBase* net = nullptr;
   WithNetContext("while creating the net", FLAGS_net,
                  [&] { net = workspace.CreateNet(net_def); });
   WithNetContext("during warmup of the net", FLAGS_net, [&] {
     for (int i = 0; i < FLAGS_warmup; ++i) net->Run();
   });
-  if (!FLAGS_trace.empty()) {
+  const std::string& trace_file = FLAGS_profile.empty() ? FLAGS_trace : FLAGS_profile;
+  if (!trace_file.empty()) {
     WithNetContext("while tracing the net", FLAGS_net,
-                   [&] { WriteChromeTrace(net, FLAGS_trace); });
+                   [&] { WriteChromeTrace(net, trace_file); });
   }
 
   // The profiler observes only the timed runs; it is the report's source.

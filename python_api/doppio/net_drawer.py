@@ -10,14 +10,17 @@ As in Caffe2, a blob written more than once becomes one node per version, so
 the drawing stays acyclic for in-place ops. `group_by_device=True` draws the
 ops of each DeviceOption (cpu_0, gpu_1, ...) in a cluster of their own.
 
-Command line: python -m doppio.net_drawer --input net.pb --output_prefix out_
+Command line (tools/net_drawer runs it under tools/python):
+  python -m doppio.net_drawer --input net.pb --output_prefix out_ --format svg,png
+writes out_<net name>.dot and a drawing per format; a Parallelized net (ops on
+several devices) is grouped by device unless --group_by_device=no.
 """
 
 import argparse
 import collections
 import json
+import re
 import struct
-import subprocess
 import sys
 import types
 import zlib
@@ -25,6 +28,8 @@ import zlib
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
+from doppio.dot_graph import (  # noqa: F401  (re-exported: pydot's names, as in Caffe2)
+    Cluster, Edge, Graph, Node)
 from doppio.proto import doppio_pb2 as caffe2_pb2
 
 OP_STYLE = {
@@ -36,222 +41,14 @@ OP_STYLE = {
 BLOB_STYLE = {'shape': 'octagon'}
 # Clusters are drawn light so the op colours stay readable inside them.
 CLUSTER_STYLE = {'style': 'rounded,filled', 'color': '#4285F4', 'fillcolor': '#E8F0FE'}
-
-
-def _escape(text):
-    """`text` as the body of a DOT quoted string: quotes and backslashes are
-    escaped (so escString sequences like \\N never trigger), a newline becomes
-    a line break, other control characters are shown as \\xNN."""
-    text = str(text)
-    out = []
-    for char in text:
-        if char == '\\':
-            out.append('\\\\')
-        elif char == '"':
-            out.append('\\"')
-        elif char == '\n':
-            out.append('\\n')
-        elif ord(char) < 32 or ord(char) == 127:
-            out.append('\\\\x%02x' % ord(char))
-        else:
-            out.append(char)
-    return ''.join(out)
-
-
-def _quote(text):
-    return '"' + _escape(text) + '"'
-
-
-def _attr_list(attrs):
-    if not attrs:
-        return ''
-    return ' [' + ', '.join('{}={}'.format(key, _quote(value))
-                            for key, value in attrs.items()) + ']'
-
-
-class Node(object):
-    """A graph node: its name (the DOT node id) and attributes."""
-
-    def __init__(self, name, **attrs):
-        self._name = str(name)
-        self._attrs = collections.OrderedDict(attrs)
-
-    def get_name(self):
-        return self._name
-
-    def get(self, key):
-        return self._attrs.get(key)
-
-    def set(self, key, value):
-        self._attrs[key] = value
-
-    def get_attributes(self):
-        return dict(self._attrs)
-
-    def to_string(self):
-        return _quote(self._name) + _attr_list(self._attrs) + ';'
-
-
-def _node_name(node_or_name):
-    return node_or_name.get_name() if isinstance(node_or_name, Node) else str(node_or_name)
-
-
-class Edge(object):
-    """A directed edge between two nodes (Node objects or node names)."""
-
-    def __init__(self, src, dst, **attrs):
-        self._src = _node_name(src)
-        self._dst = _node_name(dst)
-        self._attrs = collections.OrderedDict(attrs)
-
-    def get_source(self):
-        return self._src
-
-    def get_destination(self):
-        return self._dst
-
-    def get_attributes(self):
-        return dict(self._attrs)
-
-    def to_string(self):
-        return '{} -> {}{};'.format(_quote(self._src), _quote(self._dst),
-                                    _attr_list(self._attrs))
-
-
-class Cluster(object):
-    """A DOT `subgraph cluster_*`: its nodes are drawn inside one box."""
-
-    def __init__(self, name, **attrs):
-        self._name = str(name)
-        self._attrs = collections.OrderedDict(attrs)
-        self._nodes = collections.OrderedDict()
-
-    def get_name(self):
-        return self._name
-
-    def add_node(self, node):
-        self._nodes.setdefault(node.get_name(), node)
-
-    def get_nodes(self):
-        return list(self._nodes.values())
-
-    def to_string(self, indent='  '):
-        lines = [indent + 'subgraph ' + _quote('cluster_' + self._name) + ' {']
-        for key, value in self._attrs.items():
-            lines.append(indent + '  {}={};'.format(key, _quote(value)))
-        lines.extend(indent + '  ' + node.to_string() for node in self._nodes.values())
-        lines.append(indent + '}')
-        return '\n'.join(lines)
-
-
-class Graph(object):
-    """A directed graph with pydot.Dot's interface for the parts Caffe2
-    scripts use. Rendering runs graphviz's `prog` (default `dot`)."""
-
-    def __init__(self, graph_name='G', **attrs):
-        self._name = str(graph_name)
-        self._attrs = collections.OrderedDict(attrs)
-        self._nodes = collections.OrderedDict()
-        self._edges = []
-        self._clusters = collections.OrderedDict()
-
-    def get_name(self):
-        return self._name
-
-    def set(self, key, value):
-        self._attrs[key] = value
-
-    def add_node(self, node):
-        """Adds `node`; a node of the same name added again is the same node
-        (DOT merges them too)."""
-        self._nodes.setdefault(node.get_name(), node)
-
-    def add_edge(self, edge):
-        self._edges.append(edge)
-
-    def add_subgraph(self, cluster):
-        self._clusters.setdefault(cluster.get_name(), cluster)
-
-    def get_nodes(self):
-        return list(self._nodes.values())
-
-    def get_node(self, name):
-        node = self._nodes.get(str(name))
-        return [node] if node is not None else []
-
-    def get_edges(self):
-        return list(self._edges)
-
-    def get_subgraphs(self):
-        return list(self._clusters.values())
-
-    def to_string(self):
-        in_cluster = set()
-        for cluster in self._clusters.values():
-            in_cluster.update(node.get_name() for node in cluster.get_nodes())
-        lines = ['digraph ' + _quote(self._name) + ' {']
-        lines.extend('  {}={};'.format(key, _quote(value)) for key, value in self._attrs.items())
-        lines.extend(cluster.to_string() for cluster in self._clusters.values())
-        lines.extend('  ' + node.to_string() for name, node in self._nodes.items()
-                     if name not in in_cluster)
-        lines.extend('  ' + edge.to_string() for edge in self._edges)
-        lines.append('}')
-        return '\n'.join(lines) + '\n'
-
-    def __str__(self):
-        return self.to_string()
-
-    def create(self, prog='dot', format='png'):
-        """The drawing as bytes in graphviz output `format`; 'raw' is the DOT
-        text itself. Raises RuntimeError when graphviz is missing or fails."""
-        if format == 'raw':
-            return self.to_string().encode('utf-8')
-        try:
-            result = subprocess.run([prog, '-T' + format], input=self.to_string().encode('utf-8'),
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        except FileNotFoundError:
-            raise RuntimeError(
-                "net_drawer: cannot render graph {!r} as {}: graphviz's '{}' program is not on "
-                "PATH (install graphviz, or use to_string() / write(path, format='raw') for the "
-                "DOT text)".format(self._name, format, prog)) from None
-        if result.returncode != 0:
-            raise RuntimeError("net_drawer: '{} -T{}' failed on graph {!r} (exit code {}): {}".format(
-                prog, format, self._name, result.returncode,
-                result.stderr.decode('utf-8', 'replace').strip()))
-        return result.stdout
-
-    def write(self, path, prog='dot', format='raw'):
-        data = self.create(prog=prog, format=format)
-        with open(path, 'wb') as out:
-            out.write(data)
-        return True
-
-    def create_png(self, prog='dot'):
-        return self.create(prog, 'png')
-
-    def create_svg(self, prog='dot'):
-        return self.create(prog, 'svg')
-
-    def create_pdf(self, prog='dot'):
-        return self.create(prog, 'pdf')
-
-    def create_dot(self, prog='dot'):
-        return self.create(prog, 'dot')
-
-    def write_png(self, path, prog='dot'):
-        return self.write(path, prog, 'png')
-
-    def write_svg(self, path, prog='dot'):
-        return self.write(path, prog, 'svg')
-
-    def write_pdf(self, path, prog='dot'):
-        return self.write(path, prog, 'pdf')
-
-    def write_dot(self, path, prog='dot'):
-        return self.write(path, prog, 'dot')
-
-    def write_raw(self, path):
-        return self.write(path, format='raw')
+# Ops that move data between devices (collectives, copies) stay outside every
+# cluster and are drawn in another colour with a double border.
+CROSS_DEVICE_OP_STYLE = {'color': '#DB4437', 'peripheries': '2'}
+# Blob names under a device's name scope: cpu_0/..., gpu_3/...
+_DEVICE_SCOPE = re.compile(r'^((?:cpu|gpu)_\d+)/')
+# Copies whose very job is to cross devices, whatever their blob names.
+CROSS_DEVICE_OP_TYPES = frozenset(['CopyCPUToGPU', 'CopyGPUToCPU', 'CopyFromCPUInput',
+                                   'EnsureCPUOutput'])
 
 
 # Scripts written for Caffe2 sometimes build nodes through the module's pydot.
@@ -322,16 +119,41 @@ def _BlobNodeName(blob, version):
 
 
 def _OpDevice(op, default_device):
+    """The op's device: its device option's, else the net's, else the one
+    name scope all its blobs share (None when there is none)."""
     if op.HasField('device_option'):
         return DeviceName(op.device_option)
-    return default_device
+    if default_device is not None:
+        return default_device
+    scopes = _BlobScopes(op)
+    return next(iter(scopes)) if len(scopes) == 1 else None
+
+
+def _BlobScope(blob):
+    match = _DEVICE_SCOPE.match(blob)
+    return match.group(1) if match else None
+
+
+def _BlobScopes(op):
+    scopes = set(_BlobScope(b) for b in list(op.input) + list(op.output))
+    scopes.discard(None)
+    return scopes
+
+
+def IsCrossDeviceOp(op):
+    """True for ops that read or write the blobs of more than one device
+    (Allreduce, Broadcast, NCCL ops over cpu_N/ or gpu_N/ blobs) and for the
+    cross-device copy ops."""
+    return op.type in CROSS_DEVICE_OP_TYPES or len(_BlobScopes(op)) > 1
 
 
 def GetPydotGraph(operators_or_net, name=None, rankdir='LR', op_node_producer=None,
                   blob_node_producer=None, group_by_device=False):
     """Ops and blob versions as nodes, data flow as edges. With
-    group_by_device, each device's ops (and the blobs only it touches) are
-    drawn in a cluster named after the device."""
+    group_by_device, each device's ops are drawn in a cluster named after the
+    device, with the blobs under its name scope (or touched by its ops only);
+    ops that span devices (see IsCrossDeviceOp) stay outside the clusters,
+    drawn with CROSS_DEVICE_OP_STYLE."""
     if op_node_producer is None:
         op_node_producer = GetOpNodeProducer(False, **OP_STYLE)
     if blob_node_producer is None:
@@ -349,10 +171,15 @@ def GetPydotGraph(operators_or_net, name=None, rankdir='LR', op_node_producer=No
     # Devices of the ops touching each blob node: it joins a cluster only
     # when exactly one device touches it.
     node_devices = collections.defaultdict(set)
+    blob_of_node = {}
     op_nodes = []
     for op_id, op in enumerate(operators):
         op_node = op_node_producer(op, op_id)
         device = _OpDevice(op, default_device)
+        if group_by_device and IsCrossDeviceOp(op):
+            for key, value in CROSS_DEVICE_OP_STYLE.items():
+                op_node.set(key, value)
+            device = _CROSS_DEVICE
         graph.add_node(op_node)
         op_nodes.append((op_node, device))
         for input_name in op.input:
@@ -360,6 +187,7 @@ def GetPydotGraph(operators_or_net, name=None, rankdir='LR', op_node_producer=No
                 current_version[input_name] = blob_node_producer(
                     _BlobNodeName(input_name, version_count[input_name]), label=input_name)
             input_node = current_version[input_name]
+            blob_of_node[input_node.get_name()] = input_name
             graph.add_node(input_node)
             node_devices[input_node.get_name()].add(device)
             graph.add_edge(Edge(input_node, op_node))
@@ -369,15 +197,20 @@ def GetPydotGraph(operators_or_net, name=None, rankdir='LR', op_node_producer=No
             output_node = blob_node_producer(
                 _BlobNodeName(output_name, version_count[output_name]), label=output_name)
             current_version[output_name] = output_node
+            blob_of_node[output_node.get_name()] = output_name
             graph.add_node(output_node)
             node_devices[output_node.get_name()].add(device)
             graph.add_edge(Edge(op_node, output_node))
     if group_by_device:
-        _GroupByDevice(graph, op_nodes, node_devices)
+        _GroupByDevice(graph, op_nodes, node_devices, blob_of_node)
     return graph
 
 
-def _GroupByDevice(graph, op_nodes, node_devices):
+# The "device" of a cross-device op: in no cluster.
+_CROSS_DEVICE = object()
+
+
+def _GroupByDevice(graph, op_nodes, node_devices, blob_of_node):
     clusters = collections.OrderedDict()
 
     def cluster_for(device):
@@ -387,11 +220,17 @@ def _GroupByDevice(graph, op_nodes, node_devices):
         return clusters[device]
 
     for op_node, device in op_nodes:
-        if device is not None:
+        if device is not None and device is not _CROSS_DEVICE:
             cluster_for(device).add_node(op_node)
     for node in graph.get_nodes():
+        if node.get_name() not in blob_of_node:
+            continue
+        scope = _BlobScope(blob_of_node[node.get_name()])
         devices = node_devices.get(node.get_name())
-        if devices and len(devices) == 1 and None not in devices:
+        if scope is not None and scope in clusters:
+            clusters[scope].add_node(node)
+        elif (devices and len(devices) == 1 and None not in devices and
+              _CROSS_DEVICE not in devices):
             cluster_for(next(iter(devices))).add_node(node)
 
 
@@ -530,6 +369,16 @@ def _OperatorMap(proto):
     return {proto.name: proto.op}
 
 
+# What the command line writes: graphviz output formats.
+_FORMATS = ('pdf', 'svg', 'png')
+
+
+def _SpansDevices(operators):
+    devices = set(_OpDevice(op, None) for op in operators)
+    devices.discard(None)
+    return len(devices) > 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description='Doppio (Caffe2) net drawer.')
     parser.add_argument('--input', type=str, required=True,
@@ -544,9 +393,19 @@ def main(argv=None):
                         help='If set, append the output blobs to the operator names.')
     parser.add_argument('--rankdir', type=str, default='LR',
                         help='The rank direction of the graph.')
-    parser.add_argument('--group_by_device', action='store_true',
-                        help='If set, draw each device\'s ops in a cluster.')
+    parser.add_argument('--group_by_device', nargs='?', const='yes', default='auto',
+                        choices=['auto', 'yes', 'no'],
+                        help='Draw each device\'s ops in a cluster: yes, no, or auto (the '
+                             'default: when the ops run on more than one device).')
+    parser.add_argument('--format', type=str, default='pdf',
+                        help='Comma-separated drawing formats written beside the .dot file: '
+                             'any of ' + ', '.join(_FORMATS) + ' (default pdf, as Caffe2).')
     args = parser.parse_args(argv)
+    formats = [f.strip() for f in args.format.split(',') if f.strip()]
+    unknown = [f for f in formats if f not in _FORMATS]
+    if unknown:
+        parser.error('--format: unknown format(s) {} (choose from {})'.format(
+            ', '.join(unknown), ', '.join(_FORMATS)))
     try:
         graphs = _ReadNetsFromFile(args.input)
     except (OSError, ValueError) as error:
@@ -559,19 +418,26 @@ def main(argv=None):
                                          op_node_producer=producer,
                                          minimal_dependency=args.minimal_dependency)
         else:
+            group = (args.group_by_device == 'yes' or
+                     (args.group_by_device == 'auto' and _SpansDevices(operators)))
             graph = GetPydotGraph(operators, name=key, rankdir=args.rankdir,
-                                  op_node_producer=producer,
-                                  group_by_device=args.group_by_device)
+                                  op_node_producer=producer, group_by_device=group)
         filename = args.output_prefix + graph.get_name() + '.dot'
-        graph.write(filename, format='raw')
-        pdf_filename = filename[:-3] + 'pdf'
         try:
-            graph.write_pdf(pdf_filename)
-        except (OSError, RuntimeError) as error:
-            sys.stderr.write('Error when writing out the pdf file {}: {}\n'.format(
-                pdf_filename, error))
+            graph.write(filename, format='raw')
+        except OSError as error:
+            sys.stderr.write('Error when writing out the dot file {}: {}\n'.format(filename, error))
             return 1
+        for drawing_format in formats:
+            drawing = filename[:-3] + drawing_format
+            try:
+                graph.write(drawing, format=drawing_format)
+            except (OSError, RuntimeError) as error:
+                sys.stderr.write('Error when writing out the {} file {}: {}\n'.format(
+                    drawing_format, drawing, error))
+                return 1
     return 0
+
 
 
 if __name__ == '__main__':

@@ -81,8 +81,10 @@ def GetCPUAllocatorStats():
     """Doppio addition (not in Caffe2): the CPU allocator's byte counts, a
     dict with 'current_bytes' (tensor bytes held now, every workspace
     together), 'peak_bytes' (most held since the last ResetCPUAllocatorPeak)
-    and 'allocations' (allocations ever made). memonger's benchmark and
-    tests read the peak workspace bytes of a net from it."""
+    'allocations' (allocations ever made) and 'allocated_bytes' (the bytes
+    they asked for). memonger's benchmark and tests read the peak workspace
+    bytes of a net from it; steady_state_allocations_test and memory_bench
+    --report_allocations read how often an iteration allocates."""
     return C.cpu_allocator_stats()
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Trains the reference CNN (DESIGN.md section 8) on Fashion-MNIST, the way
+"""Trains the reference CNN or MLP (DESIGN.md section 8, --model; the
+models are in fmnist_models.py) on Fashion-MNIST, the way
 a Caffe2 user would, data-parallel on CPU devices: DBs of TensorProtos made
 by tools/make_db, one shared DB reader, builder callbacks handed to
 data_parallel_model.Parallelize_CPU (as Caffe2's resnet50_trainer does),
@@ -7,7 +8,7 @@ build_sgd; then device 0's minidb checkpoint, a loss curve, and a predict
 net + init net that run_net scores on the test set.
 
     tools/python python_api/examples/fmnist_train.py [--epochs 3] [--devices 2]
-        [--workdir DIR]
+        [--model cnn|mlp] [--workdir DIR]
 
 Every device ("cpu_0/", "cpu_1/" ...) takes batch_size / devices images per
 step from the one reader, so together they read each record once per epoch;
@@ -20,8 +21,11 @@ devices instead. The running mean/variance kept for testing are device 0's.
 Threads: each device gets --num_threads_per_device dag workers (default 1)
 and each op the cores divided among all workers, so 2 devices run one op
 per core and 1 device runs each op on both cores. On the 2-core machine
-2 devices x 1 thread trained 1.6-1.9x faster than 1 device x 2 threads
-(tools/bench/fmnist_bench.sh), hence the default --devices 2.
+2 devices x 1 thread trained the CNN 1.6-1.9x faster than 1 device x 2
+threads (tools/bench/fmnist_bench.sh), hence the default --devices 2.
+--devices auto times a few steps of each split of the cores first
+(doppio.auto_split: N devices x 1 thread, 1 device x N threads, 1 device x
+N workers), prints the rates and trains with the fastest.
 
 Everything it writes goes to --workdir: the DBs, checkpoint.minidb (device
 0's blobs, "cpu_0/" names), predict_net.pb and init_net.pb (plain names:
@@ -44,10 +48,8 @@ backward pass (tools/bench/README.md, fmnist_bench).
         --devices 1 [--epochs 1]
 """
 import argparse
-import gzip
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,16 +57,26 @@ import time
 
 import numpy as np
 
-from caffe2.proto import caffe2_pb2
 from caffe2.python import (brew, core, data_parallel_model, model_helper, optimizer,
                            workspace)
 from caffe2.python.predictor import mobile_exporter
-from doppio import distributed
+from doppio import auto_split, distributed, net_pruning
 
-# Pixels are scaled to [0, 1] and then standardized with the training set's
-# statistics (the same constants as the PyTorch peer, ../shared/bench).
-PIXEL_MEAN = 0.2860
-PIXEL_STD = 0.3530
+# The data and the models live beside this script, which is imported as
+# python_api.examples.fmnist_train or run with its folder on sys.path.
+# Re-exported: tests and other examples reach them through this module.
+if __package__:
+    from .fmnist_data import make_db, read_idx, record_count, tool  # noqa: F401
+    from .fmnist_models import (MODELS, PIXEL_MEAN, PIXEL_STD, add_loss_and_accuracy,  # noqa: F401
+                                add_preprocessing, add_reference_classifier,
+                                add_reference_cnn, add_reference_conv_tower,
+                                add_reference_mlp, uniform_init)
+else:
+    from fmnist_data import make_db, read_idx, record_count, tool  # noqa: F401
+    from fmnist_models import (MODELS, PIXEL_MEAN, PIXEL_STD, add_loss_and_accuracy,  # noqa: F401
+                               add_preprocessing, add_reference_classifier,
+                               add_reference_cnn, add_reference_conv_tower,
+                               add_reference_mlp, uniform_init)
 DEFAULT_DATA_DIR = '/usr/share/datasets/fashion-mnist'
 # Blob prefix of the replica whose params are tested, saved and exported.
 DEVICE0 = 'cpu_0/'
@@ -72,6 +84,14 @@ DEVICE0 = 'cpu_0/'
 # shard 0 evaluates (and at the rendezvous while it builds the test DB), so
 # the cross-process limit is minutes, not the default 30 s.
 SHARD_TIMEOUT_MS = 600000
+# --devices auto: warm-up and timed steps per candidate split and round.
+AUTO = 'auto'
+AUTO_WARMUP_STEPS = 10
+AUTO_TIMED_STEPS = 20
+AUTO_MIN_SECONDS = 0.25
+# Rounds alternate the candidates; each one's best round counts, so a burst
+# of load from other processes (this machine is shared) rarely decides.
+AUTO_ROUNDS = 3
 REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                           '..', '..'))
 
@@ -79,10 +99,14 @@ REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--epochs', type=int, default=3)
+    parser.add_argument('--model', default='cnn', choices=sorted(MODELS),
+                        help='the reference CNN or the reference MLP (FC 784-256-128-10)')
     parser.add_argument('--batch_size', type=int, default=64,
                         help='global batch: the devices share it equally')
-    parser.add_argument('--devices', type=int, default=2,
-                        help='CPU devices (replicas) to train on')
+    parser.add_argument('--devices', type=devices_arg, default=2,
+                        help='CPU devices (replicas) to train on, or "auto": time a few '
+                        'steps of each way to split the cores (devices, intra-op threads, '
+                        'workers; doppio.auto_split) and train with the fastest')
     parser.add_argument('--combine_spatial_bn', action='store_true',
                         help='SpatialBN statistics over all devices\' images, as on one '
                         'device (default: per device, as Caffe2)')
@@ -121,8 +145,15 @@ def parse_args(argv):
                         'replica as checkpoint_shard<N>.minidb (to compare the replicas)')
     args = parser.parse_args(argv)
     args.shard_id, args.num_shards = shard_from_env()
+    args.auto_split = None
     if args.epochs < 1 or args.batch_size < 1 or args.test_batch_size < 1:
         parser.error('--epochs, --batch_size and --test_batch_size must be positive')
+    if args.devices == AUTO:
+        if args.num_shards > 1:
+            parser.error('--devices auto picks a split within one process; with several '
+                         'processes give --devices N')
+        # Placeholders until choose_split() has measured.
+        args.auto_split, args.devices = {}, 1
     if args.devices < 1 or args.num_threads_per_device < 1 or args.intra_op_threads < 0:
         parser.error('--devices and --num_threads_per_device must be positive, '
                      '--intra_op_threads >= 0')
@@ -132,6 +163,16 @@ def parse_args(argv):
     if args.shard_id > 0:
         args.no_progress = True
     return args
+
+
+def devices_arg(text):
+    if text == AUTO:
+        return AUTO
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('expected a number of devices or "auto", got {!r}'
+                                         .format(text))
 
 
 def shard_from_env():
@@ -151,132 +192,16 @@ def log(args, *what, **kwargs):
         print(*what, **kwargs)
 
 
-def tool(args, name):
-    path = os.path.join(args.tools_dir, name)
-    if not os.access(path, os.X_OK):
-        raise SystemExit('fmnist_train: {} not found in {} (build it with `bazel build '
-                         '//tools:{}`, or pass --tools_dir)'.format(name, args.tools_dir, name))
-    return path
-
-
-def idx_files(data_dir, split):
-    prefix = 'train' if split == 'train' else 't10k'
-    images = os.path.join(data_dir, prefix + '-images-idx3-ubyte.gz')
-    labels = os.path.join(data_dir, prefix + '-labels-idx1-ubyte.gz')
-    for path in (images, labels):
-        if not os.path.exists(path):
-            raise SystemExit('fmnist_train: {} is missing (Debian package '
-                             'dataset-fashion-mnist, or pass --data_dir)'.format(path))
-    return images, labels
-
-
-def make_db(args, split, limit):
-    """Runs tools/make_db; returns (db path, number of records)."""
-    images, labels = idx_files(args.data_dir, split)
-    db_path = os.path.join(args.workdir, 'fmnist_{}_{}'.format(split, args.db_type))
-    if args.num_shards > 1:
-        # The shards may share a workdir: each builds its own copy.
-        db_path += '_shard{}'.format(args.shard_id)
-    if os.path.isdir(db_path):
-        shutil.rmtree(db_path)
-    elif os.path.exists(db_path):
-        os.remove(db_path)
-    subprocess.run([tool(args, 'make_db'), '--image_file', images, '--label_file', labels,
-                    '--output_file', db_path, '--db', args.db_type,
-                    '--data_limit', str(limit), '--channel_first'],
-                   check=True, stdout=subprocess.DEVNULL)
-    return db_path, record_count(args, split, limit)
-
-
-def record_count(args, split, limit):
-    """The number of images of a split, from its IDX header."""
-    _, labels = idx_files(args.data_dir, split)
-    with gzip.open(labels) as f:
-        count = int.from_bytes(f.read(8)[4:], 'big')
-    return count if limit < 0 else min(limit, count)
-
-
-def read_idx(args, split, limit):
-    """The raw test images and labels, read with numpy (independently of
-    make_db and the DB reader) for scoring the exported net."""
-    images, labels = idx_files(args.data_dir, split)
-    with gzip.open(images) as f:
-        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
-    with gzip.open(labels) as f:
-        y = np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int32)
-    if limit >= 0:
-        x, y = x[:limit], y[:limit]
-    return x, y
-
-
-# ---- the model ----
-
-def add_preprocessing(model, data_uint8):
-    """uint8 pixels [N, 1, 28, 28] -> standardized float. `pixel_shift`
-    (-mean / std) is a blob made by the training model's init net (one per
-    device), so the checkpoint and the exported predict net carry it as a
-    parameter."""
-    data = model.net.Cast(data_uint8, 'data_float', to=core.DataType.FLOAT)
-    data = model.net.Scale(data, data, scale=1.0 / (255.0 * PIXEL_STD))
-    data = model.net.Add([data, 'pixel_shift'], 'data', broadcast=1)
-    return model.net.StopGradient(data, data)
-
-
-def uniform_init(fan_in):
-    """U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases: PyTorch's
-    default for Conv2d and Linear, so both frameworks start from the same
-    distribution (brew's default, XavierFill, is sqrt(3) times wider)."""
-    bound = 1.0 / np.sqrt(fan_in)
-    fill = ('UniformFill', {'min': -bound, 'max': bound})
-    return dict(weight_init=fill, bias_init=fill)
-
-
-def add_reference_cnn(model, data, is_test):
-    pool2 = add_reference_conv_tower(model, data, is_test)
-    return add_reference_classifier(model, pool2)
-
-
-def add_reference_conv_tower(model, data, is_test):
-    """The reference CNN's convolutional half (a pipeline stage of its own in
-    model_parallel_cnn.py): data -> pool2 [N, 64, 7, 7]."""
-    conv1 = brew.conv(model, data, 'conv1', dim_in=1, dim_out=32, kernel=3, pad=1,
-                      **uniform_init(1 * 3 * 3))
-    bn1 = brew.spatial_bn(model, conv1, 'bn1', 32, epsilon=1e-5, momentum=0.9,
-                          is_test=is_test)
-    relu1 = brew.relu(model, bn1, bn1)
-    pool1 = brew.max_pool(model, relu1, 'pool1', kernel=2, stride=2)
-    conv2 = brew.conv(model, pool1, 'conv2', dim_in=32, dim_out=64, kernel=3, pad=1,
-                      **uniform_init(32 * 3 * 3))
-    bn2 = brew.spatial_bn(model, conv2, 'bn2', 64, epsilon=1e-5, momentum=0.9,
-                          is_test=is_test)
-    relu2 = brew.relu(model, bn2, bn2)
-    return brew.max_pool(model, relu2, 'pool2', kernel=2, stride=2)
-
-
-def add_reference_classifier(model, pool2):
-    """The reference CNN's fully connected half: pool2 -> softmax."""
-    fc3 = brew.fc(model, pool2, 'fc3', dim_in=64 * 7 * 7, dim_out=128,
-                  **uniform_init(64 * 7 * 7))
-    relu3 = brew.relu(model, fc3, fc3)
-    pred = brew.fc(model, relu3, 'pred', dim_in=128, dim_out=10, **uniform_init(128))
-    return brew.softmax(model, pred, 'softmax')
-
-
-def add_loss_and_accuracy(model, softmax, label):
-    xent = model.net.LabelCrossEntropy([softmax, label], 'xent')
-    loss = model.net.AveragedLoss(xent, 'loss')
-    brew.accuracy(model, [softmax, label], 'accuracy')
-    return loss
-
-
 def shard_records(args, train_count):
     """How many training records this shard's reader walks over: every
     num_shards-th one, starting at shard_id."""
     return (train_count - args.shard_id + args.num_shards - 1) // args.num_shards
 
 
-def build_train_model(args, train_db, train_count):
-    """The training model, parallelized: per-device blobs are "cpu_<d>/..."."""
+def build_train_model(args, train_db, train_count, shuffle_buffer=None):
+    """The training model, parallelized: per-device blobs are "cpu_<d>/...".
+    `shuffle_buffer` (records per device) overrides the default, the
+    shard's records divided among the devices."""
     train = model_helper.ModelHelper(name='fmnist_train')
     # Made before Parallelize, so one reader (a shared, unprefixed blob)
     # serves every device of this shard: each of the shard's records goes to
@@ -285,7 +210,8 @@ def build_train_model(args, train_db, train_count):
                                            db_type=args.db_type, num_shards=args.num_shards,
                                            shard_id=args.shard_id)
     per_device_batch = args.batch_size // (args.devices * args.num_shards)
-    shuffle_buffer = max(1, shard_records(args, train_count) // args.devices)
+    if shuffle_buffer is None:
+        shuffle_buffer = max(1, shard_records(args, train_count) // args.devices)
 
     def add_input(model):
         model.param_init_net.ConstantFill([], 'pixel_shift', shape=[1],
@@ -299,7 +225,7 @@ def build_train_model(args, train_db, train_count):
         add_preprocessing(model, data_uint8)
 
     def add_forward(model, loss_scale):
-        softmax = add_reference_cnn(model, 'data', is_test=0)
+        softmax = MODELS[args.model](model, 'data', is_test=0)
         loss = add_loss_and_accuracy(model, softmax, 'label')
         # Allreduce sums the devices' gradients: scaled, the sum is the
         # gradient of the mean loss over the global batch (Parallelize's
@@ -324,6 +250,9 @@ def build_train_model(args, train_db, train_count):
         rendezvous=rendezvous(args), num_threads_per_device=args.num_threads_per_device,
         combine_spatial_bn=args.combine_spatial_bn)
     configure_threads(args, train.net.Proto())
+    # The MLP's first FCGradient would also compute data's gradient, which
+    # nothing reads (data comes through StopGradient).
+    net_pruning.prune_unread_gradient_outputs(train.net.Proto())
     # Seeds every random fill of the init net (the replicas' fills are
     # replaced by device 0's values, broadcast at the end of the init net).
     for op in train.param_init_net.Proto().op:
@@ -369,6 +298,41 @@ def configure_threads(args, net_proto):
         set_net_arg(net_proto, 'intra_op_threads', threads)
 
 
+def choose_split(args, train_db, train_count):
+    """--devices auto: builds the training model for each candidate split of
+    the cores (doppio.auto_split), times a few steps of each in a scratch
+    workspace, and sets args.devices, num_threads_per_device and
+    intra_op_threads to the fastest. Not part of the timed epochs."""
+    splits = auto_split.candidate_splits(os.cpu_count() or 1, args.batch_size)
+
+    def measure(split):
+        trial = argparse.Namespace(**vars(args))
+        trial.devices, trial.num_threads_per_device, trial.intra_op_threads = split
+        workspace.SwitchWorkspace('fmnist_auto_split', True)
+        try:
+            # A small shuffle buffer: filling the full one would cost more
+            # than the steps being timed.
+            model = build_train_model(trial, train_db, train_count,
+                                      shuffle_buffer=4 * args.batch_size)
+            data_parallel_model.RunInitNet(model)
+            name = model.net.Proto().name
+            steps, seconds = auto_split.time_steps(
+                lambda: workspace.RunNet(name), steps=AUTO_TIMED_STEPS,
+                warmup=AUTO_WARMUP_STEPS, min_seconds=AUTO_MIN_SECONDS)
+            return steps * args.batch_size / seconds
+        finally:
+            # Closes the trial's DB reader before the next one opens the DB.
+            workspace.ResetWorkspace()
+            workspace.SwitchWorkspace('default')
+
+    best, rates = auto_split.pick_split(splits, measure, rounds=AUTO_ROUNDS)
+    log(args, auto_split.describe(best, rates), flush=True)
+    args.devices, args.num_threads_per_device, args.intra_op_threads = best
+    args.auto_split = dict(picked=auto_split.split_name(best),
+                           img_per_s={auto_split.split_name(split): [round(r) for r in values]
+                                      for split, values in rates.items()})
+
+
 def build_eval_models(args, test_db):
     """The test and deploy models read device 0's trained blobs: built under
     NameScope('cpu_0'), their blob names are the training replica's."""
@@ -377,12 +341,11 @@ def build_eval_models(args, test_db):
         data_uint8, label = brew.db_input(test, ['data_uint8', 'label'],
                                           batch_size=args.test_batch_size, db=test_db,
                                           db_type=args.db_type)
-        softmax = add_reference_cnn(test, add_preprocessing(test, data_uint8), is_test=1)
+        softmax = MODELS[args.model](test, add_preprocessing(test, data_uint8), is_test=1)
         add_loss_and_accuracy(test, softmax, label)
 
         deploy = model_helper.ModelHelper(name='fmnist_deploy', init_params=False)
-        add_reference_cnn(deploy, add_preprocessing(deploy, 'data_uint8'),
-                          is_test=1)
+        MODELS[args.model](deploy, add_preprocessing(deploy, 'data_uint8'), is_test=1)
     return test, deploy
 
 
@@ -479,7 +442,7 @@ def export_and_score(args, deploy, x_test, y_test):
     return float(np.mean(prediction == y_test))
 
 
-def plot_losses(path, losses, iters_per_epoch, accuracies, devices):
+def plot_losses(path, losses, iters_per_epoch, accuracies, devices, model_name):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -499,7 +462,8 @@ def plot_losses(path, losses, iters_per_epoch, accuracies, devices):
     lines = ax.get_legend_handles_labels()
     more = twin.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], loc='center right')
-    ax.set_title('Doppio: reference CNN on Fashion-MNIST, {} device(s)'.format(devices))
+    ax.set_title('Doppio: reference {} on Fashion-MNIST, {} device(s)'.format(
+        model_name.upper(), devices))
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -527,6 +491,8 @@ def main(argv=None):
         raise SystemExit('fmnist_train: --test_batch_size {} must divide the {} test '
                          'images'.format(args.test_batch_size, test_count))
 
+    if args.auto_split is not None:
+        choose_split(args, train_db, train_count)
     train = build_train_model(args, train_db, train_count)
     test = deploy = None
     if args.shard_id == 0:
@@ -549,7 +515,7 @@ def main(argv=None):
         if test is None:
             continue
         accuracies.append(evaluate(test, test_iters))
-        epochs.append(dict(epoch=epoch + 1, seconds=round(seconds, 2),
+        epochs.append(dict(epoch=epoch + 1, seconds=round(seconds, 4),
                            img_per_s=round(iters * args.batch_size / seconds),
                            train_loss=round(float(np.mean(losses[-iters:])), 4),
                            test_acc=round(accuracies[-1], 4)))
@@ -571,7 +537,7 @@ def finish(args, train, deploy, losses, accuracies, epochs, counts):
     checkpoint = os.path.join(args.workdir, 'checkpoint.minidb')
     saved = save_checkpoint(train, checkpoint)
     plot_path = os.path.join(args.workdir, 'loss.png')
-    plot_losses(plot_path, losses, counts['iters'], accuracies, args.devices)
+    plot_losses(plot_path, losses, counts['iters'], accuracies, args.devices, args.model)
     x_test, y_test = read_idx(args, 'test', args.test_limit)
     served_accuracy = export_and_score(args, deploy, x_test, y_test)
     print('checkpoint: {} ({} blobs); loss curve: {}'.format(checkpoint, len(saved),
@@ -582,10 +548,10 @@ def finish(args, train, deploy, losses, accuracies, epochs, counts):
                    run_net_test_accuracy=served_accuracy, losses=losses,
                    checkpoint=checkpoint, checkpoint_blobs=saved,
                    train_images=counts['train_images'], test_images=counts['test_images'],
-                   devices=args.devices, processes=args.num_shards,
+                   model=args.model, devices=args.devices, processes=args.num_shards,
                    batch_size=args.batch_size,
                    num_threads_per_device=args.num_threads_per_device,
-                   intra_op_threads=args.intra_op_threads)
+                   intra_op_threads=args.intra_op_threads, auto_split=args.auto_split)
     with open(os.path.join(args.workdir, 'summary.json'), 'w') as f:
         json.dump(summary, f, indent=1)
     return summary

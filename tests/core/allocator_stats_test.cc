@@ -26,6 +26,7 @@ TEST(AllocatorStatsTest, TensorsMoveCurrentAndPeakByTheirBytes) {
   EXPECT_EQ(s.current_bytes - start.current_bytes, 800);
   EXPECT_EQ(s.peak_bytes - start.current_bytes, 800);
   EXPECT_EQ(s.allocations - start.allocations, 1);
+  EXPECT_EQ(s.allocated_bytes - start.allocated_bytes, 800);
 
   auto b = std::make_unique<Tensor>(std::vector<int64_t>{7}, DataType::kDouble);  // 7 doubles
   b->mutable_data<double>();
@@ -51,6 +52,7 @@ TEST(AllocatorStatsTest, TensorsMoveCurrentAndPeakByTheirBytes) {
   EXPECT_EQ(s.current_bytes, start.current_bytes);
   EXPECT_EQ(s.peak_bytes - start.current_bytes, 856);
   EXPECT_EQ(s.allocations - start.allocations, 3);
+  EXPECT_EQ(s.allocated_bytes - start.allocated_bytes, 800 + 56 + 400);
 }
 
 TEST(AllocatorStatsTest, ResetStartsANewPeakAtTheBytesHeldNow) {

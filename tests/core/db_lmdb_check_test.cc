@@ -1,4 +1,5 @@
-// The check of LMDB data files before liblmdb maps them (core/db_lmdb_check.h).
+// The check of LMDB data files before liblmdb maps them (core/db_lmdb_check.h),
+// the free-page database (freelist) included.
 // Damaged files are made by editing a real data.mdb at offsets taken from
 // liblmdb 0.9's documented layout (written out here, independently of the
 // checker): each must fail to open or read with an Error naming the file,
@@ -16,6 +17,7 @@
 namespace doppio {
 namespace {
 
+using testing::ErrorIfAny;
 using testing::ErrorOf;
 using testing::ReadBytes;
 using testing::TempDir;
@@ -122,7 +124,7 @@ TEST_F(LMDBCheckTest, NodeOutsideItsPageIsRefused) {
   std::string damaged = original_;
   // The first node now "starts" inside the page header.
   Put<uint16_t>(&damaged, leaf + kFirstNodeOffset, 4);
-  EXPECT_MESSAGE_HAS(ReadError(damaged), "node 0 of page");
+  EXPECT_MESSAGE_HAS(ReadError(damaged), "node 0 of tree page");
   damaged = original_;
   Put<uint16_t>(&damaged, leaf + kLower, 2);  // free space starts before the header ends
   EXPECT_MESSAGE_HAS(ReadError(damaged), "free-space bounds");
@@ -136,6 +138,118 @@ TEST_F(LMDBCheckTest, OverflowRunPastTheEndIsRefused) {
   damaged = original_;
   Put<uint16_t>(&damaged, overflow + kFlags, kLeaf);  // no longer an overflow page
   EXPECT_MESSAGE_HAS(ReadError(damaged), "not the start of an overflow run");
+}
+
+// liblmdb 0.9's meta: the free-page database record starts at 40, the main
+// one at 88; a record's root page is at +40; the transaction id at 144. A
+// freelist leaf node: data size (u16 lo, u16 hi), flags (u16), key size (u16),
+// an 8-byte transaction id, then the value: a page count (u64) and that many
+// page numbers (u64).
+constexpr size_t kFreeRoot = 40 + 40, kMainRoot = 88 + 40, kTxnId = 144;
+constexpr uint64_t kNoPage = ~uint64_t{0};
+
+// A db whose freelist is not empty: later transactions rewrite the keys of
+// earlier ones, freeing the pages that held them.
+class LMDBFreelistTest : public LMDBCheckTest {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir("lmdb_freelist") + "/db";
+    std::unique_ptr<db::DB> out = db::OpenDB("lmdb", dir_, db::NEW);
+    std::unique_ptr<db::Transaction> txn = out->NewTransaction();
+    for (int round = 0; round < 4; ++round) {
+      for (int i = 0; i < 200; ++i) {
+        txn->Put("key" + std::to_string(1000 + i), std::string(40, 'a' + round));
+      }
+      txn->Commit();
+    }
+    txn.reset();
+    out->Close();
+    original_ = ReadBytes(DataFile());
+    page_size_ = Get<uint32_t>(original_, kPageSizeField);
+    ASSERT_EQ(page_size_, 4096u);
+    // The meta liblmdb uses: the one with the higher transaction id.
+    meta_ = Get<uint64_t>(original_, page_size_ + kTxnId) > Get<uint64_t>(original_, kTxnId)
+                ? page_size_
+                : 0;
+    const uint64_t free_root = Get<uint64_t>(original_, meta_ + kFreeRoot);
+    ASSERT_NE(free_root, kNoPage) << "the rewrites left no freelist to damage";
+    free_leaf_ = static_cast<size_t>(free_root) * page_size_;
+    ASSERT_EQ(Get<uint16_t>(original_, free_leaf_ + kFlags), kLeaf)
+        << "expected a one-page freelist";
+    const size_t node = free_leaf_ + Get<uint16_t>(original_, free_leaf_ + kFirstNodeOffset);
+    ASSERT_EQ(Get<uint16_t>(original_, node + 4), 0) << "expected an inline freelist value";
+    ASSERT_EQ(Get<uint16_t>(original_, node + 6), 8u);
+    count_at_ = node + 8 + 8;
+    ASSERT_GE(Get<uint64_t>(original_, count_at_), 1u);
+  }
+
+  size_t meta_ = 0;       // byte offset of the meta in use
+  size_t free_leaf_ = 0;  // byte offset of the freelist's leaf page
+  size_t count_at_ = 0;   // byte offset of the first record's page count
+};
+
+TEST_F(LMDBFreelistTest, IntactFreelistPassesAndIsReused) {
+  EXPECT_EQ(ErrorIfAny([&] {
+              std::unique_ptr<db::DB> in = db::OpenDB("lmdb", dir_, db::READ);
+              std::unique_ptr<db::Cursor> cursor = in->NewCursor();
+              for (; cursor->Valid(); cursor->Next()) cursor->value();
+            }),
+            "");
+  // A writer reuses the listed pages; the result must check and read too.
+  {
+    std::unique_ptr<db::DB> out = db::OpenDB("lmdb", dir_, db::WRITE);
+    std::unique_ptr<db::Transaction> txn = out->NewTransaction();
+    for (int i = 0; i < 200; ++i) txn->Put("key" + std::to_string(1000 + i), "zz");
+    txn->Commit();
+    txn.reset();
+    out->Close();
+  }
+  std::unique_ptr<db::DB> in = db::OpenDB("lmdb", dir_, db::READ);
+  std::unique_ptr<db::Cursor> cursor = in->NewCursor();
+  int records = 0;
+  for (; cursor->Valid(); cursor->Next()) {
+    EXPECT_EQ(cursor->value(), "zz");
+    ++records;
+  }
+  EXPECT_EQ(records, 200);
+}
+
+TEST_F(LMDBFreelistTest, FreePageOutsideTheFileIsRefused) {
+  std::string damaged = original_;
+  Put<uint64_t>(&damaged, count_at_ + 8, 100000);
+  EXPECT_MESSAGE_HAS(ReadError(damaged), DataFile(), "freelist holds page 100000",
+                     "outside the data pages");
+  damaged = original_;
+  Put<uint64_t>(&damaged, count_at_ + 8, 1);  // a meta page
+  EXPECT_MESSAGE_HAS(ReadError(damaged), "freelist holds page 1,", "outside");
+}
+
+TEST_F(LMDBFreelistTest, FreePageInUseOrListedTwiceIsRefused) {
+  std::string damaged = original_;
+  const uint64_t main_root = Get<uint64_t>(original_, meta_ + kMainRoot);
+  Put<uint64_t>(&damaged, count_at_ + 8, main_root);
+  EXPECT_MESSAGE_HAS(ReadError(damaged), "freelist holds page " + std::to_string(main_root),
+                     "which a tree uses");
+  if (Get<uint64_t>(original_, count_at_) >= 2) {
+    damaged = original_;
+    Put<uint64_t>(&damaged, count_at_ + 16, Get<uint64_t>(original_, count_at_ + 8));
+    EXPECT_MESSAGE_HAS(ReadError(damaged), "twice");
+  }
+}
+
+TEST_F(LMDBFreelistTest, RecordCountPastItsValueIsRefused) {
+  std::string damaged = original_;
+  Put<uint64_t>(&damaged, count_at_, uint64_t{1} << 60);
+  EXPECT_MESSAGE_HAS(ReadError(damaged), DataFile(), "freelist record", "lists");
+}
+
+TEST_F(LMDBFreelistTest, FreelistRootOutsideTheFileOrNotALeafIsRefused) {
+  std::string damaged = original_;
+  Put<uint64_t>(&damaged, meta_ + kFreeRoot, 100000);
+  EXPECT_MESSAGE_HAS(ReadError(damaged), DataFile(), "freelist page 100000");
+  damaged = original_;
+  Put<uint16_t>(&damaged, free_leaf_ + kFlags, kOverflow);
+  EXPECT_MESSAGE_HAS(ReadError(damaged), "not those of a branch or leaf page");
 }
 
 }  // namespace

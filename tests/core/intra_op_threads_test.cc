@@ -100,7 +100,9 @@ TEST(IntraOpThreadsTest, SettersRunOnlyWhenTheValueChanges) {
   ApplyIntraOpThreads(2);
   EXPECT_EQ(thread_setting, 2);
   EXPECT_EQ(process_setting.load(), 2);
-  EXPECT_MESSAGE_HAS(ErrorOf([] { ApplyIntraOpThreads(0); }), ">= 1");
+  EXPECT_MESSAGE_HAS(ErrorOf([] { ApplyIntraOpThreads(0); }), "[1, 1024]", "got 0");
+  EXPECT_MESSAGE_HAS(ErrorOf([] { ApplyIntraOpThreads(1025); }), "[1, 1024]", "got 1025");
+  EXPECT_EQ(process_setting.load(), 2);  // the refused values reached no setter
 }
 
 TEST(IntraOpThreadsTest, DefaultsDivideTheCoresAmongConcurrentWorkers) {
@@ -132,11 +134,36 @@ TEST(IntraOpThreadsTest, NetsApplyTheirSettingOnTheThreadsThatRunOps) {
   EXPECT_EQ(thread_setting, 7);  // the simple net ran on this thread
 }
 
+TEST(IntraOpThreadsTest, ZeroMeansTheDefaultAndTheCapIsAllowed) {
+  const int cores = CoresByAffinity();
+  Workspace ws;
+  auto* zero = dynamic_cast<DagNet*>(
+      ws.CreateNet(ReportNet("zero", "dag", 2, {IntArg("intra_op_threads", 0)})));
+  EXPECT_EQ(zero->intra_op_threads(), std::max(1, cores / 2));
+  auto* capped = dynamic_cast<SimpleNet*>(
+      ws.CreateNet(ReportNet("capped", "simple", 1, {IntArg("intra_op_threads", 1024)})));
+  EXPECT_EQ(capped->intra_op_threads(), 1024);
+}
+
 TEST(IntraOpThreadsTest, BadSettingsNameTheNet) {
   Workspace ws;
-  EXPECT_MESSAGE_HAS(
-      ErrorOf([&] { ws.CreateNet(ReportNet("zero", "dag", 1, {IntArg("intra_op_threads", 0)})); }),
-      "net 'zero'", "intra_op_threads", ">= 1");
+  for (const char* type : {"dag", "simple"}) {
+    EXPECT_MESSAGE_HAS(ErrorOf([&] {
+                         ws.CreateNet(ReportNet("negative", type, 1,
+                                                {IntArg("intra_op_threads", -1)}));
+                       }),
+                       "net 'negative'", "intra_op_threads", "[1, 1024]", "got -1");
+    EXPECT_MESSAGE_HAS(ErrorOf([&] {
+                         ws.CreateNet(ReportNet("many", type, 1,
+                                                {IntArg("intra_op_threads", 1025)}));
+                       }),
+                       "net 'many'", "intra_op_threads", "[1, 1024]", "got 1025");
+    EXPECT_MESSAGE_HAS(ErrorOf([&] {
+                         ws.CreateNet(ReportNet("huge", type, 1,
+                                                {IntArg("intra_op_threads", int64_t{1} << 40)}));
+                       }),
+                       "net 'huge'", "intra_op_threads", "got 1099511627776");
+  }
   EXPECT_MESSAGE_HAS(ErrorOf([&] {
                        ws.CreateNet(
                            ReportNet("text", "simple", 1, {StringArg("intra_op_threads", "all")}));

@@ -77,6 +77,7 @@ std::string NpyBytes(const std::string& dict, const std::string& data) {
 TEST(LimitsTest, DefaultsAreGenerous) {
   EXPECT_EQ(kDefaultMaxTensorBytes, int64_t{17179869184});  // 16 GiB
   EXPECT_EQ(kDefaultMaxNetOps, 1000000);
+  EXPECT_EQ(kDefaultMaxProtoBytes, int64_t{1073741824});  // 1 GiB
 }
 
 TEST(LimitsTest, ParsesPlainAndSuffixedValues) {
@@ -109,6 +110,20 @@ TEST(LimitsTest, SettersReturnThePreviousValueAndRefuseNonPositive) {
   EXPECT_FALSE(ErrorOf([] { SetMaxTensorBytes(0); }).empty());
   EXPECT_FALSE(ErrorOf([] { SetMaxNetOps(-1); }).empty());
   EXPECT_EQ(MaxTensorBytes(), original);
+}
+
+TEST(LimitsTest, ProtoBytesAtTheLimitPassAndOneMoreFailsNamingTheSource) {
+  const int64_t original = SetMaxProtoBytes(100);
+  EXPECT_EQ(MaxProtoBytes(), 100);
+  EXPECT_EQ(ErrorIfAny([] { EnforceProtoBytesLimit(100, "NetDef from bytes"); }), "");
+  EXPECT_MESSAGE_HAS(ErrorOf([] { EnforceProtoBytesLimit(101, "NetDef from bytes"); }),
+                     "NetDef from bytes is 101 bytes", "limit of 100 bytes",
+                     "DOPPIO_MAX_PROTO_BYTES", "SetMaxProtoBytes");
+  EXPECT_MESSAGE_HAS(ErrorOf([] { EnforceProtoBytesLimit(-1, "PlanDef file 'p.pb'"); }),
+                     "PlanDef file 'p.pb'", "negative");
+  EXPECT_FALSE(ErrorOf([] { SetMaxProtoBytes(0); }).empty());
+  EXPECT_EQ(SetMaxProtoBytes(original), 100);
+  EXPECT_EQ(MaxProtoBytes(), original);
 }
 
 TEST(LimitsTest, TensorProtoAtTheLimitLoadsAndOneElementMoreFails) {
@@ -278,7 +293,9 @@ TEST_F(LimitsEnvironmentTest, EnvironmentSetsTheCaps) {
       {
         setenv("DOPPIO_MAX_TENSOR_BYTES", "3K", 1);
         setenv("DOPPIO_MAX_NET_OPS", "7", 1);
-        const bool ok = MaxTensorBytes() == 3072 && MaxNetOps() == 7;
+        setenv("DOPPIO_MAX_PROTO_BYTES", "5M", 1);
+        const bool ok = MaxTensorBytes() == 3072 && MaxNetOps() == 7 &&
+                        MaxProtoBytes() == 5 * 1048576;
         // A setter still wins over the environment.
         SetMaxNetOps(9);
         std::exit(ok && MaxNetOps() == 9 ? 0 : 1);

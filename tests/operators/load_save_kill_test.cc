@@ -1,6 +1,7 @@
 // A Save killed with SIGKILL in the middle -- as a crash, the OOM killer or
 // `kill -9` would -- leaves the previous checkpoint at the same path intact
-// and bit-identical. The Save runs in a real child process (this test binary
+// and bit-identical, and the next Save to that path removes the killed one's
+// temporary. The Save runs in a real child process (this test binary
 // again, running only SaveKillChild.Save), killed by the fault-injection
 // hook (DOPPIO_FAULT_INJECT, operators/load_save_op.h) or from here.
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -176,6 +178,8 @@ class SaveKillTest : public ::testing::TestWithParam<std::string> {
     ExpectCheckpoint(1, db_type_, path_);
     FillAndSave(3, db_type_, path_);
     ExpectCheckpoint(3, db_type_, path_);
+    EXPECT_EQ(Leftovers(path_), std::vector<std::string>{})
+        << "the next Save left the killed Save's temporary behind";
   }
 
   std::string db_type_, dir_, path_, before_;
@@ -226,6 +230,65 @@ TEST_P(SaveKillTest, KilledFromOutsideMidWrite) {
 }
 
 INSTANTIATE_TEST_SUITE_P(MiniDBAndLMDB, SaveKillTest, ::testing::Values("minidb", "lmdb"));
+
+// The PID of a process that has exited and been reaped.
+pid_t DeadPid() {
+  std::string program = "/bin/true";
+  char* argv[] = {&program[0], nullptr};
+  pid_t pid = 0;
+  EXPECT_EQ(posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv, environ), 0);
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(kill(pid, 0), -1);
+  return pid;
+}
+
+TEST(StaleTemporariesTest, OnlyTemporariesOfDeadProcessesAreRemoved) {
+  const std::string dir = TempDir("stale_temporaries");
+  const std::string dead = std::to_string(DeadPid());
+  const std::string live = std::to_string(getppid());
+  const std::string self = std::to_string(getpid());
+  const std::vector<std::string> removed = {
+      "checkpoint.tmp-" + dead + "-12-0",      // a killed minidb Save
+      "checkpoint.tmp-" + dead + "-34-1.old",  // a killed directory swap
+  };
+  fs::create_directory(dir + "/checkpoint.tmp-" + dead + "-56-2");  // a killed lmdb Save
+  testing::WriteBytes(dir + "/checkpoint.tmp-" + dead + "-56-2/data.mdb", "x");
+  const std::vector<std::string> kept = {
+      "checkpoint",                              // no checkpoint yet: a stray file
+      "checkpoint.tmp-" + live + "-12-0",        // a Save still running elsewhere
+      "checkpoint.tmp-" + self + "-12-0",        // this process (another thread)
+      "checkpoint.tmp-" + dead + "-notes",       // not a name Save makes
+      "checkpoint.tmp-" + dead + "-1-2-3",
+      "checkpoint.tmp-x" + dead + "-1-2",
+      "checkpoint.tmp-" + dead + "-1-2.bak",
+      "other.tmp-" + dead + "-12-0",             // another target's
+      "checkpoint2.tmp-" + dead + "-12-0",
+  };
+  for (const std::string& name : removed) testing::WriteBytes(dir + "/" + name, "x");
+  for (const std::string& name : kept) {
+    if (name != "checkpoint") testing::WriteBytes(dir + "/" + name, "x");
+  }
+  Workspace ws;
+  ws.CreateBlob("w")->GetMutableTensor()->Resize({2});
+  ws.GetBlob("w")->GetMutableTensor()->mutable_data<float>()[0] = 1.5f;
+  ws.GetBlob("w")->GetMutableTensor()->mutable_data<float>()[1] = -2.0f;
+  ws.RunOperatorOnce(MakeOp("Save", {"w"}, {},
+                            {StringArg("db", dir + "/checkpoint"), StringArg("db_type", "minidb"),
+                             IntArg("absolute_path", 1)}));
+  std::vector<std::string> expected = kept;
+  std::sort(expected.begin(), expected.end());
+  std::vector<std::string> listing = DirectoryListing(dir);
+  std::sort(listing.begin(), listing.end());
+  EXPECT_EQ(listing, expected);
+  Workspace loaded;
+  loaded.RunOperatorOnce(MakeOp("Load", {}, {"w"},
+                                {StringArg("db", dir + "/checkpoint"),
+                                 StringArg("db_type", "minidb"), IntArg("absolute_path", 1)}));
+  const float* data = loaded.GetBlob("w")->GetTensor().data<float>();
+  EXPECT_EQ(data[0], 1.5f);
+  EXPECT_EQ(data[1], -2.0f);
+}
 
 }  // namespace
 }  // namespace doppio

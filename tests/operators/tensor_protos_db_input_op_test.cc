@@ -5,10 +5,12 @@
 // name the op, the record and the DB.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/db.h"
@@ -283,6 +285,36 @@ TEST_P(TensorProtosDBInputTest, ATensorWhoseDataDoesNotMatchItsDimsFails) {
   ws.RunNet("train");
   const std::string error = ErrorOf([&] { ws.RunNet("train"); });
   EXPECT_MESSAGE_HAS(error, "tensor 1 of record '00000001'", path);
+}
+
+// The reader runs ahead of the net (from CreateNet on, up to
+// PrefetchOperator::kPrefetchDepth batches), but each batch, and each
+// failure, still belongs to the run that would have read it in order, and a
+// pause between runs (the reader filling every slot) changes nothing.
+TEST_P(TensorProtosDBInputTest, ReadingAheadKeepsBatchesAndFailuresInOrder) {
+  const std::string path = DBPath("ahead");
+  std::vector<std::string> values = StandardRecords(6);
+  values[4] = std::string("\xff\xff\xff\xff", 4);
+  WriteDB(GetParam(), path, values);
+  Workspace ws;
+  ws.RunOperatorOnce(CreateDBDef(GetParam(), path));
+  ws.CreateNet(InputNet("train", 2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ws.RunNet("train");
+  ExpectBatch(ws, {0, 1});
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ws.RunNet("train");
+  ExpectBatch(ws, {2, 3});
+  // Record 4 is garbage: the third run fails, after two good ones read ahead.
+  const std::string error = ErrorOf([&] { ws.RunNet("train"); });
+  EXPECT_MESSAGE_HAS(error, "record '00000004'", "not a serialized TensorProtos", path);
+  // Reading goes on after the bad record: 5, then around to 0.
+  ws.RunNet("train");
+  ExpectBatch(ws, {5, 0});
+  ws.RunNet("train");
+  ExpectBatch(ws, {1, 2});
+  // The second pass meets record 4 in the same place.
+  EXPECT_MESSAGE_HAS(ErrorOf([&] { ws.RunNet("train"); }), "record '00000004'");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TensorProtosDBInputTest,

@@ -22,7 +22,7 @@ def held():
 
 def test_stats_are_a_dict_of_ints():
     stats = workspace.GetCPUAllocatorStats()
-    assert set(stats) == {"current_bytes", "peak_bytes", "allocations"}
+    assert set(stats) == {"current_bytes", "peak_bytes", "allocations", "allocated_bytes"}
     assert all(isinstance(v, int) and v >= 0 for v in stats.values())
     assert stats["peak_bytes"] >= stats["current_bytes"]
 

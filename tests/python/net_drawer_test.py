@@ -2,6 +2,7 @@
 drawn nodes and edges are exactly the net's ops and blob versions (read back
 from graphviz's SVG, expected sets computed here from the NetDef)."""
 import html
+import json
 import os
 import re
 import shutil
@@ -11,7 +12,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from doppio import core, net_drawer, scope
+from doppio import brew, core, data_parallel_model, model_helper, net_drawer, optimizer, scope
 from doppio.proto import doppio_pb2
 
 SVG = '{http://www.w3.org/2000/svg}'
@@ -41,6 +42,12 @@ def svg_graph(svg_bytes):
     return nodes, edges, clusters
 
 
+def op_node_name(op_def, op_id):
+    """Caffe2's op node: 'name/Type (op#i)', or 'Type (op#i)' without a name."""
+    prefix = op_def.name + '/' if op_def.name else ''
+    return '%s%s (op#%d)' % (prefix, op_def.type, op_id)
+
+
 def expected_drawing(net_def):
     """Nodes and edges of Caffe2's drawing, by another route than the drawer:
     a blob's version is the number of times it was written before, counting
@@ -61,7 +68,7 @@ def expected_drawing(net_def):
 
     position = 0
     for op_id, op_def in enumerate(net_def.op):
-        op_node = '%s (op#%d)' % (op_def.type, op_id)
+        op_node = op_node_name(op_def, op_id)
         nodes.add(op_node)
         for blob in op_def.input:
             blob_node = '%s#%d' % (blob, version_at(position))
@@ -144,19 +151,24 @@ def test_group_by_device_clusters():
         net.op.append(op('Relu', [prefix + 'x'], [prefix + 'y'], device=gpu))
     net.op.append(op('Sum', ['gpu_0/y', 'gpu_1/y'], ['total'],
                      device=core.DeviceOption(doppio_pb2.CPU, 0)))
+    net.op.append(op('Relu', ['cpu_blob'], ['cpu_out'], device=core.DeviceOption(doppio_pb2.CPU, 0)))
     graph = net_drawer.GetPydotGraph(net, group_by_device=True)
     text = graph.to_string()
     nodes, edges, clusters = svg_graph(graph.create_svg())
     assert clusters == {'cluster_gpu_0', 'cluster_gpu_1', 'cluster_cpu_0'}
     assert (set(nodes), edges) == expected_drawing(net)
-    # Each device's op and the blobs only it touches are inside its cluster;
-    # a blob shared by two devices is outside every cluster.
+    # Each device's op and the blobs under its name scope (or touched by its
+    # ops only) are inside its cluster; the Sum reading both GPUs' blobs is a
+    # cross-device op: outside every cluster, with its own style.
     body = {m.group(1): m.group(2) for m in re.finditer(
         r'subgraph "cluster_(\w+)" \{(.*?)\n  \}', text, re.S)}
     assert '"Relu (op#0)"' in body['gpu_0'] and '"gpu_0/x#0"' in body['gpu_0']
+    assert '"gpu_0/y#0"' in body['gpu_0']
     assert '"Relu (op#1)"' in body['gpu_1'] and '"gpu_1/x#0"' in body['gpu_1']
-    assert '"Sum (op#2)"' in body['cpu_0'] and '"total#0"' in body['cpu_0']
-    assert all('"gpu_0/y#0"' not in b for b in body.values())
+    assert '"Relu (op#3)"' in body['cpu_0'] and '"cpu_out#0"' in body['cpu_0']
+    assert all('"Sum (op#2)"' not in b and '"total#0"' not in b for b in body.values())
+    sum_line = [line for line in text.splitlines() if line.strip().startswith('"Sum (op#2)"')]
+    assert sum_line and 'peripheries="2"' in sum_line[0]
 
 
 @needs_dot
@@ -261,6 +273,114 @@ def test_command_line(tmp_path, binary):
                             timeout=120)
     assert result.returncode == 1 and 'neither a NetDef nor a PlanDef' in result.stderr
     assert 'Traceback' not in result.stderr
+
+
+def graphviz_json(dot_text):
+    """(nodes, edges, {cluster: its nodes}) as graphviz itself parsed the DOT
+    text (dot -Tjson0), not as the drawer meant it."""
+    result = subprocess.run(['dot', '-Tjson0'], input=dot_text.encode('utf-8'),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout.decode('utf-8'))
+    objects = data['objects']
+    clusters = {o['name'][len('cluster_'):]: {objects[i]['name'] for i in o.get('nodes', [])}
+                for o in objects if o['name'].startswith('cluster_')}
+    nodes = {o['name'] for o in objects if not o['name'].startswith('cluster_')}
+    edges = {objects[e['tail']]['name'] + '->' + objects[e['head']]['name']
+             for e in data.get('edges', [])}
+    return nodes, edges, clusters
+
+
+def parallelized_net(num_devices=2):
+    """The train net of a small MLP after Parallelize_CPU on cpu_0..cpu_{n-1}."""
+    def forward(model, loss_scale):
+        hidden = brew.fc(model, 'data', 'fc1', 5, 7)
+        hidden = brew.relu(model, hidden, 'relu1')
+        logits = brew.fc(model, hidden, 'fc2', 7, 3)
+        _, loss = model.net.SoftmaxWithLoss([logits, 'label'], ['softmax', 'avg_loss'])
+        return [model.net.Scale(loss, 'scaled_loss', scale=loss_scale)]
+
+    optimizer.reset_optimizer_instance_count()
+    model = model_helper.ModelHelper(name='drawn_parallel')
+    data_parallel_model.Parallelize_CPU(
+        model, input_builder_fun=lambda m: None, forward_pass_builder_fun=forward,
+        optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.1, momentum=0.9),
+        devices=list(range(num_devices)), num_threads_per_device=1)
+    return model.net.Proto()
+
+
+def blob_scopes(op_def):
+    return {b.split('/')[0] for b in list(op_def.input) + list(op_def.output)
+            if re.match(r'(cpu|gpu)_\d+/', b)}
+
+
+@needs_dot
+def test_parallelized_net_is_grouped_by_device():
+    net = parallelized_net(2)
+    assert any(o.type == 'Allreduce' for o in net.op)
+    graph = net_drawer.GetPydotGraph(net, group_by_device=True)
+    nodes, edges, clusters = graphviz_json(graph.to_string())
+    # Every op and blob version is drawn, every edge is an input or output.
+    assert (nodes, edges) == expected_drawing(net)
+    assert set(clusters) == {'cpu_0', 'cpu_1'}
+    in_a_cluster = set().union(*clusters.values())
+    crossing = 0
+    for op_id, op_def in enumerate(net.op):
+        op_node = op_node_name(op_def, op_id)
+        if len(blob_scopes(op_def)) > 1:  # Allreduce over both devices' gradients
+            crossing += 1
+            assert op_node not in in_a_cluster, op_node
+        else:
+            device = 'cpu_%d' % op_def.device_option.cuda_gpu_id
+            assert op_node in clusters[device], (op_node, device)
+    assert crossing == sum(o.type == 'Allreduce' for o in net.op) > 0
+    for node in nodes:
+        match = re.match(r'(cpu_\d+)/', node)
+        if match and '(op#' not in node:
+            assert node in clusters[match.group(1)], node
+    # graphviz renders it: the SVG is XML with one node group per node, the
+    # PNG has PNG's signature.
+    svg = graph.create_svg()
+    svg_nodes, svg_edges, svg_clusters = svg_graph(svg)
+    assert set(svg_nodes) == nodes and svg_edges == edges
+    assert svg_clusters == {'cluster_cpu_0', 'cluster_cpu_1'}
+    png = graph.create_png()
+    assert png.startswith(b'\x89PNG\r\n\x1a\n') and len(png) > 1000
+
+
+@needs_dot
+def test_command_line_svg_png_and_auto_grouping(tmp_path):
+    net = parallelized_net(2)
+    path = tmp_path / 'parallel.pbtxt'
+    path.write_text(str(net))
+    prefix = str(tmp_path / 'drawn_')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run([sys.executable, '-m', 'doppio.net_drawer', '--input', str(path),
+                             '--output_prefix', prefix, '--format', 'svg,png'],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    stem = tmp_path / ('drawn_' + net.name)
+    svg = ElementTree.parse(str(stem) + '.svg').getroot()
+    assert svg.tag == SVG + 'svg'
+    png = (tmp_path / ('drawn_' + net.name + '.png')).read_bytes()
+    assert png.startswith(b'\x89PNG\r\n\x1a\n') and len(png) > 1000
+    assert not (tmp_path / ('drawn_' + net.name + '.pdf')).exists()
+    # Several devices: grouped without being asked; --group_by_device=no
+    # draws it flat.
+    _, _, clusters = graphviz_json((tmp_path / ('drawn_' + net.name + '.dot')).read_text())
+    assert set(clusters) == {'cpu_0', 'cpu_1'}
+    result = subprocess.run([sys.executable, '-m', 'doppio.net_drawer', '--input', str(path),
+                             '--output_prefix', prefix + 'flat_', '--format', 'svg',
+                             '--group_by_device=no'],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    _, _, clusters = graphviz_json(
+        (tmp_path / ('drawn_flat_' + net.name + '.dot')).read_text())
+    assert clusters == {}
+    result = subprocess.run([sys.executable, '-m', 'doppio.net_drawer', '--input', str(path),
+                             '--format', 'gif'], capture_output=True, text=True, env=env,
+                            timeout=120)
+    assert result.returncode == 2 and '--format' in result.stderr
 
 
 if __name__ == '__main__':

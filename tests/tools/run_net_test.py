@@ -262,6 +262,21 @@ class RunNetErrorTest(ToolTestCase):
         net = self.write_bytes("truncated.pb", data[:cut])
         self.assert_one_line_error(self.run_main(net), net, "NetDef")
 
+    def test_net_file_over_the_proto_byte_cap(self):
+        main = _main_net()
+        main.name = "main_" + "x" * 200  # larger than the init net, which must pass
+        net = self.write_net("main.pb", main)
+        size = os.path.getsize(net)
+        init = self.write_net("init.pb", _init_net())
+        self.assertLess(os.path.getsize(init), size)
+        args = ["--init_net", init, "--net", net]
+        env = dict(os.environ, DOPPIO_MAX_PROTO_BYTES=str(size - 1))
+        result = subprocess.run([RUN_NET] + args + self.write_inputs(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, universal_newlines=True, timeout=120,
+                                env=env)
+        self.assert_one_line_error(result, "NetDef file '%s'" % net, "is %d bytes" % size,
+                                   "limit of %d bytes" % (size - 1), "DOPPIO_MAX_PROTO_BYTES")
+
     def test_garbage_net(self):
         garbage = bytes([0xff, 0xfe, 0x00, 0x13, 0x37]) * 20
         with self.assertRaises(Exception):

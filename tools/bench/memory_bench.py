@@ -7,6 +7,16 @@ which builds what it needs):
 
     tools/python tools/bench/memory_bench.py [--batch 32] [--blocks 8]
         [--channels 16] [--out tools/bench/results/memory_bench.json]
+    tools/python tools/bench/memory_bench.py --report_allocations
+        [--devices 2] [--batch_alloc 64] [--warmup 2] [--iterations 10]
+        [--threads_per_device 1]
+        [--out_alloc tools/bench/results/memory_bench_allocations.json]
+
+--report_allocations measures something else instead (issue 13): the CPU
+allocator calls and bytes of each steady-state training iteration of the
+reference CNN and MLP, 1 and --devices CPU devices, with and without
+memonger, DB and fed input (memory_bench_allocations.py); it exits 1 when an
+iteration after the warm-up allocates.
 
 Every configuration runs in a fresh process of its own, so no run inherits
 another's heap. Rows:
@@ -44,6 +54,8 @@ import platform
 import subprocess
 import sys
 
+import memory_bench_allocations
+
 REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                           '..', '..'))
 EXAMPLES = os.path.join(REPO_ROOT, 'python_api', 'examples')
@@ -62,15 +74,37 @@ def parse_args(argv):
     parser.add_argument('--out', default=os.path.join(REPO_ROOT, 'tools', 'bench', 'results',
                                                       'memory_bench.json'))
     parser.add_argument('--skip_torch', action='store_true')
+    parser.add_argument('--report_allocations', action='store_true',
+                        help='print allocator calls per steady-state training iteration '
+                        'of the reference CNN and MLP instead (the options below)')
+    parser.add_argument('--devices', type=int, default=2,
+                        help='--report_allocations: CPU devices of the data-parallel rows')
+    parser.add_argument('--batch_alloc', type=int, default=64,
+                        help='--report_allocations: global batch')
+    parser.add_argument('--warmup', type=int, default=2,
+                        help='--report_allocations: iterations not counted')
+    parser.add_argument('--iterations', type=int, default=10,
+                        help='--report_allocations: counted iterations')
+    parser.add_argument('--threads_per_device', type=int, default=1,
+                        help='--report_allocations: dag workers per device')
+    parser.add_argument('--out_alloc', default=os.path.join(
+        REPO_ROOT, 'tools', 'bench', 'results', 'memory_bench_allocations.json'))
     # Internal: one configuration in this (fresh) process; prints one JSON line.
-    parser.add_argument('--child', choices=['doppio', 'torch'], help=argparse.SUPPRESS)
+    parser.add_argument('--child', choices=['doppio', 'torch', 'allocations'],
+                        help=argparse.SUPPRESS)
     parser.add_argument('--memonger', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--shapes_file', help=argparse.SUPPRESS)
     parser.add_argument('--profile', action='store_true', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    for name in ('batch', 'blocks', 'channels', 'threads'):
+    for name in ('batch', 'blocks', 'channels', 'threads', 'devices', 'batch_alloc',
+                 'iterations', 'threads_per_device'):
         if getattr(args, name) < 1:
             parser.error('--{} must be positive, got {}'.format(name, getattr(args, name)))
+    if args.warmup < 0:
+        parser.error('--warmup must be >= 0, got {}'.format(args.warmup))
+    if args.batch_alloc % args.devices:
+        parser.error('--batch_alloc {} does not split over {} devices'.format(
+            args.batch_alloc, args.devices))
     return args
 
 
@@ -309,6 +343,19 @@ def run_child(args, kind, extra=()):
     return dict(name=what, error='printed no JSON result: ' + result.stdout[-1500:])
 
 
+def allocation_rows(args):
+    """memory_bench_allocations.child in a fresh process: (rows, error)."""
+    command = [sys.executable, os.path.abspath(__file__), '--child', 'allocations']
+    for name in ('devices', 'batch_alloc', 'warmup', 'iterations', 'threads_per_device'):
+        command += ['--' + name, str(getattr(args, name))]
+    print('running the allocation count', file=sys.stderr, flush=True)
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True)
+    if result.returncode != 0:
+        return None, 'exit {}: {}'.format(result.returncode, result.stderr.strip()[-1500:])
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{')], None
+
+
 def mib(n):
     return '' if n is None else '{:.2f}'.format(n / 2.0**20)
 
@@ -374,6 +421,11 @@ def main(argv=None):
     if args.child == 'torch':
         print(json.dumps(torch_child(args)))
         return 0
+    if args.child == 'allocations':
+        memory_bench_allocations.child(args)
+        return 0
+    if args.report_allocations:
+        return memory_bench_allocations.report(args, lambda: allocation_rows(args))
 
     rows = [run_child(args, 'doppio')]
     shapes = rows[0].pop('blob_shapes', None)

@@ -8,15 +8,16 @@
 #
 #   tools/bench/memory_bench.sh [--batch N] [--blocks N] [--channels N]
 #                               [--threads N] [--out FILE] [--skip_torch]
-#
-# Memory does not depend on load, but the machine is shared: other
-# processes never enter these counts, as each run measures only itself.
+#   tools/bench/memory_bench.sh --report_allocations [--devices N] ...
+#     instead: CPU allocator calls per steady-state training iteration
+#     of the reference CNN and MLP (issue 13's target: 0).
+# Memory does not depend on load; each run measures only itself.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 case "${1:-}" in
-  -h|--help) sed -n '2,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+  -h|--help) sed -n '2,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
 esac
 
 # The build and test dependencies plus the peer's python3-torch.

@@ -1,0 +1,97 @@
+// Bindings of the graph transforms (transforms/) for doppio.transformations:
+// serialized NetDef in, serialized NetDef out, weights read from and folded
+// ones written to the current workspace (as Caffe2's transform_* functions
+// use its global workspace).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "core/enforce.h"
+#include "core/workspace.h"
+#include "proto/doppio.pb.h"
+#include "transforms/fuse_activation.h"
+#include "transforms/fuse_conv_bn.h"
+#include "transforms/inplace_activation.h"
+#include "transforms/optimize_inference.h"
+
+namespace py = pybind11;
+
+namespace doppio {
+namespace python {
+
+namespace {
+
+NetDef ParseNet(const py::bytes& bytes, const char* function) {
+  NetDef net;
+  DOPPIO_ENFORCE(net.ParseFromString(std::string(bytes)), "the net given to ", function,
+                 " is not a serialized NetDef");
+  return net;
+}
+
+py::bytes Serialize(const NetDef& net) { return py::bytes(net.SerializeAsString()); }
+
+}  // namespace
+
+void DefineTransforms(py::module_& m, std::function<Workspace*()> current_workspace) {
+  m.def(
+      "transform_fuseConvBN",
+      [current_workspace](const py::bytes& net_bytes) {
+        const NetDef net = ParseNet(net_bytes, "transform_fuseConvBN");
+        int fused = 0;
+        NetDef out;
+        {
+          py::gil_scoped_release release;
+          out = transforms::FuseConvBN(net, current_workspace(), &fused);
+        }
+        return py::make_tuple(Serialize(out), fused);
+      },
+      py::arg("net"));
+  m.def(
+      "transform_fuseActivation",
+      [](const py::bytes& net_bytes) {
+        transforms::ActivationFusions fused;
+        const NetDef out =
+            transforms::FuseActivation(ParseNet(net_bytes, "transform_fuseActivation"), &fused);
+        py::dict counts;
+        counts["conv_relu"] = fused.conv_relu;
+        counts["fc_relu"] = fused.fc_relu;
+        return py::make_tuple(Serialize(out), counts);
+      },
+      py::arg("net"));
+  m.def(
+      "transform_inplaceActivation",
+      [](const py::bytes& net_bytes) {
+        int rewritten = 0;
+        const NetDef out = transforms::InplaceActivation(
+            ParseNet(net_bytes, "transform_inplaceActivation"), &rewritten);
+        return py::make_tuple(Serialize(out), rewritten);
+      },
+      py::arg("net"));
+  m.def(
+      "transform_optimizeForInference",
+      [current_workspace](const py::bytes& net_bytes, const std::vector<std::string>& keep,
+                          const std::string& passes) {
+        const NetDef net = ParseNet(net_bytes, "transform_optimizeForInference");
+        const transforms::InferencePasses selected = transforms::InferencePasses::Parse(passes);
+        transforms::InferenceOptimizations done;
+        NetDef out;
+        {
+          py::gil_scoped_release release;
+          out = transforms::OptimizeForInference(net, current_workspace(), keep, &done, selected);
+        }
+        py::dict counts;
+        counts["conv_bn"] = done.conv_bn;
+        counts["conv_relu"] = done.conv_relu;
+        counts["fc_relu"] = done.fc_relu;
+        counts["inplace"] = done.inplace;
+        counts["dnnl_fc"] = done.dnnl_fc;
+        return py::make_tuple(Serialize(out), counts);
+      },
+      py::arg("net"), py::arg("keep") = std::vector<std::string>{}, py::arg("passes") = "all");
+}
+
+}  // namespace python
+}  // namespace doppio

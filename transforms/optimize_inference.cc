@@ -1,0 +1,85 @@
+#include "transforms/optimize_inference.h"
+
+#include <algorithm>
+
+#include "core/enforce.h"
+
+#include "transforms/dnnl_fc.h"
+#include "transforms/fuse_activation.h"
+#include "transforms/fuse_conv_bn.h"
+#include "transforms/inplace_activation.h"
+
+namespace doppio {
+namespace transforms {
+
+std::string InferenceOptimizations::Summary() const {
+  return std::to_string(conv_bn) + " Conv+SpatialBN, " + std::to_string(conv_relu) +
+         " Conv+Relu, " + std::to_string(fc_relu) + " FC+Relu, " + std::to_string(inplace) +
+         " in-place activation(s), " + std::to_string(dnnl_fc) + " FC on oneDNN";
+}
+
+InferencePasses InferencePasses::Parse(const std::string& list) {
+  InferencePasses passes;
+  if (list == "all") return passes;
+  passes.conv_bn = passes.activation = passes.inplace = passes.dnnl_fc = false;
+  if (list == "none" || list.empty()) return passes;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string name = list.substr(start, comma - start);
+    if (name == "conv_bn") {
+      passes.conv_bn = true;
+    } else if (name == "activation") {
+      passes.activation = true;
+    } else if (name == "inplace") {
+      passes.inplace = true;
+    } else if (name == "dnnl_fc") {
+      passes.dnnl_fc = true;
+    } else {
+      DOPPIO_THROW("unknown inference pass '", name, "' in '", list,
+                   "'; the passes are conv_bn, activation, inplace, dnnl_fc (or all, none)");
+    }
+    start = comma + 1;
+  }
+  return passes;
+}
+
+NetDef OptimizeForInference(const NetDef& input_net, Workspace* workspace,
+                            const std::vector<std::string>& keep,
+                            InferenceOptimizations* done, const InferencePasses& passes) {
+  NetDef net = input_net;
+  // The passes never touch external outputs; `keep` joins them for the
+  // duration and leaves again, so the returned net declares what it did.
+  std::vector<std::string> added;
+  for (const std::string& name : keep) {
+    const auto& outputs = net.external_output();
+    if (std::find(outputs.begin(), outputs.end(), name) == outputs.end()) {
+      net.add_external_output(name);
+      added.push_back(name);
+    }
+  }
+  InferenceOptimizations stats;
+  if (passes.conv_bn) net = FuseConvBN(net, workspace, &stats.conv_bn);
+  if (passes.activation) {
+    ActivationFusions activations;
+    net = FuseActivation(net, &activations);
+    stats.conv_relu = activations.conv_relu;
+    stats.fc_relu = activations.fc_relu;
+  }
+  if (passes.inplace) net = InplaceActivation(net, &stats.inplace);
+  if (passes.dnnl_fc) net = DnnlFC(net, &stats.dnnl_fc);
+  if (!added.empty()) {
+    auto* outputs = net.mutable_external_output();
+    outputs->erase(std::remove_if(outputs->begin(), outputs->end(),
+                                  [&](const std::string& name) {
+                                    return std::find(added.begin(), added.end(), name) !=
+                                           added.end();
+                                  }),
+                   outputs->end());
+  }
+  if (done != nullptr) *done = stats;
+  return net;
+}
+
+}  // namespace transforms
+}  // namespace doppio

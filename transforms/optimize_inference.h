@@ -1,0 +1,52 @@
+// OptimizeForInference: the inference passes in the order that lets each
+// feed the next: FuseConvBN (Conv + SpatialBN -> Conv), FuseActivation
+// (Conv/FC + Relu -> fused op), InplaceActivation (what activations remain
+// reuse their input's storage), DnnlFC (the other FCs on oneDNN too).
+//
+// Run it after the init net: FuseConvBN reads the weights from the
+// workspace and writes the folded ones there. Blobs named in `keep` (e.g.
+// what a caller will fetch) are treated as external outputs, so no pass
+// removes or overwrites them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "proto/doppio.pb.h"
+
+namespace doppio {
+
+class Workspace;
+
+namespace transforms {
+
+struct InferenceOptimizations {
+  int conv_bn = 0;
+  int conv_relu = 0;
+  int fc_relu = 0;
+  int inplace = 0;
+  int dnnl_fc = 0;
+  // "2 Conv+SpatialBN, 2 Conv+Relu, 1 FC+Relu, 0 in-place activation(s),
+  // 1 FC on oneDNN"
+  std::string Summary() const;
+};
+
+// Which passes run (all by default); benchmarks switch them one by one to
+// measure what each buys.
+struct InferencePasses {
+  bool conv_bn = true;
+  bool activation = true;
+  bool inplace = true;
+  bool dnnl_fc = true;
+  // "conv_bn,activation,inplace,dnnl_fc" (any subset, or "all" / "none"); an unknown
+  // name throws an Error naming it.
+  static InferencePasses Parse(const std::string& list);
+};
+
+NetDef OptimizeForInference(const NetDef& net, Workspace* workspace,
+                            const std::vector<std::string>& keep = {},
+                            InferenceOptimizations* done = nullptr,
+                            const InferencePasses& passes = {});
+
+}  // namespace transforms
+}  // namespace doppio
