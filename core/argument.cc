@@ -199,4 +199,31 @@ DOPPIO_INSTANTIATE_ARGUMENT_(std::string)
 DOPPIO_INSTANTIATE_ARGUMENT_(NetDef)
 #undef DOPPIO_INSTANTIATE_ARGUMENT_
 
+namespace {
+
+void SetIntInArgs(google::protobuf::RepeatedPtrField<Argument>* args,
+                  const std::string& name, int64_t value) {
+  for (Argument& arg : *args) {
+    if (arg.name() == name) {
+      arg.Clear();
+      arg.set_name(name);
+      arg.set_i(value);
+      return;
+    }
+  }
+  Argument* arg = args->Add();
+  arg->set_name(name);
+  arg->set_i(value);
+}
+
+}  // namespace
+
+void SetArgument(OperatorDef* op, const std::string& name, int64_t value) {
+  SetIntInArgs(op->mutable_arg(), name, value);
+}
+
+void SetArgument(NetDef* net, const std::string& name, int64_t value) {
+  SetIntInArgs(net->mutable_arg(), name, value);
+}
+
 }  // namespace doppio

@@ -38,4 +38,10 @@ class ArgumentHelper {
   const google::protobuf::RepeatedPtrField<Argument>& args_;
 };
 
+// Replaces the argument `name` (or appends it) with the integer `value`: a
+// rewrite must not leave two arguments of one name, since readers take the
+// first.
+void SetArgument(OperatorDef* op, const std::string& name, int64_t value);
+void SetArgument(NetDef* net, const std::string& name, int64_t value);
+
 }  // namespace doppio

@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "operators/dnnl_util.h"
 #include "operators/thread_arena.h"
 
 namespace doppio {
@@ -14,25 +15,6 @@ namespace doppio {
 namespace {
 
 using dnnl::memory;
-
-dnnl::engine& CpuEngine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// Every primitive here gets its scratchpad from us, sized for it and bound
-// on each Run to the running thread's arena. In oneDNN's default (library)
-// mode the scratchpad is one buffer per thread, grown for the primitives
-// created on that thread; a primitive created on one dag worker and run on
-// another would use the other thread's buffer, which may be too small or
-// in use by a concurrently running op (oneDNN documents that such
-// primitives "cannot migrate between threads"), and its results then vary
-// from run to run.
-dnnl::primitive_attr OwnScratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
 
 // Where an op's transient buffers (reordered operands, scratchpad) lie in
 // one block of the running thread's ThreadArena. They are needed only
@@ -69,7 +51,7 @@ class Scratchpad {
   void Place(ArenaLayout* layout) {
     const memory::dims dims{static_cast<memory::dim>(std::max<size_t>(bytes_, 1))};
     buffer_ = memory(memory::desc(dims, memory::data_type::u8, memory::format_tag::x),
-                     CpuEngine(), nullptr);
+                     DnnlCpuEngine(), nullptr);
     offset_ = layout->Place(buffer_.get_desc().get_size());
   }
   void Bind(char* block) { buffer_.set_data_handle(block + offset_); }
@@ -186,13 +168,13 @@ struct ConvDescs {
         fuse_relu ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
         dnnl::algorithm::convolution_direct, AnyLike(src), AnyLike(weights),
         with_bias ? bias : memory::desc(), AnyLike(dst), strides, dilates, pad_l, pad_r);
-    dnnl::primitive_attr attr = OwnScratchpad();
+    dnnl::primitive_attr attr = UserScratchpadAttr();
     if (fuse_relu) {
       dnnl::post_ops relu;
       relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
       attr.set_post_ops(relu);
     }
-    return dnnl::convolution_forward::primitive_desc(desc, attr, CpuEngine());
+    return dnnl::convolution_forward::primitive_desc(desc, attr, DnnlCpuEngine());
   }
 };
 
@@ -208,8 +190,8 @@ dnnl::convolution_backward_data::primitive_desc DataGradientPrimitive(
     const dnnl::convolution_backward_data::desc desc(
         dnnl::algorithm::convolution_direct, diff_src, AnyLike(descs.weights),
         AnyLike(descs.dst), descs.strides, descs.dilates, descs.pad_l, descs.pad_r);
-    return dnnl::convolution_backward_data::primitive_desc(desc, OwnScratchpad(), CpuEngine(),
-                                                           hint);
+    return dnnl::convolution_backward_data::primitive_desc(desc, UserScratchpadAttr(),
+                                                           DnnlCpuEngine(), hint);
   };
   const bool few_input_channels =
       p.geometry.order == StorageOrder::kNCHW && p.group == 1 && p.in_per_group < 4;
@@ -235,16 +217,16 @@ struct Operand {
 
   void Init(const memory::desc& user_desc, const memory::desc& inner_desc, bool is_input,
             Scratchpad* scratchpad) {
-    user = memory(user_desc, CpuEngine(), nullptr);
+    user = memory(user_desc, DnnlCpuEngine(), nullptr);
     reordered = !(user_desc == inner_desc);
     if (!reordered) {
       inner = user;
       return;
     }
-    inner = memory(inner_desc, CpuEngine(), nullptr);
+    inner = memory(inner_desc, DnnlCpuEngine(), nullptr);
     const dnnl::reorder::primitive_desc pd =
-        is_input ? dnnl::reorder::primitive_desc(user, inner, OwnScratchpad())
-                 : dnnl::reorder::primitive_desc(inner, user, OwnScratchpad());
+        is_input ? dnnl::reorder::primitive_desc(user, inner, UserScratchpadAttr())
+                 : dnnl::reorder::primitive_desc(inner, user, UserScratchpadAttr());
     scratchpad->Need(pd.scratchpad_desc());
     reorder = dnnl::reorder(pd);
     scratchpad_ = scratchpad;
@@ -281,7 +263,7 @@ struct Operand {
 struct DnnlConvForward::State {
   std::vector<int64_t> key;
   bool supported = false;
-  dnnl::stream stream{CpuEngine()};
+  dnnl::stream stream{DnnlCpuEngine()};
   dnnl::convolution_forward primitive;
   Scratchpad scratchpad;
   Operand src, weights, dst;
@@ -317,7 +299,7 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
       s.weights.Init(descs.weights, pd.weights_desc(), true, &s.scratchpad);
       s.dst.Init(descs.dst, pd.dst_desc(), false, &s.scratchpad);
       s.has_bias = bias != nullptr;
-      if (s.has_bias) s.bias = memory(descs.bias, CpuEngine(), nullptr);
+      if (s.has_bias) s.bias = memory(descs.bias, DnnlCpuEngine(), nullptr);
       s.cache_filter = options.constant_filter && s.weights.reordered;
       ArenaLayout layout;
       s.scratchpad.Place(&layout);
@@ -376,7 +358,7 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
 struct DnnlConvBackward::State {
   std::vector<int64_t> key;
   bool supported = false;
-  dnnl::stream stream{CpuEngine()};
+  dnnl::stream stream{DnnlCpuEngine()};
   Scratchpad scratchpad;
   dnnl::convolution_backward_weights weights_primitive;
   Operand w_src, w_diff_dst, w_diff_weights;
@@ -413,7 +395,7 @@ bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w,
                     AnyLike(descs.weights), AnyLike(descs.dst), descs.strides, descs.dilates,
                     descs.pad_l, descs.pad_r);
       const dnnl::convolution_backward_weights::primitive_desc weights_pd(
-          weights_desc, OwnScratchpad(), CpuEngine(), hint);
+          weights_desc, UserScratchpadAttr(), DnnlCpuEngine(), hint);
       s.weights_primitive = dnnl::convolution_backward_weights(weights_pd);
       s.scratchpad.Reset();
       s.scratchpad.Need(weights_pd.scratchpad_desc());
@@ -422,7 +404,7 @@ bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w,
       s.w_diff_weights.Init(descs.weights, weights_pd.diff_weights_desc(), false,
                             &s.scratchpad);
       s.has_bias = dbias != nullptr;
-      if (s.has_bias) s.diff_bias = memory(descs.bias, CpuEngine(), nullptr);
+      if (s.has_bias) s.diff_bias = memory(descs.bias, DnnlCpuEngine(), nullptr);
       s.has_dx = dx != nullptr;
       s.share_diff_dst = false;
       if (s.has_dx) {

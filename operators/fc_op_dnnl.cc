@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "operators/dnnl_util.h"
 #include "operators/thread_arena.h"
 
 namespace doppio {
@@ -13,11 +14,6 @@ namespace doppio {
 namespace {
 
 using dnnl::memory;
-
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 memory::desc Strided(memory::dim rows, memory::dim cols, memory::dim row_stride,
                      memory::dim col_stride) {
@@ -29,7 +25,7 @@ memory::desc Strided(memory::dim rows, memory::dim cols, memory::dim row_stride,
 struct DnnlMatMul::State {
   std::vector<int64_t> key;
   bool supported = false;
-  dnnl::stream stream{Engine()};
+  dnnl::stream stream{DnnlCpuEngine()};
   dnnl::matmul primitive;
   memory src, weights, bias, dst, scratchpad;
   size_t scratchpad_bytes = 0;
@@ -51,24 +47,22 @@ bool DnnlMatMul::Run(int64_t M, int64_t K, int64_t N, bool weight_is_k_by_n, con
       const memory::desc weights = weight_is_k_by_n ? Strided(K, N, N, 1) : Strided(K, N, 1, K);
       const memory::desc bias_desc = Strided(1, N, N, 1);
       const memory::desc dst = Strided(M, N, N, 1);
-      dnnl::primitive_attr attr;
-      // Our scratchpad, from the running thread's arena (see conv_op_dnnl.cc
-      // for why oneDNN's per-thread library scratchpad is not used).
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      // Our scratchpad, from the running thread's arena (see dnnl_util.h).
+      dnnl::primitive_attr attr = UserScratchpadAttr();
       if (relu) {
         dnnl::post_ops ops;
         ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
         attr.set_post_ops(ops);
       }
       const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, bias_desc, dst),
-                                            attr, Engine());
+                                            attr, DnnlCpuEngine());
       s.primitive = dnnl::matmul(pd);
-      s.src = memory(src, Engine(), nullptr);
-      s.weights = memory(weights, Engine(), nullptr);
-      s.bias = memory(bias_desc, Engine(), nullptr);
-      s.dst = memory(dst, Engine(), nullptr);
+      s.src = memory(src, DnnlCpuEngine(), nullptr);
+      s.weights = memory(weights, DnnlCpuEngine(), nullptr);
+      s.bias = memory(bias_desc, DnnlCpuEngine(), nullptr);
+      s.dst = memory(dst, DnnlCpuEngine(), nullptr);
       s.scratchpad_bytes = pd.scratchpad_desc().get_size();
-      s.scratchpad = memory(pd.scratchpad_desc(), Engine(), nullptr);
+      s.scratchpad = memory(pd.scratchpad_desc(), DnnlCpuEngine(), nullptr);
       s.supported = true;
     } catch (const dnnl::error&) {
       return false;

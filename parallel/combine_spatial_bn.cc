@@ -9,20 +9,6 @@
 namespace doppio {
 namespace {
 
-void SetIntArgument(const std::string& name, int64_t value, OperatorDef* op) {
-  for (Argument& arg : *op->mutable_arg()) {
-    if (arg.name() == name) {
-      arg.Clear();
-      arg.set_name(name);
-      arg.set_i(value);
-      return;
-    }
-  }
-  Argument* arg = op->add_arg();
-  arg->set_name(name);
-  arg->set_i(value);
-}
-
 // The statistics ops follow the SpatialBN op's layout and placement.
 OperatorDef StatsOp(const std::string& type, const OperatorDef& bn_op,
                     const std::vector<std::string>& inputs,
@@ -65,7 +51,7 @@ std::map<int, std::vector<std::string>> CombineSpatialBN(std::vector<OperatorDef
       OperatorDef bn = op;
       bn.add_input(sums);
       bn.add_input(sumsq);
-      SetIntArgument("num_batches", num_devices, &bn);
+      SetArgument(&bn, "num_batches", num_devices);
       rewritten.push_back(bn);
       combined_saved_means.insert(op.output(3));
       continue;
@@ -81,7 +67,7 @@ std::map<int, std::vector<std::string>> CombineSpatialBN(std::vector<OperatorDef
       OperatorDef grad = op;
       grad.add_input(dscale);
       grad.add_input(dbias);
-      SetIntArgument("num_batches", num_devices, &grad);
+      SetArgument(&grad, "num_batches", num_devices);
       rewritten.push_back(grad);
       continue;
     }

@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "core/argument.h"
 #include "core/backward.h"
 #include "core/enforce.h"
 #include "parallel/combine_spatial_bn.h"
@@ -193,19 +194,6 @@ void SetExternalOutputs(const NetDef& model_net, const Cloner& cloner, NetDef* n
       if (listed.insert(name).second) net->add_external_output(name);
     }
   }
-}
-
-// The "num_workers" argument (the NetDef field of that name is deprecated).
-void SetNumWorkers(int num_workers, NetDef* net) {
-  for (Argument& arg : *net->mutable_arg()) {
-    if (arg.name() == "num_workers") {
-      arg.set_i(num_workers);
-      return;
-    }
-  }
-  Argument* arg = net->add_arg();
-  arg->set_name("num_workers");
-  arg->set_i(num_workers);
 }
 
 // Index of the first forward op reading each param: reducing gradients in
@@ -486,8 +474,9 @@ Parallelized Parallelize(const DataParallelTemplate& model,
                    std::vector<bool>(update_net.op_size(), options.shared_model));
   net.set_type(options.net_type);
   // Doppio's dag executor reads num_workers per device (each device has its
-  // own pool), so this is Caffe2's total divided by the device count.
-  SetNumWorkers(options.num_threads_per_device, &net);
+  // own pool), so this is Caffe2's total divided by the device count. An
+  // argument: the NetDef field of that name is deprecated.
+  SetArgument(&net, "num_workers", options.num_threads_per_device);
   SetExternalInputs(&net);
   SetExternalOutputs(model.net, cloner, &net);
 

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "core/argument.h"
 #include "transforms/net_graph.h"
 
 namespace doppio {
@@ -54,7 +55,7 @@ NetDef FuseActivation(const NetDef& input_net, ActivationFusions* fused) {
       if (uses.TouchedBetween(relu.output(0), i, j)) continue;
       OperatorDef* op = net.mutable_op(i);
       op->set_output(0, relu.output(0));
-      SetIntArg(op, "fusion_type", kFusionRelu);
+      SetArgument(op, "fusion_type", kFusionRelu);
       if (producer == Producer::kConv) {
         op->set_type("ConvFusion");
         ++count.conv_relu;

@@ -97,20 +97,6 @@ std::string StringArg(const OperatorDef& op, const std::string& name,
   return ArgumentHelper(op).GetSingle<std::string>(name, default_value);
 }
 
-void SetIntArg(OperatorDef* op, const std::string& name, int64_t value) {
-  for (Argument& arg : *op->mutable_arg()) {
-    if (arg.name() == name) {
-      arg.Clear();
-      arg.set_name(name);
-      arg.set_i(value);
-      return;
-    }
-  }
-  Argument* arg = op->add_arg();
-  arg->set_name(name);
-  arg->set_i(value);
-}
-
 std::string UniqueBlobName(const std::string& base, const NetDef& net,
                            const Workspace* workspace) {
   std::set<std::string> taken(net.external_input().begin(), net.external_input().end());

@@ -54,8 +54,6 @@ int IntArg(const OperatorDef& op, const std::string& name, int default_value);
 float FloatArg(const OperatorDef& op, const std::string& name, float default_value);
 std::string StringArg(const OperatorDef& op, const std::string& name,
                       const std::string& default_value);
-// Replaces the argument `name` (or adds it) with the integer `value`.
-void SetIntArg(OperatorDef* op, const std::string& name, int64_t value);
 
 // `base`, or `base_1`, `base_2` ...: the first name no blob of the net nor
 // of the workspace (when given) has yet.

@@ -137,6 +137,9 @@ def parse_args(argv):
     parser.add_argument('--tools_dir', default=os.environ.get(
         'DOPPIO_TOOLS_DIR', os.path.join(REPO_ROOT, 'bazel-bin', 'tools')),
         help='where the make_db and run_net binaries are')
+    parser.add_argument('--plot', default='',
+                        help='PNG for the loss and test-accuracy curves '
+                             '(default: WORKDIR/loss.png; "none": no plot)')
     parser.add_argument('--no_progress', action='store_true',
                         help='no progress bars (one line per epoch instead)')
     parser.add_argument('--seed', type=int, default=0)
@@ -536,8 +539,11 @@ def finish(args, train, deploy, losses, accuracies, epochs, counts):
     summary.json."""
     checkpoint = os.path.join(args.workdir, 'checkpoint.minidb')
     saved = save_checkpoint(train, checkpoint)
-    plot_path = os.path.join(args.workdir, 'loss.png')
-    plot_losses(plot_path, losses, counts['iters'], accuracies, args.devices, args.model)
+    plot_path = args.plot or os.path.join(args.workdir, 'loss.png')
+    if plot_path == 'none':
+        plot_path = '(none)'
+    else:
+        plot_losses(plot_path, losses, counts['iters'], accuracies, args.devices, args.model)
     x_test, y_test = read_idx(args, 'test', args.test_limit)
     served_accuracy = export_and_score(args, deploy, x_test, y_test)
     print('checkpoint: {} ({} blobs); loss curve: {}'.format(checkpoint, len(saved),

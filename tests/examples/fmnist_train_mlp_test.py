@@ -105,7 +105,11 @@ def test_devices_auto_trains_with_the_split_it_measured_fastest(tmp_path, capsys
     summary = example.main([
         '--model', 'mlp', '--devices', 'auto', '--epochs', '1', '--train_limit', '1280',
         '--test_limit', '200', '--workdir', str(tmp_path), '--tools_dir', tools_dir(),
-        '--no_progress', '--db_type', 'minidb'])
+        '--no_progress', '--db_type', 'minidb', '--plot', str(tmp_path / 'curves.png')])
+    # --plot puts the loss and accuracy curves where it is told, not in WORKDIR.
+    with open(str(tmp_path / 'curves.png'), 'rb') as f:
+        assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+    assert not os.path.exists(str(tmp_path / 'loss.png'))
     chosen = summary['auto_split']
     rates = chosen['img_per_s']
     cores = os.cpu_count()

@@ -54,7 +54,10 @@ def test_it_learns(run):
     # timing, and a lucky start has fallen below 1.5 within 10 steps.)
     assert losses[0] > 2.0
     assert losses[-20:].mean() < 1.0
-    assert summary["final_test_accuracy"] >= 0.6
+    # Chance is 0.1. Which device reads which record depends on timing, so
+    # the accuracy after these 100 steps varies from run to run: 0.59-0.82
+    # over 9 runs on a loaded 2-core machine.
+    assert summary["final_test_accuracy"] >= 0.5
     assert [e['epoch'] for e in summary['epochs']] == [1, 2]
     assert summary['devices'] == DEVICES
 

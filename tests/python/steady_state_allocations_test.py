@@ -12,16 +12,16 @@ count: FeedBlob makes a fresh tensor on every call by design.
 Also that ops which now reuse their output's storage (Cast) still write
 every element when shapes shrink and grow again, against numpy."""
 import os
-import struct
 import sys
 import tempfile
 
 import numpy as np
 import pytest
 
-from doppio import (brew, core, data_parallel_model, memonger, model_helper, optimizer,
-                    workspace)
-from doppio.proto import doppio_pb2
+from doppio import core, memonger, model_helper, optimizer, workspace
+from python_api.examples.fmnist_models import MODELS, add_loss_and_accuracy
+from python_api.examples.fmnist_parallel_training import (build_parallel_training,
+                                                          write_random_minidb)
 
 GLOBAL_BATCH = 64
 WARMUP_ITERATIONS = 3
@@ -39,72 +39,13 @@ def fresh_workspace():
 
 @pytest.fixture(scope="module")
 def minidb():
-    """RECORDS Fashion-MNIST-shaped records (uint8 [1, 28, 28] image, int32
-    scalar label) in a minidb written here, byte by byte, in the format of
-    core/db_minidb.cc (int32 key length, int32 value length, key, value)."""
+    """RECORDS random Fashion-MNIST-shaped records in a minidb."""
     folder = tempfile.mkdtemp(prefix="steady_state_")
     path = os.path.join(folder, "train.minidb")
-    rng = np.random.RandomState(1)
-    with open(path, "wb") as f:
-        for i in range(RECORDS):
-            record = doppio_pb2.TensorProtos()
-            image = record.protos.add()
-            image.data_type = doppio_pb2.TensorProto.UINT8
-            image.dims.extend([1, 28, 28])
-            image.byte_data = rng.randint(0, 256, size=784).astype(np.uint8).tobytes()
-            label = record.protos.add()
-            label.data_type = doppio_pb2.TensorProto.INT32
-            label.int32_data.append(int(rng.randint(0, 10)))
-            key = "{:08d}".format(i).encode()
-            value = record.SerializeToString()
-            f.write(struct.pack("<ii", len(key), len(value)))
-            f.write(key)
-            f.write(value)
+    write_random_minidb(path, RECORDS, seed=1)
     yield path
     os.remove(path)
     os.rmdir(folder)
-
-
-def uniform_init(fan_in):
-    bound = 1.0 / np.sqrt(fan_in)
-    fill = ("UniformFill", {"min": -bound, "max": bound})
-    return dict(weight_init=fill, bias_init=fill)
-
-
-def add_reference_cnn(model, data):
-    h = brew.conv(model, data, "conv1", dim_in=1, dim_out=32, kernel=3, pad=1,
-                  **uniform_init(9))
-    h = brew.spatial_bn(model, h, "bn1", 32, epsilon=1e-5, momentum=0.9, is_test=0)
-    h = brew.relu(model, h, h)
-    h = brew.max_pool(model, h, "pool1", kernel=2, stride=2)
-    h = brew.conv(model, h, "conv2", dim_in=32, dim_out=64, kernel=3, pad=1,
-                  **uniform_init(288))
-    h = brew.spatial_bn(model, h, "bn2", 64, epsilon=1e-5, momentum=0.9, is_test=0)
-    h = brew.relu(model, h, h)
-    h = brew.max_pool(model, h, "pool2", kernel=2, stride=2)
-    h = brew.fc(model, h, "fc3", dim_in=64 * 7 * 7, dim_out=128, **uniform_init(3136))
-    h = brew.relu(model, h, h)
-    h = brew.fc(model, h, "pred", dim_in=128, dim_out=10, **uniform_init(128))
-    return brew.softmax(model, h, "softmax")
-
-
-def add_reference_mlp(model, data):
-    h = brew.fc(model, data, "fc1", dim_in=784, dim_out=256, **uniform_init(784))
-    h = brew.relu(model, h, h)
-    h = brew.fc(model, h, "fc2", dim_in=256, dim_out=128, **uniform_init(256))
-    h = brew.relu(model, h, h)
-    h = brew.fc(model, h, "pred", dim_in=128, dim_out=10, **uniform_init(128))
-    return brew.softmax(model, h, "softmax")
-
-
-MODELS = {"cnn": add_reference_cnn, "mlp": add_reference_mlp}
-
-
-def add_loss(model, softmax, label):
-    xent = model.net.LabelCrossEntropy([softmax, label], "xent")
-    loss = model.net.AveragedLoss(xent, "loss")
-    brew.accuracy(model, [softmax, label], "accuracy")
-    return loss
 
 
 def allocations():
@@ -123,66 +64,14 @@ def allocations_per_iteration(net_name, feed):
     return counts
 
 
-def build_parallel(model_name, devices, use_memonger, source, db):
-    """fmnist_train.py's training model: uint8 pixels -> Cast, Scale, Add
-    the pixel shift -> model -> loss, momentum SGD, Parallelize_CPU."""
-    train = model_helper.ModelHelper(name="steady_{}_{}_{}_{}".format(
-        model_name, len(devices), int(use_memonger), source))
-    per_device_batch = GLOBAL_BATCH // len(devices)
-    if source == "db":
-        reader = train.param_init_net.CreateDB([], "reader", db=db, db_type="minidb")
-
-    def add_input(model):
-        model.param_init_net.ConstantFill([], "pixel_shift", shape=[1], value=-0.81)
-        if source == "db":
-            pixels, _ = model.net.TensorProtosDBInput(
-                [reader], ["data_uint8", "label"], batch_size=per_device_batch,
-                shuffle_buffer=16, shuffle_seed=3)
-        else:
-            pixels = "data_uint8"
-        data = model.net.Cast(pixels, "data_float", to=core.DataType.FLOAT)
-        data = model.net.Scale(data, data, scale=1.0 / (255.0 * 0.353))
-        data = model.net.Add([data, "pixel_shift"], "data", broadcast=1)
-        model.net.StopGradient(data, data)
-
-    def add_forward(model, loss_scale):
-        loss = add_loss(model, MODELS[model_name](model, "data"), "label")
-        return [model.net.Scale(loss, "scaled_loss", scale=loss_scale)]
-
-    def add_optimizer(model):
-        return optimizer.build_sgd(model, base_learning_rate=0.05, momentum=0.9,
-                                   nesterov=False, policy="fixed")
-
-    data_parallel_model.Parallelize_CPU(
-        train, input_builder_fun=add_input, forward_pass_builder_fun=add_forward,
-        optimizer_builder_fun=add_optimizer, devices=devices, num_threads_per_device=1,
-        optimize_gradient_memory=use_memonger)
-    for op in train.param_init_net.Proto().op:
-        op.device_option.random_seed = 5
-
-    rng = np.random.RandomState(2)
-
-    def feed():
-        if source != "fed":
-            return
-        for device in devices:
-            workspace.FeedBlob("cpu_{}/data_uint8".format(device), rng.randint(
-                0, 256, size=(per_device_batch, 1, 28, 28)).astype(np.uint8))
-            workspace.FeedBlob("cpu_{}/label".format(device), rng.randint(
-                0, 10, size=per_device_batch).astype(np.int32))
-
-    feed()
-    data_parallel_model.RunInitNet(train)
-    return train, feed
-
-
 @pytest.mark.parametrize("source", ["db", "fed"])
 @pytest.mark.parametrize("use_memonger", [False, True], ids=["plain", "memonger"])
 @pytest.mark.parametrize("devices", [[0], [0, 1]], ids=["1dev", "2dev"])
 @pytest.mark.parametrize("model_name", ["cnn", "mlp"])
 def test_parallel_training_iterations_allocate_nothing(model_name, devices, use_memonger,
                                                        source, minidb):
-    train, feed = build_parallel(model_name, devices, use_memonger, source, minidb)
+    train, feed = build_parallel_training(model_name, devices, use_memonger, source, minidb,
+                                          GLOBAL_BATCH, name_prefix="steady")
     counts = allocations_per_iteration(train.net.Proto().name, feed)
     assert counts == [0] * COUNTED_ITERATIONS, counts
     # The count is real: the nets did train (a finite loss on every device).
@@ -195,7 +84,7 @@ def test_memonger_shared_activations_keep_capacity_for_every_sharer(model_name):
     """share_activations=True maps blobs of different sizes onto one blob;
     its tensor must grow to the largest sharer once and then stay."""
     model = model_helper.ModelHelper(name="shared_" + model_name)
-    loss = add_loss(model, MODELS[model_name](model, "data"), "label")
+    loss = add_loss_and_accuracy(model, MODELS[model_name](model, "data", is_test=0), "label")
     model.AddGradientOperators([loss])
     optimizer.build_sgd(model, base_learning_rate=0.05, momentum=0.9, nesterov=False,
                         policy="fixed")

@@ -8,20 +8,11 @@ import sys
 import tempfile
 
 import pytest
-
-
-def _runfile(path):
-    for root in (os.environ.get('TEST_SRCDIR'), os.environ.get('RUNFILES_DIR')):
-        if root:
-            candidate = os.path.join(root, 'doppio', path)
-            if os.path.exists(candidate):
-                return candidate
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(here, '..', '..', path)
+from tool_paths import runfile
 
 
 def load_chart():
-    spec = importlib.util.spec_from_file_location('bench_chart', _runfile('tools/bench/chart.py'))
+    spec = importlib.util.spec_from_file_location('bench_chart', runfile('tools/bench/chart.py'))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -15,19 +15,10 @@ import unittest
 
 from doppio import brew, model_helper, workspace
 from doppio.proto import doppio_pb2
+from tool_paths import runfile
 
 
-def _runfile(path):
-    for root in (os.environ.get('TEST_SRCDIR'), os.environ.get('RUNFILES_DIR')):
-        if root:
-            candidate = os.path.join(root, 'doppio', path)
-            if os.path.exists(candidate):
-                return candidate
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(here, '..', '..', path)
-
-
-INSPECT_NET = _runfile('tools/inspect_net.py')
+INSPECT_NET = runfile('tools/inspect_net.py')
 BATCH = 64
 
 # Multiply-adds of the reference CNN's conv and FC layers per image, times 2.

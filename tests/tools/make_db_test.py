@@ -19,18 +19,10 @@ import numpy as np
 import pytest
 
 from doppio import core, workspace
+from tool_paths import runfile
 
 
-def _runfile(path):
-    for root in (os.environ.get("TEST_SRCDIR"), os.environ.get("RUNFILES_DIR")):
-        if root:
-            candidate = os.path.join(root, "doppio", path)
-            if os.path.exists(candidate):
-                return candidate
-    raise RuntimeError("cannot find %s in the runfiles" % path)
-
-
-MAKE_DB = _runfile("tools/make_db")
+MAKE_DB = runfile("tools/make_db")
 FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 
 

@@ -15,18 +15,10 @@ import unittest
 import numpy as np
 
 from proto import doppio_pb2
+from tool_paths import runfile
 
 
-def _runfile(path):
-    for root in (os.environ.get("TEST_SRCDIR"), os.environ.get("RUNFILES_DIR")):
-        if root:
-            candidate = os.path.join(root, "doppio", path)
-            if os.path.exists(candidate):
-                return candidate
-    raise RuntimeError("cannot find %s in the runfiles" % path)
-
-
-RUN_NET = _runfile("tools/run_net")
+RUN_NET = runfile("tools/run_net")
 
 
 def _op(op_type, inputs, outputs, **ints):

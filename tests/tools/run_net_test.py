@@ -15,19 +15,11 @@ import numpy as np
 from google.protobuf import text_format
 
 from proto import doppio_pb2
+from tool_paths import runfile
 
 
-def _runfile(path):
-    for root in (os.environ.get("TEST_SRCDIR"), os.environ.get("RUNFILES_DIR")):
-        if root:
-            candidate = os.path.join(root, "doppio", path)
-            if os.path.exists(candidate):
-                return candidate
-    raise RuntimeError("cannot find %s in the runfiles" % path)
-
-
-RUN_NET = _runfile("tools/run_net")
-PRINT_REGISTERED_OPS = _runfile("tools/print_registered_ops")
+RUN_NET = runfile("tools/run_net")
+PRINT_REGISTERED_OPS = runfile("tools/print_registered_ops")
 
 
 def _op(op_type, inputs, outputs, **args):

@@ -1,9 +1,9 @@
 """memory_bench.py --report_allocations: how often one steady-state training
-iteration of the reference CNN and MLP (DESIGN.md section 8, the builders of
-python_api/examples/fmnist_models.py, momentum SGD, Parallelize_CPU with one
-dag worker per device as fmnist_train.py runs them) calls the CPU allocator,
-and with how many bytes (workspace.GetCPUAllocatorStats()). Issue 13's
-target is 0 after the first iterations.
+iteration of the reference CNN and MLP (DESIGN.md section 8; momentum SGD,
+Parallelize_CPU with one dag worker per device as fmnist_train.py runs them,
+built by python_api/examples/fmnist_parallel_training.py) calls the CPU
+allocator, and with how many bytes (workspace.GetCPUAllocatorStats()).
+Issue 13's target is 0 after the first iterations.
 
 Configurations: 1 and --devices CPU devices, with and without
 optimize_gradient_memory (memonger), input from TensorProtosDBInput on a
@@ -17,7 +17,6 @@ import collections
 import json
 import os
 import shutil
-import struct
 import sys
 import tempfile
 
@@ -27,84 +26,23 @@ EXAMPLES = os.path.join(REPO_ROOT, 'python_api', 'examples')
 RECORDS = 256
 
 
-def write_minidb(path, records, seed=1):
-    """`records` (uint8 [1, 28, 28] image, int32 label) records in the
-    minidb format of core/db_minidb.cc: int32 key length, int32 value
-    length (little endian), key, value."""
-    import numpy as np
-    from doppio.proto import doppio_pb2
-    rng = np.random.RandomState(seed)
-    with open(path, 'wb') as f:
-        for i in range(records):
-            record = doppio_pb2.TensorProtos()
-            image = record.protos.add()
-            image.data_type = doppio_pb2.TensorProto.UINT8
-            image.dims.extend([1, 28, 28])
-            image.byte_data = rng.randint(0, 256, size=784).astype(np.uint8).tobytes()
-            label = record.protos.add()
-            label.data_type = doppio_pb2.TensorProto.INT32
-            label.int32_data.append(int(rng.randint(0, 10)))
-            key = '{:08d}'.format(i).encode()
-            value = record.SerializeToString()
-            f.write(struct.pack('<ii', len(key), len(value)))
-            f.write(key)
-            f.write(value)
+def training_builders():
+    """fmnist_parallel_training, imported from the examples folder (the
+    doppio package must be importable first, hence not at module level)."""
+    if EXAMPLES not in sys.path:
+        sys.path.insert(0, EXAMPLES)
+    import fmnist_parallel_training
+    return fmnist_parallel_training
 
 
 def build(model_name, devices, use_memonger, source, db, batch, threads_per_device):
-    """fmnist_train.py's training model on `devices`; returns the model and
-    the per-iteration feed (a no-op for DB input)."""
-    sys.path.insert(0, EXAMPLES)
-    import numpy as np
-    from doppio import data_parallel_model, model_helper, optimizer, workspace
-    from fmnist_models import MODELS, add_loss_and_accuracy, add_preprocessing
-
+    """fmnist_train.py's training model on `devices` in a fresh workspace;
+    returns the model and the per-iteration feed (a no-op for DB input)."""
+    from doppio import workspace
     workspace.ResetWorkspace()
-    train = model_helper.ModelHelper(name='alloc_{}_{}_{}_{}'.format(
-        model_name, len(devices), int(use_memonger), source))
-    per_device_batch = batch // len(devices)
-    if source == 'db':
-        reader = train.param_init_net.CreateDB([], 'reader', db=db, db_type='minidb')
-
-    def add_input(model):
-        model.param_init_net.ConstantFill([], 'pixel_shift', shape=[1], value=-0.81)
-        if source == 'db':
-            pixels, _ = model.net.TensorProtosDBInput(
-                [reader], ['data_uint8', 'label'], batch_size=per_device_batch,
-                shuffle_buffer=32, shuffle_seed=1)
-        else:
-            pixels = 'data_uint8'
-        add_preprocessing(model, pixels)
-
-    def add_forward(model, loss_scale):
-        loss = add_loss_and_accuracy(model, MODELS[model_name](model, 'data', is_test=0),
-                                     'label')
-        return [model.net.Scale(loss, 'scaled_loss', scale=loss_scale)]
-
-    def add_optimizer(model):
-        return optimizer.build_sgd(model, base_learning_rate=0.05, momentum=0.9,
-                                   nesterov=False, policy='fixed')
-
-    data_parallel_model.Parallelize_CPU(
-        train, input_builder_fun=add_input, forward_pass_builder_fun=add_forward,
-        optimizer_builder_fun=add_optimizer, devices=devices,
-        num_threads_per_device=threads_per_device, optimize_gradient_memory=use_memonger)
-    for op in train.param_init_net.Proto().op:
-        op.device_option.random_seed = 7
-    rng = np.random.RandomState(0)
-
-    def feed():
-        if source != 'fed':
-            return
-        for device in devices:
-            workspace.FeedBlob('cpu_{}/data_uint8'.format(device), rng.randint(
-                0, 256, size=(per_device_batch, 1, 28, 28)).astype(np.uint8))
-            workspace.FeedBlob('cpu_{}/label'.format(device), rng.randint(
-                0, 10, size=per_device_batch).astype(np.int32))
-
-    feed()
-    data_parallel_model.RunInitNet(train)
-    return train, feed
+    return training_builders().build_parallel_training(
+        model_name, devices, use_memonger, source, db, batch,
+        threads_per_device=threads_per_device)
 
 
 def counts():
@@ -160,7 +98,7 @@ def child(args):
     folder = tempfile.mkdtemp(prefix='memory_bench_alloc_')
     try:
         db = os.path.join(folder, 'train.minidb')
-        write_minidb(db, RECORDS)
+        training_builders().write_random_minidb(db, RECORDS)
         device_sets = [[0]] + ([list(range(args.devices))] if args.devices > 1 else [])
         for model_name in ('cnn', 'mlp'):
             for devices in device_sets:
