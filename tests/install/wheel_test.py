@@ -19,6 +19,8 @@ import zipfile
 
 import numpy as np
 
+from mlp_reference import numpy_sgd
+
 RUNFILES = os.path.join(os.environ.get('TEST_SRCDIR', ''), 'doppio')
 BUILD_WHEEL = os.path.join(RUNFILES, 'tools', 'build_wheel.sh')
 PACKAGE_ROOT = os.path.join(RUNFILES, 'python_api')
@@ -52,27 +54,6 @@ def run(args, cwd):
     if result.returncode != 0:
         raise AssertionError('{} exited {}:\n{}'.format(args, result.returncode, result.stdout))
     return result.stdout
-
-
-def numpy_sgd(params, xs, ys, lr=0.1):
-    """Plain SGD on each whole batch, forward and backward by hand."""
-    params = {k: v.astype(np.float64) for k, v in params.items()}
-    for x, y in zip(xs, ys):
-        pre = x @ params['fc1_w'].T + params['fc1_b']
-        hidden = np.maximum(pre, 0)
-        logits = hidden @ params['fc2_w'].T + params['fc2_b']
-        shifted = logits - logits.max(axis=1, keepdims=True)
-        prob = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
-        dlogits = prob.copy()
-        dlogits[np.arange(len(y)), y] -= 1
-        dlogits /= len(y)
-        grads = {'fc2_w': dlogits.T @ hidden, 'fc2_b': dlogits.sum(axis=0)}
-        dhidden = (dlogits @ params['fc2_w']) * (pre > 0)
-        grads['fc1_w'] = dhidden.T @ x
-        grads['fc1_b'] = dhidden.sum(axis=0)
-        for k in params:
-            params[k] = params[k] - lr * grads[k]
-    return params
 
 
 def example_inputs():
@@ -194,7 +175,7 @@ class WheelTest(unittest.TestCase):
         for path in new_libraries:
             self.assertFalse(path.startswith(os.path.realpath(RUNFILES)), path)
 
-        expected = numpy_sgd(params, xs, ys)
+        expected = numpy_sgd(params, zip(xs, ys), lr=0.1)
         for p in PARAMS:
             self.assertFalse(np.allclose(expected[p], params[p]), p)  # it trained
             for device in (0, 1):

@@ -10,6 +10,7 @@ import pytest
 from doppio import brew, core, data_parallel_model, model_helper, optimizer, workspace
 from doppio.proto import doppio_pb2
 
+import mlp_reference
 from mlp_fixture import (BATCH, D_IN, D_OUT, HIDDEN, PARAMS, STEPS, batches,  # noqa: F401
                          forward, fresh_workspace, initial_params)
 
@@ -44,23 +45,7 @@ def train(num_devices, momentum, steps=STEPS):
 
 def numpy_sgd(lr, steps=STEPS):
     """Plain SGD on the whole batch: an independent MLP forward/backward."""
-    params = {k: v.astype(np.float64) for k, v in initial_params().items()}
-    for x, y in batches()[:steps]:
-        pre = x @ params['fc1_w'].T + params['fc1_b']
-        hidden = np.maximum(pre, 0)
-        logits = hidden @ params['fc2_w'].T + params['fc2_b']
-        shifted = logits - logits.max(axis=1, keepdims=True)
-        prob = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
-        dlogits = prob.copy()
-        dlogits[np.arange(len(y)), y] -= 1
-        dlogits /= len(y)
-        grads = {'fc2_w': dlogits.T @ hidden, 'fc2_b': dlogits.sum(axis=0)}
-        dhidden = (dlogits @ params['fc2_w']) * (pre > 0)
-        grads['fc1_w'] = dhidden.T @ x
-        grads['fc1_b'] = dhidden.sum(axis=0)
-        for k in params:
-            params[k] = params[k] - lr * grads[k]
-    return params
+    return mlp_reference.numpy_sgd(initial_params(), batches()[:steps], lr)
 
 
 def test_same_params_on_1_2_4_devices_with_momentum():

@@ -23,6 +23,7 @@ from doppio import core, data_parallel_model, model_helper, optimizer, workspace
 from doppio.proto import doppio_pb2
 
 from gpu_graph_checks import retarget_to_cpu
+import mlp_reference
 from mlp_fixture import PARAMS, batches, forward
 
 LR = 0.1
@@ -32,21 +33,7 @@ WALL_LIMIT_S = 120
 
 def numpy_sgd(initial, steps):
     """Whole-batch plain SGD of the MLP (fc1, relu, fc2, softmax loss)."""
-    p = {k: np.array(v, np.float64) for k, v in initial.items()}
-    for x, y in batches()[:steps]:
-        h = x @ p['fc1_w'].T + p['fc1_b']
-        r = np.maximum(h, 0)
-        logits = r @ p['fc2_w'].T + p['fc2_b']
-        prob = np.exp(logits - logits.max(axis=1, keepdims=True))
-        prob /= prob.sum(axis=1, keepdims=True)
-        prob[np.arange(len(y)), y] -= 1
-        dlogits = prob / len(y)
-        dr = dlogits @ p['fc2_w'] * (h > 0)
-        grads = {'fc2_w': dlogits.T @ r, 'fc2_b': dlogits.sum(axis=0),
-                 'fc1_w': dr.T @ x, 'fc1_b': dr.sum(axis=0)}
-        for name in PARAMS:
-            p[name] -= LR * grads[name]
-    return p
+    return mlp_reference.numpy_sgd(initial, batches()[:steps], LR)
 
 
 def worker(spec, out):
