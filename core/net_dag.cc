@@ -54,7 +54,7 @@ DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace
   for (int i = 0; i < num_ops; ++i) operators_.push_back(CreateOpAt(i, workspace));
 
   std::map<std::pair<int, int>, int> device_index;
-  std::vector<std::string> device_labels;
+  std::vector<std::string>& device_labels = device_labels_;
   device_of_op_.resize(num_ops);
   for (int i = 0; i < num_ops; ++i) {
     const DeviceOption& option = def_.op(i).device_option();
@@ -82,6 +82,8 @@ DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace
   intra_op_threads_ = IntraOpThreadsForNet(def_, devices * workers_per_device_);
   streams_ = MakeStreamScheduler(operators_, workers_per_device_);
   if (streams_) CheckOneStreamDevicePerPool();
+  run_on_caller_ = device_labels.size() <= 1 && workers_per_device_ == 1;
+  if (run_on_caller_) return;
   for (const std::string& label : device_labels) {
     pools_.push_back(std::make_unique<ThreadPool>(workers_per_device_, label));
   }
@@ -115,11 +117,15 @@ DagNet::~DagNet() {
 }
 
 const std::string& DagNet::device_label(int index) const {
-  return pools_.at(device_of_op_.at(index))->name();
+  return device_labels_.at(device_of_op_.at(index));
 }
 
 void DagNet::Run() {
   if (operators_.empty()) return;
+  if (run_on_caller_) {
+    RunOnCaller();
+    return;
+  }
   for (size_t i = 0; i < operators_.size(); ++i) {
     pending_[i].store(initial_pending_[i], std::memory_order_relaxed);
   }
@@ -142,6 +148,23 @@ void DagNet::Run() {
     first_error_ = nullptr;
   }
   // Every op has returned; their queued device work may still be running.
+  if (streams_) streams_->FinishRun(/*report_failures=*/!error);
+  if (error) std::rethrow_exception(error);
+}
+
+void DagNet::RunOnCaller() {
+  ApplyIntraOpThreads(intra_op_threads_);
+  if (streams_) streams_->BeginRun();
+  std::exception_ptr error;
+  // As a worker would: its ops on stream 0, the first failure ends the run
+  // after the device work already queued is drained.
+  for (int op = 0; op < static_cast<int>(operators_.size()) && !error; ++op) {
+    try {
+      RunOpAt(op, *operators_[op], streams_.get(), /*stream_id=*/0);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
   if (streams_) streams_->FinishRun(/*report_failures=*/!error);
   if (error) std::rethrow_exception(error);
 }

@@ -9,6 +9,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/parallel_for.h"
 
 namespace doppio {
 
@@ -84,7 +85,15 @@ void CastOp::RunOnDevice() {
       DispatchDataType(to_, [&](auto target_tag) {
         using D = typename decltype(target_tag)::type;
         D* y = converted.mutable_data<D>();
-        for (int64_t i = 0; i < X.numel(); ++i) y[i] = CastValue<D>(x[i]);
+        const int64_t n = X.numel();
+        if constexpr (std::is_arithmetic_v<D>) {
+          ParallelFor(n, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) y[i] = CastValue<D>(x[i]);
+          });
+        } else {
+          // Strings allocate (and may throw): not inside an OpenMP region.
+          for (int64_t i = 0; i < n; ++i) y[i] = CastValue<D>(x[i]);
+        }
       });
     }
   });

@@ -19,6 +19,7 @@
 
 #include "core/operator.h"
 #include "core/tensor.h"
+#include "operators/parallel_for.h"
 
 namespace doppio {
 
@@ -123,14 +124,22 @@ void BroadcastBinary(const BroadcastPlan& plan, const T* a, const T* b, R* c, Fn
   const int64_t a_count = CheckedNumElements(plan.a);
   const int64_t b_count = CheckedNumElements(plan.b);
   const int64_t c_count = CheckedNumElements(plan.out);
+  // The pointwise cases split across the intra-op threads; fn must not
+  // throw (the ops validate their inputs before calling it).
   if (a_count == c_count && b_count == c_count) {
-    for (int64_t i = 0; i < c_count; ++i) c[i] = fn(a[i], b[i]);
+    ParallelFor(c_count, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) c[i] = fn(a[i], b[i]);
+    });
   } else if (b_count == 1 && a_count == c_count) {
     const T scalar = b[0];
-    for (int64_t i = 0; i < c_count; ++i) c[i] = fn(a[i], scalar);
+    ParallelFor(c_count, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) c[i] = fn(a[i], scalar);
+    });
   } else if (a_count == 1 && b_count == c_count) {
     const T scalar = a[0];
-    for (int64_t i = 0; i < c_count; ++i) c[i] = fn(scalar, b[i]);
+    ParallelFor(c_count, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) c[i] = fn(scalar, b[i]);
+    });
   } else {
     broadcast_detail::ForEachBroadcast(
         plan.a, plan.b, plan.out,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/gradient.h"
@@ -72,10 +73,7 @@ FCOp::FCOp(const OperatorDef& def, Workspace* workspace, bool weight_is_k_by_n)
       axis_(GetSingleArgument<int>("axis", 1)),
       axis_w_(GetSingleArgument<int>("axis_w", 1)),
       weight_is_k_by_n_(weight_is_k_by_n),
-      fuse_relu_(ReadFCFuseRelu(*this)),
-      use_dnnl_(fuse_relu_ || def.engine() == "DNNL") {}
-
-FCOp::~FCOp() = default;
+      fuse_relu_(ReadFCFuseRelu(*this)) {}
 
 void FCOp::RunOnDevice() {
   const Tensor& X = Input(0);
@@ -88,13 +86,17 @@ void FCOp::RunOnDevice() {
                  input_name(2), "') has shape ", b.dims(), " but should be [", shape.N,
                  "], one entry per output unit N of weight W ('", input_name(1), "') ",
                  W.dims());
-  if (use_dnnl_ && X.dtype() == DataType::kFloat && shape.M > 0 && shape.N > 0 &&
-      shape.K > 0) {
+  if (X.dtype() == DataType::kFloat && shape.M > 0 && shape.N > 0 && shape.K > 0) {
     Tensor* Y = Output(0);
     Y->Resize(shape.y_dims);
-    if (dnnl_ == nullptr) dnnl_ = std::make_unique<DnnlMatMul>();
-    if (dnnl_->Run(shape.M, shape.K, shape.N, weight_is_k_by_n_, X.data<float>(),
-                   W.data<float>(), b.data<float>(), Y->mutable_data<float>(), fuse_relu_)) {
+    DnnlMatMulShape product;
+    product.M = shape.M;
+    product.K = shape.K;
+    product.N = shape.N;
+    product.trans_b = !weight_is_k_by_n_;
+    product.relu = fuse_relu_;
+    if (dnnl_.Run(product, X.data<float>(), W.data<float>(), b.data<float>(),
+                  Y->mutable_data<float>())) {
       return;
     }
   }
@@ -140,6 +142,7 @@ void FCGradientOp::RunOnDevice() {
   DOPPIO_ENFORCE(dY.numel() == shape.M * shape.N, "op ", type(), ": output gradient dY ('",
                  input_name(2), "') has shape ", dY.dims(), " but the FC output has shape ",
                  shape.y_dims);
+  const bool want_dx = OutputSize() == 3;
   DispatchCheckedFloat(X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
@@ -149,26 +152,56 @@ void FCGradientOp::RunOnDevice() {
 
     Tensor* dW = Output(0);
     dW->Resize(W.dims());
-    if (weight_is_k_by_n_) {
-      MatrixProduct<T>(true, false, K, N, M, x, dy, dW->mutable_data<T>());  // X^T dY
-    } else {
-      MatrixProduct<T>(true, false, N, K, M, dy, x, dW->mutable_data<T>());  // dY^T X
-    }
-
+    T* weight_grad = dW->mutable_data<T>();
     Tensor* db = Output(1);
     db->Resize({N});
     T* bias_grad = db->mutable_data<T>();
+    T* input_grad = nullptr;
+    if (want_dx) {
+      Tensor* dX = Output(2);
+      dX->Resize(X.dims());
+      input_grad = dX->mutable_data<T>();
+    }
+
+    bool weight_grad_done = false;
+    bool input_grad_done = !want_dx;
+    if constexpr (std::is_same_v<T, float>) {
+      if (M > 0 && N > 0 && K > 0) {
+        // dW = dY^T X ([N, K]) or X^T dY ([K, N]): the batch is the inner dim.
+        DnnlMatMulShape weight_product;
+        weight_product.M = weight_is_k_by_n_ ? K : N;
+        weight_product.K = M;
+        weight_product.N = weight_is_k_by_n_ ? N : K;
+        weight_product.trans_a = true;
+        weight_grad_done = weight_is_k_by_n_
+                               ? dnnl_weight_grad_.Run(weight_product, x, dy, nullptr, weight_grad)
+                               : dnnl_weight_grad_.Run(weight_product, dy, x, nullptr, weight_grad);
+        if (want_dx) {
+          // dX = dY W (W stored [N, K]) or dY W^T (W stored [K, N]).
+          DnnlMatMulShape input_product;
+          input_product.M = M;
+          input_product.K = N;
+          input_product.N = K;
+          input_product.trans_b = weight_is_k_by_n_;
+          input_grad_done = dnnl_input_grad_.Run(input_product, dy, w, nullptr, input_grad);
+        }
+      }
+    }
+    if (!weight_grad_done) {
+      if (weight_is_k_by_n_) {
+        MatrixProduct<T>(true, false, K, N, M, x, dy, weight_grad);  // X^T dY
+      } else {
+        MatrixProduct<T>(true, false, N, K, M, dy, x, weight_grad);  // dY^T X
+      }
+    }
+    if (!input_grad_done) {
+      MatrixProduct<T>(false, weight_is_k_by_n_, M, K, N, dy, w, input_grad);
+    }
+
     std::fill(bias_grad, bias_grad + N, T(0));
     for (int64_t m = 0; m < M; ++m) {
       const T* row = dy + m * N;
       for (int64_t n = 0; n < N; ++n) bias_grad[n] += row[n];
-    }
-
-    if (OutputSize() == 3) {
-      Tensor* dX = Output(2);
-      dX->Resize(X.dims());
-      // dX = dY W (W stored [N, K]) or dY W^T (W stored [K, N]).
-      MatrixProduct<T>(false, weight_is_k_by_n_, M, K, N, dy, w, dX->mutable_data<T>());
     }
   });
 }

@@ -1,6 +1,8 @@
 // Fully connected layers: FC (Y = X W^T + b, W stored [N, K]),
 // FCTransposed (Y = X W + b, W stored [K, N]) and their gradients
-// FCGradient / FCTransposedGradient, all on blas::Gemm.
+// FCGradient / FCTransposedGradient. float32 runs its matrix products on
+// oneDNN's matmul (operators/fc_op_dnnl.h), float64 -- and float32 where
+// oneDNN refuses a case -- on blas::Gemm.
 //
 // X is read as a matrix [M, K] split at `axis`; W as [N, K] (or [K, N]) split
 // at `axis_w`. Y has X's dims before `axis` followed by N.
@@ -12,10 +14,9 @@
 #include <vector>
 
 #include "core/operator.h"
+#include "operators/fc_op_dnnl.h"
 
 namespace doppio {
-
-class DnnlMatMul;
 
 // The matrix view of one FC: X is [M, K], W is [N, K] (or [K, N]), Y is
 // [M, N] with dims y_dims. Shared with the CUDA kernels.
@@ -33,16 +34,16 @@ FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
                        const std::vector<int64_t>& w_dims, int axis, int axis_w,
                        bool weight_is_k_by_n);
 
-// Inputs X, W, b (one dtype: float32 or float64); output Y. The inference
-// forms -- fusion_type = 1 (FC + Relu, written by the fusion pass) or
-// engine "DNNL" -- run float32 on oneDNN's matmul with the bias and the
-// Relu fused (operators/fc_op_dnnl.h); otherwise, and as a fallback, GEMM
-// on OpenBLAS then one pass for the bias (and Relu).
+// Inputs X, W, b (one dtype: float32 or float64); output Y. With
+// fusion_type = 1 (written by the fusion pass) Y = max(X W^T + b, 0).
+// float32 runs on oneDNN's matmul with the bias (and Relu) fused; float64,
+// and float32 where oneDNN refuses, is GEMM on OpenBLAS then one pass for
+// the bias (and Relu). Engine "DNNL" (what the dnnl_fc pass writes) is
+// accepted and runs the same code.
 class FCOp : public Operator<CPUContext> {
  public:
   FCOp(const OperatorDef& def, Workspace* workspace)
       : FCOp(def, workspace, /*weight_is_k_by_n=*/false) {}
-  ~FCOp() override;
   void RunOnDevice() override;
 
  protected:
@@ -53,8 +54,7 @@ class FCOp : public Operator<CPUContext> {
   int axis_w_;
   bool weight_is_k_by_n_;
   bool fuse_relu_;
-  bool use_dnnl_;
-  std::unique_ptr<DnnlMatMul> dnnl_;
+  DnnlMatMul dnnl_;
 };
 
 class FCTransposedOp final : public FCOp {
@@ -78,6 +78,8 @@ class FCGradientOp : public Operator<CPUContext> {
   int axis_;
   int axis_w_;
   bool weight_is_k_by_n_;
+  DnnlMatMul dnnl_weight_grad_;
+  DnnlMatMul dnnl_input_grad_;
 };
 
 class FCTransposedGradientOp final : public FCGradientOp {

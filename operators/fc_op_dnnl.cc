@@ -2,7 +2,6 @@
 
 #include <dnnl.hpp>
 
-#include <algorithm>
 #include <unordered_map>
 #include <vector>
 
@@ -15,9 +14,11 @@ namespace {
 
 using dnnl::memory;
 
-memory::desc Strided(memory::dim rows, memory::dim cols, memory::dim row_stride,
-                     memory::dim col_stride) {
-  return memory::desc({rows, cols}, memory::data_type::f32, {row_stride, col_stride});
+// A dense row-major [rows, cols] matrix, or its transpose when `transposed`
+// (stored [cols, rows]), as a [rows, cols] oneDNN operand.
+memory::desc MatrixDesc(memory::dim rows, memory::dim cols, bool transposed) {
+  const memory::dims strides = transposed ? memory::dims{1, rows} : memory::dims{cols, 1};
+  return memory::desc({rows, cols}, memory::data_type::f32, strides);
 }
 
 }  // namespace
@@ -25,44 +26,54 @@ memory::desc Strided(memory::dim rows, memory::dim cols, memory::dim row_stride,
 struct DnnlMatMul::State {
   std::vector<int64_t> key;
   bool supported = false;
+  bool with_bias = false;
   dnnl::stream stream{DnnlCpuEngine()};
   dnnl::matmul primitive;
-  memory src, weights, bias, dst, scratchpad;
+  memory a, b, bias, c, scratchpad;
   size_t scratchpad_bytes = 0;
+  // Rebuilt only when the shape changes; kept here so that running does not
+  // allocate.
+  std::unordered_map<int, memory> args;
 };
 
 DnnlMatMul::DnnlMatMul() : state_(std::make_unique<State>()) {}
 DnnlMatMul::~DnnlMatMul() = default;
 
-bool DnnlMatMul::Run(int64_t M, int64_t K, int64_t N, bool weight_is_k_by_n, const float* x,
-                     const float* w, const float* bias, float* y, bool relu) {
+bool DnnlMatMul::Run(const DnnlMatMulShape& shape, const float* a, const float* b,
+                     const float* bias, float* c) {
   State& s = *state_;
-  const std::vector<int64_t> key{M, K, N, weight_is_k_by_n, relu};
+  const bool with_bias = bias != nullptr;
+  const std::vector<int64_t> key{shape.M, shape.K,    shape.N,  shape.trans_a,
+                                 shape.trans_b, shape.relu, with_bias};
   if (key != s.key) {
     s.key = key;
     s.supported = false;
     try {
-      const memory::desc src = Strided(M, K, K, 1);
-      // The weights as the [K, N] operand, read in place from W's layout.
-      const memory::desc weights = weight_is_k_by_n ? Strided(K, N, N, 1) : Strided(K, N, 1, K);
-      const memory::desc bias_desc = Strided(1, N, N, 1);
-      const memory::desc dst = Strided(M, N, N, 1);
+      const memory::desc a_desc = MatrixDesc(shape.M, shape.K, shape.trans_a);
+      const memory::desc b_desc = MatrixDesc(shape.K, shape.N, shape.trans_b);
+      const memory::desc c_desc = MatrixDesc(shape.M, shape.N, false);
+      const memory::desc bias_desc = MatrixDesc(1, shape.N, false);
       // Our scratchpad, from the running thread's arena (see dnnl_util.h).
       dnnl::primitive_attr attr = UserScratchpadAttr();
-      if (relu) {
+      if (shape.relu) {
         dnnl::post_ops ops;
         ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
         attr.set_post_ops(ops);
       }
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, bias_desc, dst),
-                                            attr, DnnlCpuEngine());
+      const dnnl::matmul::desc desc = with_bias
+                                          ? dnnl::matmul::desc(a_desc, b_desc, bias_desc, c_desc)
+                                          : dnnl::matmul::desc(a_desc, b_desc, c_desc);
+      const dnnl::matmul::primitive_desc pd(desc, attr, DnnlCpuEngine());
       s.primitive = dnnl::matmul(pd);
-      s.src = memory(src, DnnlCpuEngine(), nullptr);
-      s.weights = memory(weights, DnnlCpuEngine(), nullptr);
+      s.a = memory(a_desc, DnnlCpuEngine(), nullptr);
+      s.b = memory(b_desc, DnnlCpuEngine(), nullptr);
       s.bias = memory(bias_desc, DnnlCpuEngine(), nullptr);
-      s.dst = memory(dst, DnnlCpuEngine(), nullptr);
+      s.c = memory(c_desc, DnnlCpuEngine(), nullptr);
       s.scratchpad_bytes = pd.scratchpad_desc().get_size();
       s.scratchpad = memory(pd.scratchpad_desc(), DnnlCpuEngine(), nullptr);
+      s.args = {{DNNL_ARG_SRC, s.a}, {DNNL_ARG_WEIGHTS, s.b}, {DNNL_ARG_DST, s.c}};
+      if (with_bias) s.args[DNNL_ARG_BIAS] = s.bias;
+      if (s.scratchpad_bytes > 0) s.args[DNNL_ARG_SCRATCHPAD] = s.scratchpad;
       s.supported = true;
     } catch (const dnnl::error&) {
       return false;
@@ -70,19 +81,16 @@ bool DnnlMatMul::Run(int64_t M, int64_t K, int64_t N, bool weight_is_k_by_n, con
   }
   if (!s.supported) return false;
   try {
-    s.src.set_data_handle(const_cast<float*>(x));
-    s.weights.set_data_handle(const_cast<float*>(w));
-    s.bias.set_data_handle(const_cast<float*>(bias));
-    s.dst.set_data_handle(y);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, s.src},
-                                         {DNNL_ARG_WEIGHTS, s.weights},
-                                         {DNNL_ARG_BIAS, s.bias},
-                                         {DNNL_ARG_DST, s.dst}};
+    // The memory objects are handles: args holds the same objects, so
+    // setting the data here is what the primitive sees.
+    s.a.set_data_handle(const_cast<float*>(a));
+    s.b.set_data_handle(const_cast<float*>(b));
+    if (with_bias) s.bias.set_data_handle(const_cast<float*>(bias));
+    s.c.set_data_handle(c);
     if (s.scratchpad_bytes > 0) {
       s.scratchpad.set_data_handle(ThreadArena::ForThisThread().Reserve(s.scratchpad_bytes));
-      args[DNNL_ARG_SCRATCHPAD] = s.scratchpad;
     }
-    s.primitive.execute(s.stream, args);
+    s.primitive.execute(s.stream, s.args);
     s.stream.wait();
   } catch (const dnnl::error&) {
     s.supported = false;

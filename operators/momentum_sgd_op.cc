@@ -8,6 +8,7 @@
 #include "operators/elementwise_functors.h"
 #include "operators/op_type_dispatch.h"
 #include "operators/optimizer_utils.h"
+#include "operators/parallel_for.h"
 #include "operators/sparse_index_utils.h"
 
 namespace doppio {
@@ -103,8 +104,15 @@ void MomentumSGDOpBase::DenseStep(const Tensor& grad, const Tensor& moment, doub
   Tensor* new_moment = Output(1);
   new_grad->Resize(grad.dims());
   new_moment->Resize(moment.dims());
-  MomentumUpdate<T>(grad.numel(), grad.data<T>(), moment.data<T>(), new_grad->mutable_data<T>(),
-                    new_moment->mutable_data<T>(), lr, momentum_, nesterov_, param);
+  const T* g = grad.data<T>();
+  const T* m = moment.data<T>();
+  T* new_g = new_grad->mutable_data<T>();
+  T* new_m = new_moment->mutable_data<T>();
+  // Pointwise, so split across the intra-op threads with the same bits.
+  ParallelFor(grad.numel(), [&](int64_t begin, int64_t end) {
+    MomentumUpdate<T>(end - begin, g + begin, m + begin, new_g + begin, new_m + begin, lr,
+                      momentum_, nesterov_, param == nullptr ? nullptr : param + begin);
+  });
 }
 
 // ---- MomentumSGD ----

@@ -5,6 +5,7 @@
 #include "core/schema.h"
 #include "operators/math_functors.h"
 #include "operators/op_cost.h"
+#include "operators/parallel_for.h"
 
 namespace doppio {
 
@@ -19,7 +20,10 @@ void ScaleOp::RunOnDevice() {
     Tensor* Y = Output(0);
     Y->Resize(X.dims());
     T* y = Y->mutable_data<T>();
-    functors::CpuUnary(functors::Scale{scale_}, X.numel(), x, y);
+    const functors::Scale scale{scale_};
+    ParallelFor(X.numel(), [&](int64_t begin, int64_t end) {
+      functors::CpuUnary(scale, end - begin, x + begin, y + begin);
+    });
   };
   switch (X.dtype()) {
     case DataType::kFloat: return run(TypeTag<float>{});

@@ -1,0 +1,49 @@
+// ParallelFor: a loop over independent elements split across the calling
+// thread's intra-op threads (OpenMP, the pool oneDNN's kernels use too; the
+// net sets its size, see core/intra_op_threads.h).
+//
+// Why: with 2 intra-op threads the GEMMs of a training step keep both cores
+// busy, and every single-threaded op between them (the momentum update,
+// Relu, the input's Cast/Add/Scale) leaves the second thread spinning: ~25%
+// of the reference MLP's step. Each thread takes one contiguous range, so a
+// loop whose elements are independent gives the same bits however it is
+// split.
+//
+// `body(begin, end)` must not throw (an exception cannot leave an OpenMP
+// region) and must touch only elements in [begin, end).
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace doppio {
+
+// Below this many elements per thread a pointwise loop is cheaper than
+// waking a second thread (~1-2 us to start an OpenMP region).
+constexpr int64_t kParallelForMinPerThread = 16 * 1024;
+
+template <typename Body>
+void ParallelFor(int64_t n, Body&& body, int64_t min_per_thread = kParallelForMinPerThread) {
+  if (n <= 0) return;
+  const int64_t by_size = n / std::max<int64_t>(1, min_per_thread);
+  const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), by_size));
+  if (threads <= 1 || omp_in_parallel()) {
+    body(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t count = omp_get_num_threads();
+    const int64_t index = omp_get_thread_num();
+    // Ranges start on 64-byte boundaries of float arrays, so two threads
+    // never write one cache line.
+    const int64_t chunk = ((n + count - 1) / count + 15) & ~int64_t{15};
+    const int64_t begin = std::min(n, index * chunk);
+    const int64_t end = std::min(n, begin + chunk);
+    if (begin < end) body(begin, end);
+  }
+}
+
+}  // namespace doppio
