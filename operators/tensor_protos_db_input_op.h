@@ -30,6 +30,7 @@
 #include "core/db.h"
 #include "core/tensor.h"
 #include "operators/prefetch_op.h"
+#include "operators/tensor_protos_record.h"
 #include "proto/doppio.pb.h"
 
 namespace doppio {
@@ -45,10 +46,16 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   std::string DataSourceDescription() const override;
 
  private:
-  // Reads the next record (from the reader, or through the shuffle buffer)
-  // into `protos`, checking that it parses and has one tensor per output;
-  // `key` receives its key.
-  void ReadRecord(const db::DBReader& reader, std::string* key, TensorProtos* protos);
+  // Reads the next record's value (from the reader, or through the shuffle
+  // buffer) into value_; `key` receives its key.
+  void ReadValue(const db::DBReader& reader, std::string* key);
+  // Parses value_ into `protos` with protobuf, checking that it parses and
+  // has one tensor per output.
+  void ParseValue(const std::string& key, TensorProtos* protos);
+  // Stacks value_ as record `item` of `batch` straight from its bytes
+  // (operators/tensor_protos_record.h); false, with nothing written, when it
+  // is not a plain record or differs from the batch's first record.
+  bool StackIntoBatchFast(int item, std::vector<Tensor>* batch);
   // The next (key, value) in shuffled order: fills the buffer, then swaps a
   // uniformly chosen record out.
   void ReadShuffled(const db::DBReader& reader, std::string* key, std::string* value);
@@ -67,6 +74,10 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   std::vector<Tensor> prefetched_[kPrefetchDepth];
   // One record's tensor per output, reused across records.
   std::vector<Tensor> record_tensors_;
+  // The fast path's view of one record's tensors, and the batch dims it
+  // builds (kept so that steady-state batches allocate nothing).
+  std::vector<RecordTensorView> record_views_;
+  std::vector<int64_t> batch_dims_;
   // The key of the batch's first record, for messages about later ones.
   std::string first_key_;
   std::string value_;

@@ -287,6 +287,88 @@ TEST_P(TensorProtosDBInputTest, ATensorWhoseDataDoesNotMatchItsDimsFails) {
   EXPECT_MESSAGE_HAS(error, "tensor 1 of record '00000001'", path);
 }
 
+// Plain records (image, label, values: what make_db writes) are decoded
+// straight from their bytes (operators/tensor_protos_record.h); a record in
+// any other form -- here a named label with a device_detail, dims written
+// unpacked -- goes through protobuf. A batch mixing both stacks the same
+// values, and a plain record of another shape fails as any record does.
+TensorProtos PlainRecord(int r, bool plain) {
+  TensorProtos protos;
+  TensorProto* image = protos.add_protos();
+  image->set_data_type(r % 3 == 0 ? TensorProto::UINT8 : TensorProto::BYTE);
+  image->add_dims(1);
+  image->add_dims(2);
+  image->add_dims(3);
+  std::string pixels;
+  for (int j = 0; j < 6; ++j) pixels.push_back(static_cast<char>((7 * r + j) % 256));
+  image->set_byte_data(pixels);
+  TensorProto* label = protos.add_protos();
+  label->set_data_type(TensorProto::INT32);
+  label->add_int32_data(r % 2 == 0 ? -r : r);
+  TensorProto* values = protos.add_protos();
+  values->set_data_type(TensorProto::FLOAT);
+  values->add_dims(2);
+  for (int j = 0; j < 2; ++j) values->add_float_data(0.5f * r - j);
+  if (!plain) {
+    label->set_name("label");
+    label->mutable_device_detail()->set_device_type(0);
+  }
+  return protos;
+}
+
+TEST_P(TensorProtosDBInputTest, PlainAndOtherRecordsStackAlike) {
+  const std::string path = DBPath("plain");
+  std::vector<std::string> values;
+  for (int r = 0; r < 6; ++r) values.push_back(PlainRecord(r, r % 4 != 1).SerializeAsString());
+  WriteDB(GetParam(), path, values);
+  Workspace ws;
+  ws.RunOperatorOnce(CreateDBDef(GetParam(), path));
+  NetDef net;
+  net.set_name("train");
+  *net.add_op() = MakeOp("TensorProtosDBInput", {"reader"}, {"image", "label", "values"},
+                         {IntArg("batch_size", 3)});
+  ws.CreateNet(net);
+  for (int batch = 0; batch < 4; ++batch) {
+    ws.RunNet("train");
+    std::vector<uint8_t> image;
+    std::vector<int32_t> label;
+    std::vector<float> floats;
+    for (int item = 0; item < 3; ++item) {
+      const int r = (3 * batch + item) % 6;
+      for (int j = 0; j < 6; ++j) image.push_back(static_cast<uint8_t>((7 * r + j) % 256));
+      label.push_back(r % 2 == 0 ? -r : r);
+      for (int j = 0; j < 2; ++j) floats.push_back(0.5f * r - j);
+    }
+    EXPECT_EQ(FetchTensor(ws, "image").dims(), (std::vector<int64_t>{3, 1, 2, 3}));
+    EXPECT_EQ(FetchTensor(ws, "label").dims(), (std::vector<int64_t>{3}));
+    EXPECT_EQ(FetchTensor(ws, "values").dims(), (std::vector<int64_t>{3, 2}));
+    EXPECT_EQ(Fetch<uint8_t>(ws, "image"), image);
+    EXPECT_EQ(Fetch<int32_t>(ws, "label"), label);
+    EXPECT_EQ(Fetch<float>(ws, "values"), floats);
+  }
+}
+
+TEST_P(TensorProtosDBInputTest, APlainRecordOfAnotherShapeFails) {
+  const std::string path = DBPath("plain_ragged");
+  std::vector<std::string> values;
+  for (int r = 0; r < 2; ++r) values.push_back(PlainRecord(r, true).SerializeAsString());
+  TensorProtos odd = PlainRecord(1, true);
+  odd.mutable_protos(2)->add_float_data(9.0f);
+  odd.mutable_protos(2)->set_dims(0, 3);
+  values[1] = odd.SerializeAsString();
+  WriteDB(GetParam(), path, values);
+  Workspace ws;
+  ws.RunOperatorOnce(CreateDBDef(GetParam(), path));
+  NetDef net;
+  net.set_name("train");
+  *net.add_op() = MakeOp("TensorProtosDBInput", {"reader"}, {"image", "label", "values"},
+                         {IntArg("batch_size", 2)});
+  ws.CreateNet(net);
+  const std::string error = ErrorOf([&] { ws.RunNet("train"); });
+  EXPECT_MESSAGE_HAS(error, "tensor 2 of record '00000001'", "float32[3]",
+                     "record '00000000'", "shape", path);
+}
+
 // The reader runs ahead of the net (from CreateNet on, up to
 // PrefetchOperator::kPrefetchDepth batches), but each batch, and each
 // failure, still belongs to the run that would have read it in order, and a
