@@ -38,8 +38,8 @@ FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
 // fusion_type = 1 (written by the fusion pass) Y = max(X W^T + b, 0).
 // float32 runs on oneDNN's matmul with the bias (and Relu) fused; float64,
 // and float32 where oneDNN refuses, is GEMM on OpenBLAS then one pass for
-// the bias (and Relu). Engine "DNNL" (what the dnnl_fc pass writes) is
-// accepted and runs the same code.
+// the bias (and Relu). Engine "DNNL" (Caffe2 nets name it) is accepted and
+// runs the same code.
 class FCOp : public Operator<CPUContext> {
  public:
   FCOp(const OperatorDef& def, Workspace* workspace)

@@ -87,7 +87,6 @@ void DefineTransforms(py::module_& m, std::function<Workspace*()> current_worksp
         counts["conv_relu"] = done.conv_relu;
         counts["fc_relu"] = done.fc_relu;
         counts["inplace"] = done.inplace;
-        counts["dnnl_fc"] = done.dnnl_fc;
         return py::make_tuple(Serialize(out), counts);
       },
       py::arg("net"), py::arg("keep") = std::vector<std::string>{}, py::arg("passes") = "all");

@@ -37,7 +37,10 @@ for target in "${targets[@]}"; do
 done
 
 output_base=${DOPPIO_FUZZ_OUTPUT_BASE:-$HOME/.cache/doppio-fuzz-ob}
-bazel --output_base="$output_base" build --config=fuzz -- "${labels[@]}"
+# No bazel-* convenience links: they would point the workspace's links at
+# this output base, and `bazel test //...` of the main build would then
+# descend into it (bazel ignores only links into its own output base).
+bazel --output_base="$output_base" build --config=fuzz --symlink_prefix=/ -- "${labels[@]}"
 bin=$(bazel --output_base="$output_base" info --config=fuzz bazel-bin 2>/dev/null)
 # The clang server is only needed for the build; on a 2-core machine its
 # idle JVM would hold ~1 GB while the targets fuzz and after the script.

@@ -4,7 +4,6 @@
 
 #include "core/enforce.h"
 
-#include "transforms/dnnl_fc.h"
 #include "transforms/fuse_activation.h"
 #include "transforms/fuse_conv_bn.h"
 #include "transforms/inplace_activation.h"
@@ -15,13 +14,13 @@ namespace transforms {
 std::string InferenceOptimizations::Summary() const {
   return std::to_string(conv_bn) + " Conv+SpatialBN, " + std::to_string(conv_relu) +
          " Conv+Relu, " + std::to_string(fc_relu) + " FC+Relu, " + std::to_string(inplace) +
-         " in-place activation(s), " + std::to_string(dnnl_fc) + " FC on oneDNN";
+         " in-place activation(s)";
 }
 
 InferencePasses InferencePasses::Parse(const std::string& list) {
   InferencePasses passes;
   if (list == "all") return passes;
-  passes.conv_bn = passes.activation = passes.inplace = passes.dnnl_fc = false;
+  passes.conv_bn = passes.activation = passes.inplace = false;
   if (list == "none" || list.empty()) return passes;
   size_t start = 0;
   while (start <= list.size()) {
@@ -33,11 +32,9 @@ InferencePasses InferencePasses::Parse(const std::string& list) {
       passes.activation = true;
     } else if (name == "inplace") {
       passes.inplace = true;
-    } else if (name == "dnnl_fc") {
-      passes.dnnl_fc = true;
     } else {
       DOPPIO_THROW("unknown inference pass '", name, "' in '", list,
-                   "'; the passes are conv_bn, activation, inplace, dnnl_fc (or all, none)");
+                   "'; the passes are conv_bn, activation, inplace (or all, none)");
     }
     start = comma + 1;
   }
@@ -67,7 +64,6 @@ NetDef OptimizeForInference(const NetDef& input_net, Workspace* workspace,
     stats.fc_relu = activations.fc_relu;
   }
   if (passes.inplace) net = InplaceActivation(net, &stats.inplace);
-  if (passes.dnnl_fc) net = DnnlFC(net, &stats.dnnl_fc);
   if (!added.empty()) {
     auto* outputs = net.mutable_external_output();
     outputs->erase(std::remove_if(outputs->begin(), outputs->end(),

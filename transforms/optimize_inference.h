@@ -1,7 +1,8 @@
 // OptimizeForInference: the inference passes in the order that lets each
 // feed the next: FuseConvBN (Conv + SpatialBN -> Conv), FuseActivation
 // (Conv/FC + Relu -> fused op), InplaceActivation (what activations remain
-// reuse their input's storage), DnnlFC (the other FCs on oneDNN too).
+// reuse their input's storage). FC needs no pass to reach oneDNN: float32
+// FC runs there always (operators/fc_op_dnnl.h).
 //
 // Run it after the init net: FuseConvBN reads the weights from the
 // workspace and writes the folded ones there. Blobs named in `keep` (e.g.
@@ -25,9 +26,7 @@ struct InferenceOptimizations {
   int conv_relu = 0;
   int fc_relu = 0;
   int inplace = 0;
-  int dnnl_fc = 0;
-  // "2 Conv+SpatialBN, 2 Conv+Relu, 1 FC+Relu, 0 in-place activation(s),
-  // 1 FC on oneDNN"
+  // "2 Conv+SpatialBN, 2 Conv+Relu, 1 FC+Relu, 0 in-place activation(s)"
   std::string Summary() const;
 };
 
@@ -37,8 +36,7 @@ struct InferencePasses {
   bool conv_bn = true;
   bool activation = true;
   bool inplace = true;
-  bool dnnl_fc = true;
-  // "conv_bn,activation,inplace,dnnl_fc" (any subset, or "all" / "none"); an unknown
+  // "conv_bn,activation,inplace" (any subset, or "all" / "none"); an unknown
   // name throws an Error naming it.
   static InferencePasses Parse(const std::string& list);
 };

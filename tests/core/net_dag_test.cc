@@ -512,6 +512,54 @@ TEST(DagNetTest, ChainStaysOnOneWorker) {
   }
 }
 
+// One device with one worker: Run() runs the ops itself, in order, and an
+// error stops the run there just as on a worker.
+TEST(DagNetTest, OneDeviceOneWorkerRunsOnTheCallingThread) {
+  ResetRecords();
+  Workspace ws;
+  SetInt64(&ws, "x", 0);
+  NetBase* net = ws.CreateNet(DagNetDef(
+      "inline", {Sleep("a", 0, 0, {"x"}, {"y"}), Sleep("b", 0, 0, {}, {"z"}),
+                 Sleep("c", 0, 0, {"y", "z"}, {"w"})}));
+  ASSERT_TRUE(dynamic_cast<DagNet*>(net)->runs_on_caller());
+  net->Run();
+  {
+    std::lock_guard<std::mutex> lock(records_mutex);
+    ASSERT_EQ(records.size(), 3u);
+    for (const RunRecord& record : records) {
+      EXPECT_EQ(record.thread, std::this_thread::get_id()) << record.name;
+    }
+    EXPECT_EQ(records[0].name, "a");
+    EXPECT_EQ(records[2].name, "c");
+  }
+
+  SetInt64(&ws, "flag", 1);
+  NetBase* failing = ws.CreateNet(DagNetDef(
+      "inline_failing", {Sleep("before", 0, 0, {}, {"p"}),
+                         Named(MakeOp("DagTestFail", {"flag"}, {"f"}), "bad"),
+                         Sleep("after", 0, 0, {}, {"q"})}));
+  ResetRecords();
+  EXPECT_MESSAGE_HAS(ErrorOf([&] { failing->Run(); }), "deliberate failure",
+                     "op #1 DagTestFail 'bad'", "in net 'inline_failing'");
+  {
+    std::lock_guard<std::mutex> lock(records_mutex);
+    ASSERT_EQ(records.size(), 1u) << "an op ran after the failure";
+    EXPECT_EQ(records[0].name, "before");
+  }
+  SetInt64(&ws, "flag", 0);
+  ResetRecords();
+  failing->Run();
+  EXPECT_EQ(records.size(), 2u);
+
+  // More than one worker, or more than one device: the pools run the ops.
+  ResetRecords();
+  NetBase* pooled = ws.CreateNet(DagNetDef("pooled", {Sleep("p0", 0, 0)}, 2));
+  EXPECT_FALSE(dynamic_cast<DagNet*>(pooled)->runs_on_caller());
+  pooled->Run();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_NE(records[0].thread, std::this_thread::get_id());
+}
+
 TEST(DagNetTest, EmptyNetRuns) {
   Workspace ws;
   ws.CreateNet(DagNetDef("empty", {}))->Run();

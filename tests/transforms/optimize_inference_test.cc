@@ -75,7 +75,6 @@ TEST(OptimizeForInferenceTest, ReferenceCnnMatchesTheGivenNet) {
     EXPECT_EQ(done.fc_relu, 1);
     // Conv, Relu in place already; nothing left for the in-place pass.
     EXPECT_EQ(done.inplace, 0);
-    EXPECT_EQ(done.dnnl_fc, 1);  // pred, the FC without a Relu
     EXPECT_EQ(optimized.op_size(), 7);
     EXPECT_EQ(CountOps(optimized, "ConvFusion"), 2);
     EXPECT_EQ(CountOps(optimized, "SpatialBN"), 0);
