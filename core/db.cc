@@ -112,8 +112,8 @@ void DBReader::Read(std::string* key, std::string* value) const {
   EnforceOpen();
   std::lock_guard<std::mutex> lock(mutex_);
   DOPPIO_ENFORCE(cursor_->Valid(), "db '", source_, "' has no records to read");
-  *key = cursor_->key();
-  *value = cursor_->value();
+  cursor_->CopyKeyTo(key);
+  cursor_->CopyValueTo(value);
   for (uint32_t s = 0; s < num_shards_; ++s) {
     cursor_->Next();
     if (!cursor_->Valid()) {

@@ -44,6 +44,10 @@ class Cursor {
   // The current record; only while Valid().
   virtual std::string key() = 0;
   virtual std::string value() = 0;
+  // The same into `out`, reusing its storage: a reader copying every record
+  // of a DB (DBReader::Read) then allocates nothing per record.
+  virtual void CopyKeyTo(std::string* out) { *out = key(); }
+  virtual void CopyValueTo(std::string* out) { *out = value(); }
   // False past the last record.
   virtual bool Valid() = 0;
 };

@@ -80,6 +80,14 @@ class LMDBCursor final : public Cursor {
     DOPPIO_ENFORCE(valid_, "no current record: lmdb '", path_, "' is exhausted");
     return std::string(static_cast<const char*>(value_.mv_data), value_.mv_size);
   }
+  void CopyKeyTo(std::string* out) override {
+    DOPPIO_ENFORCE(valid_, "no current record: lmdb '", path_, "' is exhausted");
+    out->assign(static_cast<const char*>(key_.mv_data), key_.mv_size);
+  }
+  void CopyValueTo(std::string* out) override {
+    DOPPIO_ENFORCE(valid_, "no current record: lmdb '", path_, "' is exhausted");
+    out->assign(static_cast<const char*>(value_.mv_data), value_.mv_size);
+  }
   bool Valid() override { return valid_; }
 
  private:

@@ -97,6 +97,14 @@ class MiniDBCursor final : public Cursor {
     DOPPIO_ENFORCE(valid_, "no current record: minidb '", path_, "' is exhausted");
     return value_;
   }
+  void CopyKeyTo(std::string* out) override {
+    DOPPIO_ENFORCE(valid_, "no current record: minidb '", path_, "' is exhausted");
+    out->assign(key_);
+  }
+  void CopyValueTo(std::string* out) override {
+    DOPPIO_ENFORCE(valid_, "no current record: minidb '", path_, "' is exhausted");
+    out->assign(value_);
+  }
   bool Valid() override { return valid_; }
 
  private:

@@ -20,6 +20,7 @@
 // buffer as large as the DB mixes every pass over it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -68,6 +69,11 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   int64_t shuffle_buffer_size_;
   // Touched only on the prefetch thread (one fetch runs at a time).
   std::vector<std::pair<std::string, std::string>> shuffle_buffer_;
+  // The coming draws of shuffle_rng_, a ring starting at picks_head_ (see
+  // ReadShuffled); drawn once the buffer is full.
+  std::array<size_t, 3> next_picks_{};
+  size_t picks_head_ = 0;
+  bool picks_primed_ = false;
   std::mt19937_64 shuffle_rng_;
   // Per prefetch slot, one tensor per output: filled on the prefetch thread,
   // read by CopyPrefetched once the slot is filled (prefetch_op.h).

@@ -15,6 +15,7 @@
 
 #include "core/db.h"
 #include "core/gradient.h"
+#include "core/intra_op_threads.h"
 #include "core/schema.h"
 #include "core/workspace.h"
 #include "proto/doppio.pb.h"
@@ -373,30 +374,44 @@ TEST_P(TensorProtosDBInputTest, APlainRecordOfAnotherShapeFails) {
 // PrefetchOperator::kPrefetchDepth batches), but each batch, and each
 // failure, still belongs to the run that would have read it in order, and a
 // pause between runs (the reader filling every slot) changes nothing.
+//
+// Both ways of reading: with 1 intra-op thread on a multi-core machine the
+// net leaves cores idle and a thread reads ahead; with an intra-op thread
+// per core the op reads on the net's thread, after handing out what the
+// thread started at CreateNet had read ahead (prefetch_op.h).
 TEST_P(TensorProtosDBInputTest, ReadingAheadKeepsBatchesAndFailuresInOrder) {
-  const std::string path = DBPath("ahead");
-  std::vector<std::string> values = StandardRecords(6);
-  values[4] = std::string("\xff\xff\xff\xff", 4);
-  WriteDB(GetParam(), path, values);
-  Workspace ws;
-  ws.RunOperatorOnce(CreateDBDef(GetParam(), path));
-  ws.CreateNet(InputNet("train", 2));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ws.RunNet("train");
-  ExpectBatch(ws, {0, 1});
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ws.RunNet("train");
-  ExpectBatch(ws, {2, 3});
-  // Record 4 is garbage: the third run fails, after two good ones read ahead.
-  const std::string error = ErrorOf([&] { ws.RunNet("train"); });
-  EXPECT_MESSAGE_HAS(error, "record '00000004'", "not a serialized TensorProtos", path);
-  // Reading goes on after the bad record: 5, then around to 0.
-  ws.RunNet("train");
-  ExpectBatch(ws, {5, 0});
-  ws.RunNet("train");
-  ExpectBatch(ws, {1, 2});
-  // The second pass meets record 4 in the same place.
-  EXPECT_MESSAGE_HAS(ErrorOf([&] { ws.RunNet("train"); }), "record '00000004'");
+  const int cores = AvailableCores();
+  for (int intra_op_threads : {1, cores}) {
+    SCOPED_TRACE("intra_op_threads " + std::to_string(intra_op_threads));
+    const std::string path = DBPath("ahead" + std::to_string(intra_op_threads));
+    std::vector<std::string> values = StandardRecords(6);
+    values[4] = std::string("\xff\xff\xff\xff", 4);
+    WriteDB(GetParam(), path, values);
+    Workspace ws;
+    ws.RunOperatorOnce(CreateDBDef(GetParam(), path));
+    NetDef net = InputNet("train", 2);
+    *net.add_arg() = IntArg("intra_op_threads", intra_op_threads);
+    ws.CreateNet(net);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ws.RunNet("train");
+    ExpectBatch(ws, {0, 1});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ws.RunNet("train");
+    ExpectBatch(ws, {2, 3});
+    // Record 4 is garbage: the third run fails, after two good ones.
+    const std::string error = ErrorOf([&] { ws.RunNet("train"); });
+    EXPECT_MESSAGE_HAS(error, "record '00000004'", "not a serialized TensorProtos", path,
+                       "while prefetching for TensorProtosDBInput 'input'");
+    // Reading goes on after the bad record: 5, then around to 0.
+    ws.RunNet("train");
+    ExpectBatch(ws, {5, 0});
+    ws.RunNet("train");
+    ExpectBatch(ws, {1, 2});
+    // The second pass meets record 4 in the same place.
+    EXPECT_MESSAGE_HAS(ErrorOf([&] { ws.RunNet("train"); }), "record '00000004'");
+    ws.RunNet("train");
+    ExpectBatch(ws, {5, 0});
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TensorProtosDBInputTest,
