@@ -4,6 +4,7 @@ import itertools
 
 import hypothesis.strategies as st
 import numpy as np
+import pytest
 from hypothesis import given
 
 import op_harness as h
@@ -134,6 +135,31 @@ def test_max_pool_gradient_goes_to_the_first_tied_maximum(order, kernel, stride,
     dx = h.run_op(grad_op, [from_nchw(x, order), y, dy])[0]
     expected = max_pool_grad_first_max_reference(x, to_nchw(dy, order), kernel, stride)
     np.testing.assert_allclose(to_nchw(dx, order), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_2x2_planes(dtype):
+    # The reference CNN's pooling (2x2, stride 2, no padding) takes its own
+    # loops in pool_op.cc, over planes split across the intra-op threads:
+    # ties, a NaN, odd sizes (the last row and column are dropped) and enough
+    # planes to split, against numpy.
+    rng = np.random.RandomState(5)
+    x = rng.randint(0, 3, size=(4, 16, 29, 27)).astype(dtype)
+    x[1, 3, 4, 6] = np.nan
+    op = h.make_op("MaxPool", ["X"], ["Y"], kernel=2, stride=2)
+    y = h.run_op(op, [x])[0]
+    windows = x[:, :, :28, :26].reshape(4, 16, 14, 2, 13, 2)
+    expected = np.full((4, 16, 14, 13), np.finfo(dtype).min, dtype)
+    for i, j in itertools.product(range(2), range(2)):
+        # std::max(best, v): a NaN never replaces best.
+        candidate = windows[:, :, :, i, :, j]
+        expected = np.where(candidate > expected, candidate, expected)
+    np.testing.assert_array_equal(y, expected)
+    dy = rng.randn(*y.shape).astype(dtype)
+    dx = h.run_op(h.gradient_ops(op)[0][0], [x, y, dy])[0]
+    finite = np.nan_to_num(x, nan=-1.0)
+    np.testing.assert_allclose(dx, max_pool_grad_first_max_reference(finite, dy, 2, 2),
+                               rtol=1e-6, atol=1e-6)
 
 
 def test_pool_bad_inputs():
