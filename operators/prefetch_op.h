@@ -33,10 +33,9 @@
 //
 // Subclasses must call Finalize() first thing in their destructor: a fetch in
 // flight calls their Prefetch(), which must not outlive their members.
-// A subclass whose data source is ready when it is constructed may call
-// StartFetching() at the end of its constructor, so the first batches (and
-// start-up work such as filling a shuffle buffer) are read while the rest of
-// the net is created rather than in the first Run.
+// A subclass may call StartFetching() at the end of its constructor, so the
+// first batches are read while the rest of the net is created; the first
+// Run then hands those out first whichever way it reads.
 //
 // Thread-safety: the background thread and Run touch different slots (a
 // slot is the reader's while free, the caller's while filled); anything else

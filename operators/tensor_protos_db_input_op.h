@@ -57,6 +57,8 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   // (operators/tensor_protos_record.h); false, with nothing written, when it
   // is not a plain record or differs from the batch's first record.
   bool StackIntoBatchFast(int item, std::vector<Tensor>* batch);
+  // Reads records into the shuffle buffer until it holds shuffle_buffer.
+  void FillShuffleBuffer(const db::DBReader& reader);
   // The next (key, value) in shuffled order: fills the buffer, then swaps a
   // uniformly chosen record out.
   void ReadShuffled(const db::DBReader& reader, std::string* key, std::string* value);

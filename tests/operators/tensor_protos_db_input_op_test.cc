@@ -435,10 +435,14 @@ TEST(TensorProtosDBInputOpTest, NegativeBatchSizeIsRefused) {
 TEST(TensorProtosDBInputOpTest, DestroyingTheOpWithAFetchInFlightIsClean) {
   const std::string path = testing::TempDir("tpdbi_destroy") + "/db";
   WriteDB("minidb", path, StandardRecords(5));
+  // One intra-op thread: on a machine of 2+ cores the op then reads ahead
+  // on its thread (prefetch_op.h), which is what this test is about.
+  NetDef net = InputNet("train", 4);
+  *net.add_arg() = IntArg("intra_op_threads", 1);
   for (int round = 0; round < 20; ++round) {
     Workspace ws;
     ws.RunOperatorOnce(CreateDBDef("minidb", path));
-    ws.CreateNet(InputNet("train", 4));
+    ws.CreateNet(net);
     ws.RunNet("train");
     // The net (and the op, with its next fetch running) dies before the
     // workspace's blobs.
