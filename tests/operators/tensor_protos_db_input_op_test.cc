@@ -324,11 +324,7 @@ TEST_P(TensorProtosDBInputTest, PlainAndOtherRecordsStackAlike) {
   WriteDB(GetParam(), path, values);
   Workspace ws;
   ws.RunOperatorOnce(CreateDBDef(GetParam(), path));
-  NetDef net;
-  net.set_name("train");
-  *net.add_op() = MakeOp("TensorProtosDBInput", {"reader"}, {"image", "label", "values"},
-                         {IntArg("batch_size", 3)});
-  ws.CreateNet(net);
+  ws.CreateNet(InputNet("train", 3, {"image", "label", "values"}));
   for (int batch = 0; batch < 4; ++batch) {
     ws.RunNet("train");
     std::vector<uint8_t> image;
@@ -360,11 +356,7 @@ TEST_P(TensorProtosDBInputTest, APlainRecordOfAnotherShapeFails) {
   WriteDB(GetParam(), path, values);
   Workspace ws;
   ws.RunOperatorOnce(CreateDBDef(GetParam(), path));
-  NetDef net;
-  net.set_name("train");
-  *net.add_op() = MakeOp("TensorProtosDBInput", {"reader"}, {"image", "label", "values"},
-                         {IntArg("batch_size", 2)});
-  ws.CreateNet(net);
+  ws.CreateNet(InputNet("train", 2, {"image", "label", "values"}));
   const std::string error = ErrorOf([&] { ws.RunNet("train"); });
   EXPECT_MESSAGE_HAS(error, "tensor 2 of record '00000001'", "float32[3]",
                      "record '00000000'", "shape", path);
