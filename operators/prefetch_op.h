@@ -21,10 +21,9 @@
 // a reader thread could only take a core from it -- and an OpenMP region
 // whose second thread is preempted stalls whole, for a scheduler time slice.
 // The reference MLP on 2 cores trained at ~130-150k images/s with the reader
-// thread and ~175-185k reading inline (decoding a batch costs ~30 us). The
-// switch is made per run: batches already read ahead are handed out first,
-// in order, then the thread stops, and a later run that leaves cores idle
-// starts it again.
+// thread and ~175-185k reading inline (decoding a batch costs ~30 us). A
+// net applies the same intra-op thread count on every run, so the choice
+// holds: once a run has started the reader thread, the op keeps it.
 //
 // Failures in the background thread (a corrupt record, an unreadable DB) are
 // kept in their slot and rethrown from the Run that reaches that slot, as a
@@ -34,8 +33,8 @@
 // Subclasses must call Finalize() first thing in their destructor: a fetch in
 // flight calls their Prefetch(), which must not outlive their members.
 // A subclass may call StartFetching() at the end of its constructor, so the
-// first batches are read while the rest of the net is created; the first
-// Run then hands those out first whichever way it reads.
+// first batches are read while the rest of the net is created (the op then
+// reads ahead whatever its runs' thread counts).
 //
 // Thread-safety: the background thread and Run touch different slots (a
 // slot is the reader's while free, the caller's while filled); anything else
@@ -75,8 +74,8 @@ class PrefetchOperator : public Operator<Context> {
   ~PrefetchOperator() override { Finalize(); }
 
   void RunOnDevice() final {
-    if (!ReadAheadPays() && StopReaderWhenDrained()) {
-      // No thread and no batch read ahead: slot oldest_ is free.
+    if (!thread_.joinable() && !ReadAheadPays()) {
+      // No reader thread, so no batch read ahead: slot oldest_ is free.
       try {
         Prefetch(oldest_);
       } catch (...) {
@@ -124,7 +123,6 @@ class PrefetchOperator : public Operator<Context> {
     slot_freed_.notify_all();
     thread_.join();
     stop_ = false;
-    paused_ = false;
     oldest_ = 0;
     filled_ = 0;
     for (std::exception_ptr& error : errors_) error = nullptr;
@@ -145,11 +143,10 @@ class PrefetchOperator : public Operator<Context> {
     while (true) {
       // After a failure the reader waits until the caller has seen it.
       slot_freed_.wait(lock, [this] {
-        return stop_ || (!paused_ && filled_ < kPrefetchDepth && !AnyError());
+        return stop_ || (filled_ < kPrefetchDepth && !AnyError());
       });
       if (stop_) return;
       const int slot = (oldest_ + filled_) % kPrefetchDepth;
-      fetching_ = true;
       lock.unlock();
       std::exception_ptr error;
       try {
@@ -158,7 +155,6 @@ class PrefetchOperator : public Operator<Context> {
         error = std::current_exception();
       }
       lock.lock();
-      fetching_ = false;
       errors_[slot] = error;
       ++filled_;
       slot_filled_.notify_all();
@@ -208,20 +204,6 @@ class PrefetchOperator : public Operator<Context> {
     return omp_get_max_threads() < cores;
   }
 
-  // Stops the reader from starting more fetches; true (with the thread
-  // joined) once nothing it read is left to hand out, false while batches
-  // read ahead remain (the caller takes them as usual).
-  bool StopReaderWhenDrained() {
-    if (!thread_.joinable()) return true;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      paused_ = true;
-      if (filled_ > 0 || fetching_) return false;
-    }
-    Finalize();
-    return true;
-  }
-
   void ReleaseOldestSlot() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -239,10 +221,6 @@ class PrefetchOperator : public Operator<Context> {
   int oldest_ = 0;  // the slot the next Run takes
   int filled_ = 0;  // slots filled, from oldest_ on
   bool stop_ = false;
-  // The reader starts no new fetch (StopReaderWhenDrained); fetching_: one
-  // is running.
-  bool paused_ = false;
-  bool fetching_ = false;
   std::exception_ptr errors_[kPrefetchDepth];
 };
 
