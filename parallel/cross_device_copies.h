@@ -1,7 +1,7 @@
 // InjectCrossDeviceCopies: the pass that makes a model-parallel net runnable.
 // Ops of one net may be placed on different devices (DeviceOption); a blob
 // written on one device and read on another needs an explicit Copy op
-// (DESIGN.md section 4). The pass is pure (NetDef -> NetDef) and follows
+// (docs/DESIGN.md section 4). The pass is pure (NetDef -> NetDef) and follows
 // Caffe2's core.InjectCrossDeviceCopies: one copy per (blob, device), named
 // "<blob>_gpu_<id>" or "<blob>_cpu" (CPU devices other than 0, which Caffe2
 // does not have, get "<blob>_cpu_<id>"), reused by every later reader on that

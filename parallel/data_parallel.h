@@ -1,6 +1,6 @@
 // The Parallelize pass: a model built once (the template) becomes a
 // synchronous-SGD model replicated on N devices, as Caffe2's
-// data_parallel_model does (DESIGN.md section 1).
+// data_parallel_model does (docs/DESIGN.md section 1).
 //
 // The pass is a pure NetDef -> NetDef function; the Python front end
 // (doppio.data_parallel_model) and C++ callers share it. Replicas live on

@@ -1,8 +1,8 @@
 """One gtest binary per *_test.cc file in a test folder."""
 
 def cc_tests_per_file(deps = [], data = [], size = "small", exclude = []):
-    """Every test links //core and //tests:test_util and can read the shared
-    Caffe2 vectors (test_util's VectorPath); `deps` and `data` add to that.
+    """Every test links //core and //tests:test_util and can read the
+    Caffe2 wire vectors (test_util's VectorPath); `deps` and `data` add to that.
     `exclude`: test files that the BUILD file declares itself (other deps)."""
     for src in native.glob(["*_test.cc"], exclude = exclude):
         native.cc_test(
@@ -18,7 +18,7 @@ def cc_tests_per_file(deps = [], data = [], size = "small", exclude = []):
                 "//tests:test_util",
                 "//third_party/system:gtest_main",
             ],
-            data = data + ["@shared_testdata//:caffe2_wire"],
+            data = data + ["//tests:caffe2_wire"],
             size = size,
         )
 

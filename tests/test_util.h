@@ -25,11 +25,11 @@ namespace testing {
 
 // ---- files ----
 
-// A vector made by Caffe2 under shared_testdata/caffe2_wire/ (the tests'
+// A vector made by Caffe2 under tests/testdata/caffe2_wire/ (the tests'
 // data dependency), found through the runfiles tree.
 inline std::string VectorPath(const std::string& name) {
   const char* runfiles = std::getenv("TEST_SRCDIR");
-  return std::string(runfiles ? runfiles : ".") + "/shared_testdata/caffe2_wire/" + name;
+  return std::string(runfiles ? runfiles : ".") + "/doppio/tests/testdata/caffe2_wire/" + name;
 }
 
 // The whole file; a file that cannot be opened is a test failure (and "").

@@ -1,4 +1,4 @@
-"""The reference models of DESIGN.md section 8 as brew builders, shared by
+"""The reference models of docs/DESIGN.md section 8 as brew builders, shared by
 fmnist_train.py (which re-exports them), the model-parallel example, the
 tests and the benchmarks.
 
@@ -11,7 +11,7 @@ import numpy as np
 from caffe2.python import brew, core
 
 # Pixels are scaled to [0, 1] and then standardized with the training set's
-# statistics (the same constants as the PyTorch peer, ../shared/bench).
+# statistics (the same constants as the PyTorch peer, tools/bench/peers/torch_fmnist.py).
 PIXEL_MEAN = 0.2860
 PIXEL_STD = 0.3530
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Trains the reference CNN or MLP (DESIGN.md section 8, --model; the
+"""Trains the reference CNN or MLP (docs/DESIGN.md section 8, --model; the
 models are in fmnist_models.py) on Fashion-MNIST, the way
 a Caffe2 user would, data-parallel on CPU devices: DBs of TensorProtos made
 by tools/make_db, one shared DB reader, builder callbacks handed to

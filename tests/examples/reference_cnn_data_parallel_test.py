@@ -1,4 +1,4 @@
-"""The example's reference CNN itself (DESIGN.md section 8, full size) under
+"""The example's reference CNN itself (docs/DESIGN.md section 8, full size) under
 Parallelize_CPU with combine_spatial_bn: the same global batch on 1, 2 and 4
 devices gives the same parameters and BN statistics after several momentum
 SGD steps, and every replica holds identical parameters.

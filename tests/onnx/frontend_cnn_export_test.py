@@ -1,4 +1,4 @@
-"""The reference CNN and MLP (DESIGN.md section 8), trained for a few dozen
+"""The reference CNN and MLP (docs/DESIGN.md section 8), trained for a few dozen
 SGD steps on Fashion-MNIST, extracted with ExtractPredictorNet, exported
 with mobile_exporter and then to ONNX: the model passes onnx.checker, has
 the net's input, output and parameter names, and the independent numpy

@@ -103,7 +103,7 @@ def check_export(ops, inputs, params=None, outputs=None, opsets=OPSETS, rtol=1e-
     return model
 
 
-# ---- trained reference models (DESIGN.md section 8) ----
+# ---- trained reference models (docs/DESIGN.md section 8) ----
 
 TRAIN_WORKSPACE = 'onnx_frontend_training'
 

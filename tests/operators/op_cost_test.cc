@@ -147,7 +147,7 @@ TEST(OpCost, BadShapesAreErrorsNamingTheOp) {
                      "FC");
 }
 
-// The reference CNN of DESIGN.md section 8 (forward only), per image:
+// The reference CNN of docs/DESIGN.md section 8 (forward only), per image:
 // conv1 2*28*28*32*9*1, conv2 2*14*14*64*9*32, fc1 2*3136*128, fc2 2*128*10
 // (multiply-adds), plus the biases.
 TEST(OpCost, NetWalkOverReferenceCnnForward) {

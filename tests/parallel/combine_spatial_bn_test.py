@@ -1,5 +1,5 @@
 """combine_spatial_bn: a small reference CNN (Conv 1->4, SpatialBN, Relu,
-MaxPool, FC; DESIGN.md section 8, shrunk to 8x8 inputs) trained 10 momentum
+MaxPool, FC; docs/DESIGN.md section 8, shrunk to 8x8 inputs) trained 10 momentum
 SGD steps on a global batch of 8. With the option, 1, 2 and 4 devices give
 the same params and running statistics (SpatialBN sees the whole batch);
 without it, 2 devices equal a single device whose net normalizes each half

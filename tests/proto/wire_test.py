@@ -1,6 +1,6 @@
 """The Caffe2 wire vectors round-trip through doppio.proto unchanged.
 
-The vectors in ../shared/testdata/caffe2_wire were made by Caffe2's own
+The vectors in tests/testdata/caffe2_wire were made by Caffe2's own
 schema and Google's encoder, so they are an independent reference: each .pb
 must parse with our schema, print exactly its .pbtxt, and serialize back to
 the same bytes.
@@ -26,11 +26,8 @@ VECTORS = {
 def vector_dir():
     runfiles = os.environ.get("TEST_SRCDIR")
     if runfiles:
-        candidate = os.path.join(runfiles, "shared_testdata", "caffe2_wire")
-        if os.path.isdir(candidate):
-            return candidate
-    return os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
-                        "testdata", "caffe2_wire")
+        return os.path.join(runfiles, "doppio", "tests", "testdata", "caffe2_wire")
+    return os.path.join(os.path.dirname(__file__), "..", "testdata", "caffe2_wire")
 
 
 def read(name, mode="rb"):

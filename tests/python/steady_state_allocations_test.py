@@ -1,5 +1,5 @@
 """Issue 13's memory target: once warmed up, a training iteration of the
-reference CNN and MLP (DESIGN.md section 8) makes no call at all to the CPU
+reference CNN and MLP (docs/DESIGN.md section 8) makes no call at all to the CPU
 allocator, counted by workspace.GetCPUAllocatorStats()['allocations'].
 Covered: Parallelize_CPU on 1 and 2 devices (one dag worker per device, as
 fmnist_train.py runs them), with and without optimize_gradient_memory

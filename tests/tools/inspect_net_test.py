@@ -1,4 +1,4 @@
-"""tools/inspect_net on the reference CNN (DESIGN.md section 8), built here
+"""tools/inspect_net on the reference CNN (docs/DESIGN.md section 8), built here
 with brew and exported as init and train NetDef files.
 
 Independent references: op counts from the NetDef itself, parameter sizes

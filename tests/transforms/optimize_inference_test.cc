@@ -1,4 +1,4 @@
-// OptimizeForInference on the reference CNN (DESIGN.md section 8, as
+// OptimizeForInference on the reference CNN (docs/DESIGN.md section 8, as
 // fmnist_train.py exports it) and on random Conv/BN/Relu/FC chains: the
 // optimized net computes what the given one does, and has the expected ops.
 

@@ -19,8 +19,8 @@ Runs of the CNN, all with the global batch 64 and momentum SGD lr 0.05:
                per shard, so the allreduces overlap the rest of backward
   doppio auto  --devices auto: the example times each split of the cores
                (doppio.auto_split) before training and trains with the fastest
-  torch 2 thr  ../shared/bench/torch_fmnist.py cnn, 2 threads
-  torch DDP 2  ../shared/bench/torch_ddp.py, 2 gloo processes of 1 thread
+  torch 2 thr  tools/bench/peers/torch_fmnist.py cnn, 2 threads
+  torch DDP 2  tools/bench/peers/torch_ddp.py, 2 gloo processes of 1 thread
                (throughput only: it measures no accuracy)
 Runs of the MLP (FC 784-256-128-10; torch_ddp has no MLP): doppio 2x1, 1x2,
 1x2 (2 workers) and auto as above; torch_fmnist.py mlp with 2 threads and with
@@ -42,7 +42,7 @@ import time
 
 REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                           '..', '..'))
-PEER_DIR = os.path.normpath(os.path.join(REPO_ROOT, '..', 'shared', 'bench'))
+PEER_DIR = os.path.join(REPO_ROOT, 'tools', 'bench', 'peers')
 EXAMPLE = os.path.join(REPO_ROOT, 'python_api', 'examples', 'fmnist_train.py')
 LAUNCH = os.path.join(REPO_ROOT, 'tools', 'launch.py')
 FULL_TRAIN_IMAGES = 60000
@@ -141,18 +141,9 @@ def doppio(args, model, devices, workers, intra_op_threads, workdir, processes=1
 def torch_single(args, model, threads):
     what = 'pytorch {} thread(s) (torch_fmnist.py {})'.format(threads, model)
     before = load_average()
-    # torch_fmnist.py has no limit argument: the same script, its training
-    # set cut to the first N images when --train_limit asks.
-    code = ('import sys; sys.path.insert(0, {peer!r}); import torch_fmnist as t\n'
-            'limit = {limit}\n'
-            'if limit > 0:\n'
-            '    full = t.load\n'
-            '    t.load = lambda kind: tuple(a[:limit] for a in full(kind)) '
-            'if kind == "train" else full(kind)\n'
-            'sys.argv = ["torch_fmnist.py", "{model}", "{epochs}", "{threads}"]\n'
-            't.main()\n').format(peer=PEER_DIR, limit=args.train_limit, epochs=args.epochs,
-                                 model=model, threads=threads)
-    result = last_json_line(run(['/usr/bin/python3', '-c', code], what), what)
+    command = ['/usr/bin/python3', os.path.join(PEER_DIR, 'torch_fmnist.py'), model,
+               str(args.epochs), str(threads), '--train_limit', str(args.train_limit)]
+    result = last_json_line(run(command, what), what)
     seconds = sum(e['seconds'] for e in result['epochs'])
     images = (args.train_limit if args.train_limit > 0 else FULL_TRAIN_IMAGES) * args.epochs
     return dict(name='pytorch {} thread{}'.format(threads, 's' if threads > 1 else ''),

@@ -1,6 +1,6 @@
 """Cross-process Allreduce benchmark (issue 7): 25 MiB of float32 between 2
 processes on loopback, Doppio's Gloo Allreduce op (each algorithm) beside
-PyTorch's Gloo all_reduce (../shared/bench/torch_ddp.py WORLD ITERS
+PyTorch's Gloo all_reduce (tools/bench/peers/torch_ddp.py WORLD ITERS
 allreduce), in alternating rounds of one run.
 
     tools/python tools/bench/gloo_allreduce_bench.py [--nprocs 2] [--mib 25]
@@ -29,7 +29,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 LAUNCH = os.path.join(REPO, "tools", "launch.py")
-TORCH_DDP = os.path.join(REPO, "..", "shared", "bench", "torch_ddp.py")
+TORCH_DDP = os.path.join(HERE, "peers", "torch_ddp.py")
 ALGORITHMS = ["ring", "ring_chunked", "halving_doubling"]
 
 

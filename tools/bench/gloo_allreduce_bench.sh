@@ -2,7 +2,7 @@
 # Cross-process Allreduce benchmark (issue 7): 25 MiB of float32 between 2
 # processes on TCP loopback, Doppio's Gloo Allreduce op (ring, ring_chunked,
 # halving_doubling; ranks started by tools/launch.py) beside PyTorch's Gloo
-# all_reduce (../shared/bench/torch_ddp.py 2 ITERS allreduce), alternating
+# all_reduce (tools/bench/peers/torch_ddp.py 2 ITERS allreduce), alternating
 # rounds of one run; prints the table and writes the results as JSON.
 #
 #   tools/bench/gloo_allreduce_bench.sh [--nprocs N] [--iters R] [--warmup W]

@@ -8,12 +8,12 @@ builds what it needs):
         [--out tools/bench/results/gpu_train_bench.json]
 
 Runs, each in a fresh process, all with the global batch --batch, momentum
-SGD lr 0.05 (DESIGN.md section 8) and the same Fashion-MNIST images:
+SGD lr 0.05 (docs/DESIGN.md section 8) and the same Fashion-MNIST images:
   doppio N GPU   data_parallel_model.Parallelize_GPU on GPUs 0..N-1, NCCL
                  collectives (NCCLAllreduce of each gradient), each GPU fed
                  its batch / N images per step with FeedBlob
   doppio N GPU (no NCCL)  --no_nccl adds these: the Copy + Sum tree
-  torch 1 GPU    the peer's CNN (../shared/bench/torch_fmnist.py) on cuda:0
+  torch 1 GPU    the peer's CNN (tools/bench/peers/torch_fmnist.py) on cuda:0
   torch N GPU    the same model in nn.DataParallel over GPUs 0..N-1
 for N from 1 to --max_gpus (default: every GPU both frameworks see).
 Images/s counts the timed steps only (after --warmup untimed ones), ending
@@ -37,7 +37,7 @@ import numpy as np
 
 REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                           '..', '..'))
-PEER_DIR = os.path.normpath(os.path.join(REPO_ROOT, '..', 'shared', 'bench'))
+PEER_DIR = os.path.join(REPO_ROOT, 'tools', 'bench', 'peers')
 DATA_DIR = '/usr/share/datasets/fashion-mnist'
 PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530
 LR, MOMENTUM = 0.05, 0.9

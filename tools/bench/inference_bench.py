@@ -5,7 +5,7 @@ with the --optimize passes switched on one by one, beside PyTorch eager
 
 Train-free: the predict + init nets are written here (text protobuf) with
 fixed random weights and BatchNorm statistics; PyTorch's model is the
-reference CNN of ../shared/bench/torch_fmnist.py with those weights loaded.
+reference CNN of tools/bench/peers/torch_fmnist.py with those weights loaded.
 The runs take turns for --rounds rounds; each configuration's best round
 counts. Both sides must predict the same classes on the same images, else
 the bench fails.
@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TORCH_MODEL_DIR = os.path.normpath(os.path.join(HERE, '..', '..', '..', 'shared', 'bench'))
+TORCH_MODEL_DIR = os.path.join(HERE, 'peers')
 FASHION_MNIST = '/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz'
 PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530
 

@@ -28,7 +28,7 @@ another's heap. Rows:
   doppio memonger (shapes)  the same with blob_shapes taken from the plain
                      run, so the assignment is size aware
   pytorch            the same architecture in torch.nn (the peer, defined
-                     in this file: no script in ../shared/bench/ has it),
+                     in this file: no script in tools/bench/peers/ has it),
                      plain SGD; RSS only
   pytorch (profiler) the same run under torch.profiler with profile_memory
 Measures, each taken from just before the first iteration to its end:

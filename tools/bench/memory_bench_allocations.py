@@ -1,5 +1,5 @@
 """memory_bench.py --report_allocations: how often one steady-state training
-iteration of the reference CNN and MLP (DESIGN.md section 8; momentum SGD,
+iteration of the reference CNN and MLP (docs/DESIGN.md section 8; momentum SGD,
 Parallelize_CPU with one dag worker per device as fmnist_train.py runs them,
 built by python_api/examples/fmnist_parallel_training.py) calls the CPU
 allocator, and with how many bytes (workspace.GetCPUAllocatorStats()).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the executor benchmark of issue 5 beside its PyTorch peer: Doppio's
 # net_overhead (per-op overhead of the simple and dag nets; dag speed-up of
-# two Conv chains on cpu_0 and cpu_1) and ../shared/bench/torch_overhead.py,
+# two Conv chains on cpu_0 and cpu_1) and tools/bench/peers/torch_overhead.py,
 # alternating for a few rounds so that load from other processes hits both
 # alike. Prints one table (best of all rounds) and writes the results as JSON.
 #
@@ -16,7 +16,7 @@ ops=10000
 rounds=3
 reps=15
 out="tools/bench/results/net_overhead.json"
-peer="../shared/bench/torch_overhead.py"
+peer="tools/bench/peers/torch_overhead.py"
 
 usage() { sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 

@@ -1,5 +1,5 @@
 // op_bench: times Doppio's Conv, SpatialBN and FC forward ops and the gradient
-// ops their makers produce, at the reference CNN's shapes (DESIGN.md section
+// ops their makers produce, at the reference CNN's shapes (docs/DESIGN.md section
 // 8, batch 64), next to OpenBLAS's sgemm peak measured in the same process.
 // Prints a table and, as the last line, one JSON object; the PyTorch peer
 // (op_bench_torch.py) uses the same case names so op_bench.sh can join them.
