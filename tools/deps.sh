@@ -20,6 +20,9 @@ DOPPIO_DEBIAN_PACKAGES=(
   dataset-fashion-mnist
   python3-tqdm python3-matplotlib graphviz
   python3-onnx libonnx-testdata
+  # PyTorch is an independent reference in tests (tests/examples,
+  # tests/onnx) and the peer of every benchmark (tools/bench/peers)
+  python3-torch
   clang libclang-rt-dev lld
   # tools/build_wheel.sh, tools/install.sh and their tests (tests/install)
   python3-venv python3-pip patchelf pkgconf
