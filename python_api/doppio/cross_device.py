@@ -1,6 +1,8 @@
 """Caffe2's InjectCrossDeviceCopies family over the C++ pass
 (parallel/cross_device_copies.h); re-exported by doppio.core."""
 
+from doppio import _C
+from doppio.core_net import Net
 from doppio.proto import doppio_pb2 as caffe2_pb2
 
 
@@ -41,7 +43,6 @@ def InjectCrossDeviceCopies(net, blob_to_device=None, blob_remap=None,
     net); updated in place. blob_remap: RemapEntry(blob, device) -> copy name,
     copies made by earlier nets; updated in place. placeHolderOps: op types
     that take their inputs wherever they are."""
-    from doppio.core import Net
     proto = net.Proto() if isinstance(net, Net) else net
     if blob_to_device is None:
         blob_to_device = {}
@@ -49,7 +50,6 @@ def InjectCrossDeviceCopies(net, blob_to_device=None, blob_remap=None,
         blob_remap = {}
     rows = [(key.blob, key.device.SerializeToString(), str(name))
             for key, name in blob_remap.items()]
-    from doppio import _C
     net_bytes, devices, remap = _C.inject_cross_device_copies(
         proto.SerializeToString(),
         {str(b): d.SerializeToString() for b, d in blob_to_device.items()},

@@ -8,19 +8,13 @@ scripts spell them core.Plan / core.ExecutionStep / core.execution_step.
 
 import collections
 
+from doppio.core_net import BlobReference, Net
 from doppio.proto import doppio_pb2 as caffe2_pb2
-
-
-def _core():
-    # doppio.core imports this module at its end; importing it lazily lets
-    # either module be imported first.
-    from doppio import core
-    return core
 
 
 def get_net_name(netlike):
     """The name of a Net, a NetDef, or the name itself."""
-    if isinstance(netlike, _core().Net):
+    if isinstance(netlike, Net):
         return netlike.Proto().name
     if isinstance(netlike, caffe2_pb2.NetDef):
         return netlike.name
@@ -33,10 +27,10 @@ def _add_net_to_dict(net_dict, net):
     name = get_net_name(net)
     if name in net_dict:
         if net_dict[name] is not None and net is not net_dict[name] and \
-                isinstance(net, _core().Net):
+                isinstance(net, Net):
             raise ValueError('Different nets with same name: ' + name)
         return False
-    net_dict[name] = net if isinstance(net, _core().Net) else None
+    net_dict[name] = net if isinstance(net, Net) else None
     return True
 
 
@@ -63,7 +57,7 @@ class ExecutionStep(object):
         self._is_used = False
         self._substeps = []
         if nets is not None:
-            if isinstance(nets, _core().Net):
+            if isinstance(nets, Net):
                 nets = [nets]
             for net in nets:
                 if _add_net_to_dict(self._net_dict, net):
@@ -127,7 +121,7 @@ class ExecutionStep(object):
         self._step.only_once = only_once
 
     def SetShouldStopBlob(self, should_stop_blob):
-        if not isinstance(should_stop_blob, _core().BlobReference):
+        if not isinstance(should_stop_blob, BlobReference):
             raise TypeError('SetShouldStopBlob expects a BlobReference, got {}'.format(
                 type(should_stop_blob).__name__))
         self._assert_can_mutate()
@@ -169,7 +163,7 @@ class ExecutionStep(object):
         if self.HasSubsteps():
             raise ValueError('execution step {!r} has substeps; a step cannot have both '
                              'nets and substeps'.format(self.Name()))
-        if not isinstance(net, _core().Net):
+        if not isinstance(net, Net):
             raise TypeError('AddNet expects a core.Net, got {}'.format(type(net).__name__))
         _add_net_to_dict(self._net_dict, net)
         self._step.network.extend([get_net_name(net)])
@@ -214,7 +208,7 @@ class Plan(object):
     def AddNets(self, nets):
         for net in nets:
             if _add_net_to_dict(self._net_dict, net):
-                if not isinstance(net, _core().Net):
+                if not isinstance(net, Net):
                     raise TypeError('Plan.AddNets expects core.Net objects, got {}'.format(
                         type(net).__name__))
                 self._plan.network.add().CopyFrom(net.Proto())
@@ -277,13 +271,12 @@ def execution_step(default_name, steps_or_nets, num_iter=None, report_net=None,
     if run_every_ms:
         step.RunEveryMillis(run_every_ms)
 
-    core = _core()
     if isinstance(steps_or_nets, ExecutionStep):
         step.AddSubstep(steps_or_nets)
-    elif isinstance(steps_or_nets, core.Net):
+    elif isinstance(steps_or_nets, Net):
         step.AddNet(steps_or_nets)
     elif isinstance(steps_or_nets, list):
-        if all(isinstance(x, core.Net) for x in steps_or_nets):
+        if all(isinstance(x, Net) for x in steps_or_nets):
             for net in steps_or_nets:
                 step.AddNet(net)
         else:

@@ -13,6 +13,7 @@ import numpy as np
 
 from doppio import _C as C
 from doppio.proto import doppio_pb2 as caffe2_pb2
+from doppio import plan
 from doppio import scope
 
 # Build-time capabilities, under Caffe2's names. This build's extension
@@ -312,10 +313,9 @@ def RunPlan(plan_or_step):
     """Runs a plan (a core.Plan, a PlanDef or its bytes, or a lone
     core.ExecutionStep, which becomes a plan of its own) in the current
     workspace until it finishes; errors raise RuntimeError."""
-    from doppio import core  # core imports this module
-    if isinstance(plan_or_step, core.ExecutionStep):
-        plan_or_step = core.Plan(plan_or_step)
-    if not isinstance(plan_or_step, (bytes, caffe2_pb2.PlanDef, core.Plan)):
+    if isinstance(plan_or_step, plan.ExecutionStep):
+        plan_or_step = plan.Plan(plan_or_step)
+    if not isinstance(plan_or_step, (bytes, caffe2_pb2.PlanDef, plan.Plan)):
         raise TypeError('RunPlan takes a core.Plan, a PlanDef, its bytes or a '
                         'core.ExecutionStep, got {}'.format(type(plan_or_step).__name__))
     C.run_plan(StringifyProto(plan_or_step))

@@ -1,0 +1,604 @@
+"""Graph building, the heart of caffe2.python.core: blob references,
+operator protos, the Python face of the gradient registry, and Net, a NetDef
+with operator sugar (`net.Relu(x, y)`). doppio.core re-exports all of it.
+
+Below workspace, plan and cross_device in the import order (they build on
+Net), so it reaches the runtime through doppio._C, not doppio.workspace."""
+
+import collections
+import collections.abc
+import copy
+
+import numpy as np
+from google.protobuf.message import Message
+
+from doppio import _C
+from doppio import scope
+from doppio.proto import doppio_pb2 as caffe2_pb2
+
+# Caffe2 exposes these through core as well.
+DataType = caffe2_pb2.TensorProto
+DeviceScope = scope.DeviceScope
+NameScope = scope.NameScope
+
+# A sparse gradient: the rows touched (indices) and their gradients (values).
+GradientSlice = collections.namedtuple('GradientSlice', ['indices', 'values'])
+
+_registered_operators = set()
+
+
+def RegisteredOperators():
+    return _C.registered_operators()
+
+
+def IsOperator(op_type):
+    # Operators register when the extension loads, so one snapshot suffices;
+    # a miss re-reads it in case a library was loaded since.
+    if op_type not in _registered_operators:
+        _registered_operators.update(RegisteredOperators())
+    return op_type in _registered_operators
+
+
+def IsOperatorWithEngine(op_type, engine):
+    return IsOperator(op_type)
+
+
+def DeviceOption(device_type, device_id=0, random_seed=None, node_name=None,
+                 numa_node_id=None, cuda_gpu_id=None):
+    """A DeviceOption proto; the device id goes to cuda_gpu_id as in Caffe2's
+    standalone proto (cuda_gpu_id= is accepted as Caffe2's older keyword)."""
+    option = caffe2_pb2.DeviceOption()
+    option.device_type = device_type
+    option.cuda_gpu_id = device_id if cuda_gpu_id is None else cuda_gpu_id
+    if random_seed is not None:
+        option.random_seed = random_seed
+    if node_name is not None:
+        option.node_name = node_name
+    if numa_node_id is not None:
+        option.numa_node_id = numa_node_id
+    return option
+
+
+def device_option_equal(opt1, opt2, ignore_node_name=True, ignore_random_seed=True):
+    if not opt1 or not opt2:
+        return opt1 == opt2
+    if not ignore_node_name and opt1.node_name != opt2.node_name:
+        return False
+    if not ignore_random_seed and opt1.random_seed != opt2.random_seed:
+        return False
+    if not opt1.device_type or not opt2.device_type:
+        # Either is CPU: the GPU id does not matter.
+        return opt1.device_type == opt2.device_type
+    return opt1.cuda_gpu_id == opt2.cuda_gpu_id
+
+
+class BlobReference(object):
+    """A blob's name, usable wherever a str is, that also remembers the net
+    that made it so `blob.Relu([], 'y')` adds a Relu to that net."""
+
+    def __init__(self, name, net=None):
+        if isinstance(name, bytes):
+            name = name.decode('utf-8')
+        self._name = str(name)
+        self._from_net = net
+        # meta allows helper functions to attach information to a blob.
+        self.meta = {}
+
+    def __hash__(self):
+        return hash(self._name)
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return self._name == other
+        if isinstance(other, BlobReference):
+            return self._name == other._name
+        return False
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __str__(self):
+        return self._name
+
+    def __repr__(self):
+        return 'BlobReference("{}")'.format(self._name)
+
+    def __add__(self, other):
+        if not isinstance(other, str):
+            raise RuntimeError('Cannot add BlobReference to a non-string.')
+        return BlobReference(self._name + other, self._from_net)
+
+    def __radd__(self, other):
+        if not isinstance(other, str):
+            raise RuntimeError('Cannot add a non-string to BlobReference.')
+        return BlobReference(other + self._name, self._from_net)
+
+    def Net(self):
+        return self._from_net
+
+    def GetNameScope(self):
+        return self._name[:self._name.rfind(scope._NAMESCOPE_SEPARATOR) + 1]
+
+    def GetUnscopedName(self):
+        return self._name[self._name.rfind(scope._NAMESCOPE_SEPARATOR) + 1:]
+
+    def _CreateAndAddToNet(self, op_type, inputs=None, *args, **kwargs):
+        """Adds op_type to the blob's net with this blob as its first input."""
+        inputs = [] if inputs is None else inputs
+        if isinstance(inputs, (str, bytes, BlobReference)):
+            inputs = [inputs]
+        return self._from_net.__getattr__(op_type)([self] + list(inputs), *args, **kwargs)
+
+    def __getattr__(self, op_type):
+        if op_type.startswith('__'):
+            raise AttributeError(op_type)
+        if self._from_net is None:
+            raise AttributeError(
+                'You cannot use a blob reference that does not have a net '
+                'source to create operators. Create the operator from an '
+                'explicit net object.')
+        if not IsOperator(op_type):
+            raise AttributeError('Method ' + op_type + ' is not a registered operator.')
+        return lambda *args, **kwargs: self._CreateAndAddToNet(op_type, *args, **kwargs)
+
+
+def ScopedName(name):
+    """`name` under the current name scope."""
+    return scope.CurrentNameScope() + name
+
+
+def ScopedBlobReference(name, *args, **kwargs):
+    """A BlobReference to `name` under the current name scope."""
+    return BlobReference(scope.CurrentNameScope() + name, *args, **kwargs)
+
+
+def _RectifyInputOutput(blobs, net=None):
+    """A list of BlobReferences; plain strings get the current name scope."""
+    if isinstance(blobs, (str, bytes)):
+        name = blobs.decode('utf-8') if isinstance(blobs, bytes) else blobs
+        return [ScopedBlobReference(name, net=net)]
+    if type(blobs) is BlobReference:
+        return [blobs]
+    if type(blobs) in (list, tuple):
+        rectified = []
+        for blob in blobs:
+            if isinstance(blob, (str, bytes)):
+                name = blob.decode('utf-8') if isinstance(blob, bytes) else blob
+                rectified.append(ScopedBlobReference(name, net=net))
+            elif type(blob) is BlobReference:
+                rectified.append(blob)
+            else:
+                raise TypeError('I/O blob #{} of unsupported type: {} of type {}'.format(
+                    len(rectified), str(blob), type(blob)))
+        return rectified
+    raise TypeError('Unknown input/output type: %s of type %s.' % (str(blobs), type(blobs)))
+
+
+def MakeArgument(key, value):
+    """An Argument proto, typed by the value as in caffe2.python.utils:
+    float -> f, int/bool -> i, str/bytes -> s, NetDef -> n, other protos ->
+    serialized s, and lists of those -> floats/ints/strings/nets."""
+    argument = caffe2_pb2.Argument()
+    argument.name = key
+    if isinstance(value, np.ndarray) and value.dtype.type is np.float32:
+        argument.floats.extend(value.flatten().tolist())
+        return argument
+    if isinstance(value, np.ndarray):
+        value = value.flatten().tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    iterable = isinstance(value, collections.abc.Iterable)
+
+    def is_float(v):
+        return type(v) in (float, np.float64, np.float32)
+
+    def is_int(v):
+        return type(v) in (int, bool, np.int64, np.int32)
+
+    if type(value) is float:
+        argument.f = value
+    elif type(value) in (int, bool):
+        # Caffe2 stores bools as ints.
+        argument.i = value
+    elif isinstance(value, bytes):
+        argument.s = value
+    elif isinstance(value, str):
+        argument.s = value.encode('utf-8')
+    elif isinstance(value, caffe2_pb2.NetDef):
+        argument.n.CopyFrom(value)
+    elif isinstance(value, Message):
+        argument.s = value.SerializeToString()
+    elif iterable and all(is_float(v) for v in value):
+        argument.floats.extend(float(v) for v in value)
+    elif iterable and all(is_int(v) for v in value):
+        argument.ints.extend(int(v) for v in value)
+    elif iterable and all(isinstance(v, (str, bytes)) for v in value):
+        argument.strings.extend(v.encode('utf-8') if isinstance(v, str) else v for v in value)
+    elif iterable and all(isinstance(v, caffe2_pb2.NetDef) for v in value):
+        argument.nets.extend(value)
+    elif iterable and all(isinstance(v, Message) for v in value):
+        argument.strings.extend(v.SerializeToString() for v in value)
+    elif iterable:
+        raise ValueError('Unknown iterable argument type: key={} value={}, value type={}[{}]'.format(
+            key, value, type(value), set(type(v) for v in value)))
+    else:
+        raise ValueError('Unknown argument type: key={} value={}, value type={}'.format(
+            key, value, type(value)))
+    return argument
+
+
+def CreateOperator(operator_type, inputs, outputs, name='', control_input=None,
+                   device_option=None, arg=None, engine=None, **kwargs):
+    """An OperatorDef. Plain-string blob names take the current name scope;
+    the device is `device_option`, else the current DeviceScope's, else unset;
+    `random_seed=` goes into the device option; other keywords become
+    arguments (see MakeArgument)."""
+    operator = caffe2_pb2.OperatorDef()
+    operator.type = operator_type
+    operator.name = name
+    operator.input.extend(str(i) for i in _RectifyInputOutput(inputs))
+    operator.output.extend(str(o) for o in _RectifyInputOutput(outputs))
+    if control_input:
+        operator.control_input.extend(str(i) for i in _RectifyInputOutput(control_input))
+    if device_option is not None:
+        operator.device_option.CopyFrom(device_option)
+    elif scope.CurrentDeviceScope() is not None:
+        operator.device_option.CopyFrom(scope.CurrentDeviceScope())
+    if engine is not None:
+        operator.engine = engine
+    if 'random_seed' in kwargs:
+        operator.device_option.random_seed = kwargs.pop('random_seed')
+    if arg is not None:
+        operator.arg.extend(arg)
+    for key, value in kwargs.items():
+        operator.arg.add().CopyFrom(MakeArgument(key, value))
+    return operator
+
+
+def _FromUntypedGradient(grad):
+    if isinstance(grad, (tuple, list)):
+        return GradientSlice(BlobReference(grad[0]), BlobReference(grad[1]))
+    return BlobReference(grad)
+
+
+class GradientRegistry(object):
+    """The backward pass. Gradient makers live in the C++ registry; this
+    keeps Caffe2's Python entry points to it."""
+
+    @classmethod
+    def GetGradientForOp(cls, op, g_output):
+        """(gradient ops, gradient per input) of one op given its output
+        gradients (names, GradientSlices or None)."""
+        grads = []
+        for g in g_output:
+            if g is None:
+                grads.append(None)
+            elif isinstance(g, GradientSlice):
+                grads.append((str(g.indices), str(g.values)))
+            else:
+                grads.append(str(g))
+        op_bytes, g_input = _C.get_gradient_defs(op.SerializeToString(), grads)
+        return _ParseOps(op_bytes), [None if g is None else _FromUntypedGradient(g) for g in g_input]
+
+    @classmethod
+    def GetBackwardPass(cls, operators, ys, ys_generate_gradient=False, net_name=''):
+        """(gradient ops, {blob: gradient}) for `operators` given the loss
+        blobs `ys`: a list (gradients filled with ones) or a dict from loss to
+        its gradient blob (None: filled with ones)."""
+        net = caffe2_pb2.NetDef(name=net_name)
+        net.op.extend(operators)
+        if isinstance(ys, dict):
+            losses = [str(y) for y in ys]
+            loss_grads = {str(y): (str(g.indices), str(g.values))
+                          if isinstance(g, GradientSlice) else str(g)
+                          for y, g in ys.items() if g is not None}
+        else:
+            if isinstance(ys, (str, bytes, BlobReference)):
+                ys = [ys]
+            losses = [str(y) for y in ys]
+            loss_grads = None
+        if not hasattr(_C, 'add_gradient_operators'):
+            raise RuntimeError('this build of doppio._C has no backward pass '
+                               '(add_gradient_operators)')
+        op_bytes, grad_map = _C.add_gradient_operators(
+            net.SerializeToString(), losses, loss_grads)
+        return _ParseOps(op_bytes), {BlobReference(key): _FromUntypedGradient(value)
+                     for key, value in grad_map.items() if value is not None}
+
+
+def _ParseOps(op_bytes):
+    ops = []
+    for data in op_bytes:
+        op = caffe2_pb2.OperatorDef()
+        op.ParseFromString(data)
+        ops.append(op)
+    return ops
+
+
+class Net(object):
+    """A NetDef under construction. Any registered operator type is a method:
+    `net.FC([x, w, b], 'y', axis=1)` appends an FC and returns its output(s)
+    as BlobReferences; leaving the outputs out (or giving a count) names them
+    automatically."""
+
+    # Net names handed out in this process, so two nets built from the same
+    # base name do not collide when created in one workspace.
+    _net_names_used = set()
+
+    @staticmethod
+    def _get_next_net_name(basename):
+        name = basename
+        next_idx = 1
+        while name in Net._net_names_used:
+            name = basename + '_' + str(next_idx)
+            next_idx += 1
+        Net._net_names_used.add(name)
+        return name
+
+    def __init__(self, name_or_proto):
+        self._op_outputs = set()
+        self._external_input_map = set()
+        self._recreate_lookup_tables = False
+        self._attr_dict = collections.defaultdict(list)
+        if isinstance(name_or_proto, caffe2_pb2.NetDef):
+            self._net = caffe2_pb2.NetDef()
+            self._net.CopyFrom(name_or_proto)
+            self._RecreateLookupTables()
+            # Continue automatic names after the highest one already used.
+            prefix = self._net.name + '_blob_'
+            indices = [-1]
+            for op in self._net.op:
+                for blob in list(op.input) + list(op.output):
+                    if blob.startswith(prefix) and blob[len(prefix):].isdigit():
+                        indices.append(int(blob[len(prefix):]))
+            self._next_name_index = max(indices) + 1
+            name = self._net.name
+        elif isinstance(name_or_proto, (str, BlobReference)):
+            self._net = caffe2_pb2.NetDef()
+            self._next_name_index = 0
+            name = str(name_or_proto)
+        else:
+            raise TypeError('Net() takes a name or a NetDef, got {}'.format(
+                type(name_or_proto).__name__))
+        self._net.name = Net._get_next_net_name(name)
+
+    # ---- the proto ----
+
+    def Name(self):
+        return self._net.name
+
+    def __str__(self):
+        return self.Name()
+
+    def Proto(self):
+        """The NetDef itself; callers may edit it."""
+        self._recreate_lookup_tables = True
+        return self._net
+
+    def _RecreateLookupTables(self):
+        self._op_outputs = set(o for op in self._net.op for o in op.output)
+        self._external_input_map = set(self._net.external_input)
+        self._recreate_lookup_tables = False
+
+    def _ExtendOps(self, new_ops):
+        self._net.op.extend(new_ops)
+        for op in new_ops:
+            self._op_outputs.update(str(o) for o in op.output)
+
+    def BlobIsDefined(self, blob):
+        """Whether an op of this net writes `blob` or it is an external input."""
+        if self._recreate_lookup_tables:
+            self._RecreateLookupTables()
+        name = str(blob)
+        return name in self._op_outputs or name in self._external_input_map
+
+    def UsesBlob(self, blob):
+        name = str(blob)
+        return any(name in op.input or name in op.output for op in self._net.op)
+
+    # ---- external inputs and outputs ----
+
+    @property
+    def external_inputs(self):
+        return [BlobReference(name, self) for name in self._net.external_input]
+
+    @property
+    def external_outputs(self):
+        return [BlobReference(name, self) for name in self._net.external_output]
+
+    def AddExternalInput(self, *inputs):
+        """Declares blobs the net reads without producing; returns their
+        references (one, or a list)."""
+        if not inputs:
+            raise ValueError('AddExternalInput needs at least one blob')
+        if self._recreate_lookup_tables:
+            self._RecreateLookupTables()
+        names = [str(i) for i in inputs]
+        for name in names:
+            if name in self._external_input_map:
+                raise ValueError('Net {} already contains an input named {}'.format(
+                    self.Name(), name))
+        refs = []
+        for name in names:
+            self._net.external_input.append(name)
+            self._external_input_map.add(name)
+            refs.append(BlobReference(name, self))
+        return refs[0] if len(refs) == 1 else refs
+
+    def AddExternalOutput(self, *outputs):
+        """Declares blobs the net produces for its caller; each must be
+        written by an op of the net or be an external input."""
+        for output in outputs:
+            if not self.BlobIsDefined(output):
+                raise ValueError('Net {}: cannot declare {} an external output: '
+                                 'no op writes it'.format(self.Name(), output))
+        for output in outputs:
+            self._net.external_output.append(str(output))
+        return outputs[0] if len(outputs) == 1 else list(outputs)
+
+    def AddExternalOutputs(self, *outputs):
+        return self.AddExternalOutput(*outputs)
+
+    def AddScopedExternalInputs(self, *inputs):
+        refs = self.AddExternalInput(*[ScopedName(str(i)) for i in inputs])
+        return refs if isinstance(refs, list) else [refs]
+
+    def AddScopedExternalOutputs(self, *outputs):
+        return self.AddExternalOutput(*[ScopedBlobReference(str(o)) for o in outputs])
+
+    # ---- names ----
+
+    def NextName(self, prefix=None, output_id=None):
+        """An unused blob name: `<net>/<prefix>[:<output_id>]` (with _2, _3 ...
+        while taken), or `<net>_blob_<n>` without a prefix."""
+        if prefix:
+            base = self._net.name + '/' + prefix
+            output_name = base + ('' if output_id is None else ':' + str(output_id))
+            index = 2
+            while self.BlobIsDefined(ScopedName(output_name)):
+                output_name = base + '_' + str(index)
+                if output_id is not None:
+                    output_name += ':' + str(output_id)
+                index += 1
+            return output_name
+        output_name = self._net.name + '_blob_' + str(self._next_name_index)
+        self._next_name_index += 1
+        return output_name
+
+    def NextBlob(self, prefix=None):
+        return BlobReference(self.NextName(prefix), self)
+
+    def NextScopedBlob(self, prefix=None):
+        return ScopedBlobReference(self.NextName(prefix), self)
+
+    # ---- operators ----
+
+    def _CreateAndAddToSelf(self, op_type, inputs, outputs=None, **kwargs):
+        inputs = _RectifyInputOutput(inputs)
+        for blob in inputs:
+            # Inputs nothing in the net writes are the net's external inputs.
+            if not self.BlobIsDefined(blob):
+                self.AddExternalInput(blob)
+        if outputs is None:
+            outputs = self.NextName(prefix=op_type)
+        elif type(outputs) is int:
+            outputs = [self.NextName(prefix=op_type, output_id=i) for i in range(outputs)]
+        outputs = _RectifyInputOutput(outputs, net=self)
+        op = CreateOperator(op_type, inputs, outputs, **kwargs)
+        self._ExtendOps([op])
+        if len(op.output) == 0:
+            return None
+        if len(op.output) == 1:
+            return BlobReference(op.output[0], self)
+        return tuple(BlobReference(o, self) for o in op.output)
+
+    def __getattr__(self, op_type):
+        if op_type.startswith('__') or op_type.startswith('_'):
+            raise AttributeError(op_type)
+        if not IsOperator(op_type):
+            raise AttributeError('Method ' + op_type + ' is not a registered operator.')
+        return lambda *args, **kwargs: self._CreateAndAddToSelf(op_type, *args, **kwargs)
+
+    def Const(self, array, blob_out=None, dtype=None):
+        """A GivenTensor*Fill (ConstantFill for a bool) producing `array`."""
+        if isinstance(array, bool):
+            return self.ConstantFill([], blob_out or 1, dtype=DataType.BOOL, value=array)
+        array = np.array(array) if dtype is None else np.array(array, dtype=dtype)
+        if array.dtype == np.int32:
+            fill = self.GivenTensorIntFill
+        elif array.dtype == np.int64:
+            fill = self.GivenTensorInt64Fill
+        elif array.dtype.kind in 'SUO':
+            fill = self.GivenTensorStringFill
+        elif array.dtype == np.bool_:
+            fill = self.GivenTensorBoolFill
+        else:
+            fill = self.GivenTensorFill
+        return fill([], blob_out or 1, shape=list(array.shape),
+                    values=array.flatten().tolist())
+
+    # ---- whole-net transforms ----
+
+    def Clone(self, name, blob_remap=None, op_id_mask=None, remap_funcs=None,
+              keep_schema=True, update_external_list=False):
+        """A copy named `name`, keeping the ops at `op_id_mask` (default all)
+        with blobs renamed by `blob_remap`; `remap_funcs` maps op types to
+        f(op, prefix, blob_remap) for ops that name blobs in arguments."""
+        blob_remap = {} if blob_remap is None else {str(k): str(v) for k, v in blob_remap.items()}
+        remap_funcs = remap_funcs or {}
+        if op_id_mask is None:
+            op_id_mask = range(len(self._net.op))
+
+        def remap_list(names):
+            new_names = [blob_remap.get(str(b), str(b)) for b in names]
+            del names[:]
+            names.extend(new_names)
+
+        new_proto = caffe2_pb2.NetDef()
+        new_proto.CopyFrom(self._net)
+        new_proto.name = name
+        del new_proto.op[:]
+        for op_id in op_id_mask:
+            op = new_proto.op.add()
+            op.CopyFrom(self._net.op[op_id])
+            remap_list(op.input)
+            remap_list(op.output)
+            if op.type in remap_funcs:
+                remap_funcs[op.type](op, (name + '/') if name else '', blob_remap)
+        remap_list(new_proto.external_input)
+        remap_list(new_proto.external_output)
+        new_net = Net(new_proto)
+        new_net._attr_dict = self._attr_dict
+        if update_external_list:
+            produced, consumed = [], set()
+            del new_net._net.external_input[:]
+            del new_net._net.external_output[:]
+            for op in new_net._net.op:
+                for blob in op.input:
+                    if blob in produced:
+                        consumed.add(blob)
+                    elif blob not in new_net._net.external_input:
+                        new_net._net.external_input.append(blob)
+                for blob in op.output:
+                    if blob not in produced:
+                        produced.append(blob)
+            new_net._net.external_output.extend(b for b in produced if b not in consumed)
+            new_net._RecreateLookupTables()
+        return new_net
+
+    def AppendNet(self, net, device_option=None):
+        """Appends `net`'s ops (with `device_option` if given) and merges its
+        external inputs (those this net does not produce) and outputs."""
+        if not isinstance(net, Net):
+            raise TypeError('AppendNet takes a Net, got {}'.format(type(net).__name__))
+        if self._recreate_lookup_tables:
+            self._RecreateLookupTables()
+        for blob in net.Proto().external_input:
+            if blob not in self._net.external_input and blob not in self._op_outputs:
+                self._net.external_input.append(blob)
+                self._external_input_map.add(blob)
+        self._net.external_output.extend(
+            o for o in net.Proto().external_output if o not in self._net.external_output)
+        ops = [copy.deepcopy(op) for op in net.Proto().op]
+        if device_option is not None:
+            for op in ops:
+                op.device_option.CopyFrom(device_option)
+        self._ExtendOps(ops)
+        return self
+
+    def AddGradientOperators(self, ys, skip=0):
+        """Appends the backward pass of ops[skip:] for the losses `ys` (a list:
+        gradients of ones; or a dict loss -> gradient blob or None) and
+        returns {blob: gradient BlobReference or GradientSlice}."""
+        grad_ops, input_to_grad = GradientRegistry.GetBackwardPass(
+            self._net.op[skip:], ys, net_name=self.Name())
+        # Given loss gradients are fed from outside; this runtime checks that
+        # every input a net reads is external or made inside it.
+        for grad in (ys.values() if isinstance(ys, dict) else []):
+            names = [] if grad is None else (
+                list(grad) if isinstance(grad, GradientSlice) else [grad])
+            for name in names:
+                if not self.BlobIsDefined(name):
+                    self.AddExternalInput(str(name))
+        self._ExtendOps(grad_ops)
+        return input_to_grad
