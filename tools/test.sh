@@ -79,7 +79,7 @@ if ((sanitizers)); then
   # shellcheck disable=SC2086
   run_bazel_test --config=asan "--test_env=LD_PRELOAD=$preload" \
     "--test_env=ASAN_OPTIONS=halt_on_error=1:detect_leaks=0:print_stacktrace=1" \
-    --test_env=PYTEST_ADDOPTS=-s \
+    "--test_env=PYTEST_ADDOPTS=-s -rs" \
     -- $asan_py_targets || status=$?
   asan_summary="asan+ubsan: C++ ${asan_cc} (lsan on), Python $(count_results)"
   asan_summary+=" ($((SECONDS - start)) s)"
@@ -98,7 +98,16 @@ if ((${#targets[@]} == 0)); then targets=(//...); fi
 # Two cores: let Bazel use both, and keep test output to failures.
 bazel build --jobs=2 -- "${targets[@]}"
 status=0
+# The layering is a build rule: dependencies pointing down it must fail.
+tools/check_layering.sh || status=$?
 run_bazel_test -- "${targets[@]}" || status=$?
+# Bazel says PASSED for a target whose cases passed or were skipped: list
+# the skipped cases (no GPU here, ...) with their reasons, so a check that
+# could not run never reads as one that passed.
+mapfile -t ran < <(grep -oE '^//[^ ]+' "$log" | sort -u)
+if ((${#ran[@]})); then
+  /usr/bin/python3 tools/skipped_tests.py "$(bazel info bazel-testlogs 2>/dev/null)" "${ran[@]}"
+fi
 # One closing line CI can read: test targets passed and failed.
 echo "tests: $(count_results)"
 exit "$status"

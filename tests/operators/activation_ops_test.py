@@ -64,7 +64,13 @@ def test_forward_matches_numpy(case):
     h.check_output(op, [x], lambda x: forward(x, alpha).astype(x.dtype),
                    output_dtypes=[x.dtype])
     assert h.check_inplace(op, [x]) == 1
-    h.check_device(op, [x])
+
+
+@h.requires_cuda
+@given(activation_case())
+def test_forward_cuda_matches_cpu(case):
+    name, args, _, x = case
+    h.check_device(h.make_op(name, ["X"], ["Y"], **args), [x])
 
 
 @given(activation_case(dtype=np.float64))
@@ -144,7 +150,13 @@ def test_prelu_matches_numpy(case):
     op = h.make_op("PRelu", ["X", "Slope"], ["Y"], order=order)
     h.check_output(op, [x, slope], lambda x, s: prelu_reference(x, s, order).astype(x.dtype))
     assert h.check_inplace(op, [x, slope]) == 1
-    h.check_device(op, [x, slope])
+
+
+@h.requires_cuda
+@given(prelu_case())
+def test_prelu_cuda_matches_cpu(case):
+    x, slope, order = case
+    h.check_device(h.make_op("PRelu", ["X", "Slope"], ["Y"], order=order), [x, slope])
 
 
 @given(prelu_case(dtype=np.float64))

@@ -16,14 +16,24 @@ TYPES = {
 types = st.sampled_from(sorted(TYPES, key=lambda t: TYPES[t][0]))
 
 
-@given(h.dims(0, 3), types, types, st.booleans(), st.data())
-def test_cast_matches_numpy(shape, source, target, by_name, data):
+def _cast_case(shape, source, target, by_name, data):
+    """(x, the Cast op); `to` by number or by name."""
     # Values every type holds exactly, so numpy's astype is the reference.
     x = data.draw(h.arrays(tuple(shape), np.int64, elements=st.integers(0, 100))).astype(source)
     number, name = TYPES[target]
-    to = name.lower() if by_name else number
-    op = h.make_op("Cast", ["X"], ["Y"], to=to)
+    return x, h.make_op("Cast", ["X"], ["Y"], to=name.lower() if by_name else number)
+
+
+@given(h.dims(0, 3), types, types, st.booleans(), st.data())
+def test_cast_matches_numpy(shape, source, target, by_name, data):
+    x, op = _cast_case(shape, source, target, by_name, data)
     h.check_output(op, [x], lambda x: x.astype(target), output_dtypes=[target])
+
+
+@h.requires_cuda
+@given(h.dims(0, 3), types, types, st.booleans(), st.data())
+def test_cast_cuda_matches_cpu(shape, source, target, by_name, data):
+    x, op = _cast_case(shape, source, target, by_name, data)
     h.check_device(op, [x])
 
 

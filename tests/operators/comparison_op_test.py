@@ -31,7 +31,15 @@ def test_comparisons_match_numpy(name, shapes, dtype, data):
     b = data.draw(h.arrays(shapes[1], dtype, elements=small_values(dtype)))
     op = h.make_op(name, ["A", "B"], ["C"])
     h.check_output(op, [a, b], COMPARISONS[name], output_dtypes=[np.bool_])
-    h.check_device(op, [a, b])
+
+
+@h.requires_cuda
+@given(st.sampled_from(sorted(COMPARISONS)), h.broadcastable_shapes(), comparable_dtypes,
+       st.data())
+def test_comparisons_cuda_match_cpu(name, shapes, dtype, data):
+    a = data.draw(h.arrays(shapes[0], dtype, elements=small_values(dtype)))
+    b = data.draw(h.arrays(shapes[1], dtype, elements=small_values(dtype)))
+    h.check_device(h.make_op(name, ["A", "B"], ["C"]), [a, b])
 
 
 def test_comparisons_with_nan_follow_ieee():

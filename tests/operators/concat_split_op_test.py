@@ -37,7 +37,14 @@ def test_concat(case):
     h.check_output(op, arrays, lambda *xs: [np.concatenate(xs, axis=axis),
                                             np.array([x.shape[axis] for x in xs], np.int32)],
                    output_dtypes=[arrays[0].dtype, np.int32])
-    h.check_device(op, arrays)
+
+
+@h.requires_cuda
+@given(concat_case())
+def test_concat_cuda_matches_cpu(case):
+    arrays, argument, _ = case
+    h.check_device(h.make_op("Concat", names("X", len(arrays)), ["Y", "split_info"],
+                             axis=argument), arrays)
 
 
 @given(concat_case(dtype=np.float64))
@@ -99,15 +106,24 @@ def numpy_split(x, axis, sizes):
 @given(split_case(), st.sampled_from(["argument", "int32", "int64"]))
 def test_split(case, source):
     x, axis, sizes = case
+    op, inputs = _split_op(case, source)
+    h.check_output(op, inputs, lambda x, *_: numpy_split(x, axis, sizes))
+
+
+@h.requires_cuda
+@given(split_case(), st.sampled_from(["argument", "int32", "int64"]))
+def test_split_cuda_matches_cpu(case, source):
+    h.check_device(*_split_op(case, source))
+
+
+def _split_op(case, source):
+    """(the Split op, its inputs): sizes as the argument or as an input of
+    dtype `source`."""
+    x, axis, sizes = case
     outputs = names("Y", len(sizes))
     if source == "argument":
-        op = h.make_op("Split", ["X"], outputs, axis=axis, split=sizes)
-        inputs = [x]
-    else:
-        op = h.make_op("Split", ["X", "sizes"], outputs, axis=axis)
-        inputs = [x, np.array(sizes, source)]
-    h.check_output(op, inputs, lambda x, *_: numpy_split(x, axis, sizes))
-    h.check_device(op, inputs)
+        return h.make_op("Split", ["X"], outputs, axis=axis, split=sizes), [x]
+    return h.make_op("Split", ["X", "sizes"], outputs, axis=axis), [x, np.array(sizes, source)]
 
 
 @given(split_case())

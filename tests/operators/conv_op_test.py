@@ -180,10 +180,15 @@ def test_conv_matches_numpy(case, dtype, data):
         h.check_output(op, inputs, _conv_ref(case), output_dtypes=[dtype],
                        atol=1e-4 if dtype == np.float32 else 1e-10,
                        rtol=1e-4 if dtype == np.float32 else 1e-10)
+
+
+@h.requires_cuda
+@given(conv_cases(), h.float_dtypes, st.data())
+def test_conv_cuda_matches_cpu(case, dtype, data):
     # cuDNN (the CUDA Conv) takes only equal begin and end pads, as in Caffe2.
     nd = case["nd"]
     if case["pads"][:nd] == case["pads"][nd:]:
-        h.check_device(_conv_op(case), inputs, atol=1e-3, rtol=1e-3)
+        h.check_device(_conv_op(case), _inputs(data, case, dtype), atol=1e-3, rtol=1e-3)
 
 
 @given(conv_cases(max_spatial=2, small=True), st.data())
@@ -394,7 +399,12 @@ def test_conv_transpose_matches_numpy(case, dtype, data):
     inputs = _inputs(data, case, dtype)
     op = _conv_transpose_op(case)
     h.check_output(op, inputs, _conv_transpose_ref(case), output_dtypes=[dtype])
-    h.check_device(op, inputs, atol=1e-3, rtol=1e-3)
+
+
+@h.requires_cuda
+@given(conv_transpose_cases(), h.float_dtypes, st.data())
+def test_conv_transpose_cuda_matches_cpu(case, dtype, data):
+    h.check_device(_conv_transpose_op(case), _inputs(data, case, dtype), atol=1e-3, rtol=1e-3)
 
 
 @given(conv_transpose_cases(max_spatial=2, small=True), st.data())

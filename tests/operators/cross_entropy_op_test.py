@@ -141,6 +141,13 @@ def test_sigmoid_cross_entropy(case):
     op = h.make_op("SigmoidCrossEntropyWithLogits", ["logits", "targets"], ["xent"], **variant)
     h.check_output(op, [logits, targets], lambda x, t: sigmoid_xent_reference(x, t, variant),
                    output_dtypes=[logits.dtype])
+
+
+@h.requires_cuda
+@given(sigmoid_case())
+def test_sigmoid_cross_entropy_cuda_matches_cpu(case):
+    logits, targets, variant = case
+    op = h.make_op("SigmoidCrossEntropyWithLogits", ["logits", "targets"], ["xent"], **variant)
     h.check_device(op, [logits, targets])
 
 

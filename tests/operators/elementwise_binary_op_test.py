@@ -42,7 +42,13 @@ def test_float_forward_matches_numpy(name, shapes, dtype, data):
     op = h.make_op(name, ["A", "B"], ["C"])
     h.check_output(op, [a, b], lambda a, b: NUMPY_OPS[name](a, b).astype(dtype))
     h.check_inplace(op, [a, b])
-    h.check_device(op, [a, b])
+
+
+@h.requires_cuda
+@given(op_names, h.broadcastable_shapes(), h.float_dtypes, st.data())
+def test_float_forward_cuda_matches_cpu(name, shapes, dtype, data):
+    a, b = operands(data.draw, name, shapes[0], shapes[1], dtype)
+    h.check_device(h.make_op(name, ["A", "B"], ["C"]), [a, b])
 
 
 @given(st.sampled_from(["Add", "Sub", "Mul"]), h.broadcastable_shapes(),

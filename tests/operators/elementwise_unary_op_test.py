@@ -37,7 +37,13 @@ def test_forward_matches_numpy(name, shape, dtype, data):
     op = h.make_op(name, ["X"], ["Y"])
     h.check_output(op, [x], lambda x: reference(x).astype(dtype))
     h.check_inplace(op, [x])
-    h.check_device(op, [x])
+
+
+@h.requires_cuda
+@given(names, h.dims(0, 4), h.float_dtypes, st.data())
+def test_forward_cuda_matches_cpu(name, shape, dtype, data):
+    x = data.draw(h.arrays(tuple(shape), dtype, elements=UNARY[name][1]))
+    h.check_device(h.make_op(name, ["X"], ["Y"]), [x])
 
 
 @given(names, h.dims(0, 3), st.data())

@@ -52,6 +52,7 @@ def test_fc_matches_numpy(op_type, data, dtype):
 
 
 @pytest.mark.parametrize("op_type", ["FC", "FCTransposed"])
+@h.requires_cuda
 @given(data=st.data())
 def test_fc_cpu_matches_cuda(op_type, data):
     x, w, b, axis, axis_w = data.draw(fc_case(op_type == "FCTransposed", np.float32))

@@ -78,7 +78,13 @@ def test_softmax_with_loss(case):
     h.check_output(op, inputs, lambda x, t, w=None: softmax_with_loss_reference(
         x, t, w, axis=args.get("axis", 1), scale=args.get("scale", 1.0),
         label_prob=bool(args.get("label_prob"))))
-    h.check_device(op, inputs)
+
+
+@h.requires_cuda
+@given(softmax_loss_case())
+def test_softmax_with_loss_cuda_matches_cpu(case):
+    inputs, args = case
+    h.check_device(softmax_loss_op(len(inputs), **args), inputs)
 
 
 @given(softmax_loss_case(np.float64))

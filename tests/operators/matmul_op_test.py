@@ -81,6 +81,7 @@ def test_matmul_third_input_gives_the_output_shape():
     h.check_output(op, [a, b, like], lambda a, b, like: (a @ b).reshape(2, 2, 2))
 
 
+@h.requires_cuda
 @given(data=st.data())
 def test_matmul_cpu_matches_cuda(data):
     a, b, args = data.draw(matmul_case(np.float32))
@@ -157,6 +158,7 @@ def test_batch_matmul_gradient_refused_with_broadcast():
         h.gradient_ops(op)
 
 
+@h.requires_cuda
 @given(data=st.data(), broadcast=st.booleans())
 def test_batch_matmul_cpu_matches_cuda(data, broadcast):
     a, b, args = data.draw(batch_case(broadcast, np.float32))

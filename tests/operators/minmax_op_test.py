@@ -19,7 +19,14 @@ def test_forward_matches_numpy(name, count, shape, dtype, data):
     op = h.make_op(name, ["X%d" % i for i in range(count)], ["Y"])
     h.check_output(op, inputs, lambda *xs: functools.reduce(REFERENCE[name], xs))
     h.check_inplace(op, inputs)
-    h.check_device(op, inputs)
+
+
+@h.requires_cuda
+@given(names, st.integers(1, 4), h.dims(0, 3),
+       st.sampled_from([np.float32, np.float64, np.int32, np.int64]), st.data())
+def test_forward_cuda_matches_cpu(name, count, shape, dtype, data):
+    inputs = [data.draw(h.arrays(tuple(shape), dtype)) for _ in range(count)]
+    h.check_device(h.make_op(name, ["X%d" % i for i in range(count)], ["Y"]), inputs)
 
 
 @given(names, st.integers(1, 4), h.dims(0, 3), st.data())

@@ -290,12 +290,28 @@ def check_inplace(op, inputs, atol=None, rtol=None):
     return tried
 
 
+def _cuda_unavailable_reason():
+    """Why CPU-vs-CUDA checks cannot run here, or None when they can."""
+    if _C.num_cuda_devices() > 0:
+        return None
+    return "no CUDA device: " + _C.cuda_unavailable_reason()
+
+
+# Marks a test whose only subject is a CUDA op: without a GPU pytest reports
+# it as skipped, with the reason, never as passed. Tests that also check the
+# CPU keep their device half in a separate test carrying this mark, since a
+# skip inside a hypothesis @given test ends every example, the CPU ones too.
+requires_cuda = pytest.mark.skipif(_cuda_unavailable_reason() is not None,
+                                   reason=str(_cuda_unavailable_reason()))
+
+
 def check_device(op, inputs, atol=None, rtol=None):
-    """CPU vs CUDA for the same op and inputs. Without a GPU it returns False
-    and checks nothing; it does not call pytest.skip, which inside a
-    hypothesis @given test would end the test after its first example."""
-    if _C.num_cuda_devices() == 0:
-        return False
+    """CPU vs CUDA for the same op and inputs. Without a GPU the calling test
+    is skipped (pytest.skip); mark it @requires_cuda so the report says why
+    before any input is drawn."""
+    reason = _cuda_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
     cpu = run_op(op, inputs)
     gpu_op = doppio_pb2.OperatorDef()
     gpu_op.CopyFrom(op)
@@ -304,7 +320,6 @@ def check_device(op, inputs, atol=None, rtol=None):
     for k, (g, c) in enumerate(zip(gpu, cpu)):
         tol_atol, tol_rtol = _tolerance(c.dtype, atol, rtol)
         _assert_close(g, c, tol_atol, tol_rtol, "%s CUDA vs CPU output %d" % (op.type, k))
-    return True
 
 
 def assert_op_error(op, inputs, *fragments):
@@ -359,4 +374,4 @@ def broadcastable_shapes(draw):
 def run_main(path):
     """py_test entry point: runs pytest on the test file."""
     import sys
-    sys.exit(pytest.main([path, "-q", "-p", "no:cacheprovider"]))
+    sys.exit(pytest.main([path, "-q", "-rs", "-p", "no:cacheprovider"]))

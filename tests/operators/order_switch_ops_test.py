@@ -14,12 +14,17 @@ def test_nchw_to_nhwc_and_back(shape, dtype, data):
     nhwc = h.check_output(to_nhwc, [x], lambda x: np.moveaxis(x, 1, -1))[0]
     to_nchw = h.make_op("NHWC2NCHW", ["Y"], ["Z"])
     h.check_output(to_nchw, [nhwc], lambda y: np.moveaxis(y, -1, 1))
-    h.check_device(to_nhwc, [x])
     if dtype == np.float64:
         h.check_gradient(to_nhwc, [x], [0])
         h.check_gradient(to_nchw, [nhwc], [0])
     assert nhwc.shape == (shape[0],) + tuple(shape[2:]) + (shape[1],)
     assert ndim >= 3
+
+
+@h.requires_cuda
+@given(h.dims(3, 5, 1, 4), h.float_dtypes, st.data())
+def test_nchw_to_nhwc_cuda_matches_cpu(shape, dtype, data):
+    h.check_device(h.make_op("NCHW2NHWC", ["X"], ["Y"]), [data.draw(h.arrays(tuple(shape), dtype))])
 
 
 def test_gradients_are_each_other():

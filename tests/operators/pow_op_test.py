@@ -18,8 +18,14 @@ def test_scalar_exponent(shape, dtype, exponent, data):
     h.check_output(op, [x], lambda x: np.power(x, dtype(exponent)).astype(dtype),
                    rtol=1e-5 if dtype == np.float32 else None)
     h.check_inplace(op, [x])
-    h.check_device(op, [x])
     h.check_gradient(op, [x.astype(np.float64)], [0])
+
+
+@h.requires_cuda
+@given(h.dims(0, 4), h.float_dtypes, st.floats(-2, 3, width=32), st.data())
+def test_scalar_exponent_cuda_matches_cpu(shape, dtype, exponent, data):
+    x = data.draw(h.arrays(tuple(shape), dtype, elements=POSITIVE))
+    h.check_device(h.make_op("Pow", ["X"], ["Y"], exponent=exponent), [x])
 
 
 def test_negative_bases_follow_numpy():

@@ -120,6 +120,7 @@ def test_reduce_mean_of_empty_dim_is_nan_and_sum_is_zero():
     assert out.shape == (2,) and np.isnan(out).all()
 
 
+@h.requires_cuda
 @given(case=reduce_case())
 def test_reduce_cpu_matches_cuda(case):
     shape, axes, keepdims = case

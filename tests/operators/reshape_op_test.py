@@ -32,9 +32,17 @@ def test_reshape_by_argument(case, dtype, data):
     op = h.make_op("Reshape", ["X"], ["Y", "old_shape"], shape=requested)
     h.check_output(op, [x], lambda x: [x.reshape(target), np.array(shape, np.int64)],
                    output_dtypes=[dtype, np.int64])
-    h.check_device(op, [x])
     if dtype == np.float64:
         h.check_gradient(op, [x], [0], outputs_with_grad=[0])
+
+
+@h.requires_cuda
+@given(reshape_case(), st.sampled_from([np.float32, np.float64, np.int64, np.bool_]),
+       st.data())
+def test_reshape_cuda_matches_cpu(case, dtype, data):
+    shape, requested, _ = case
+    h.check_device(h.make_op("Reshape", ["X"], ["Y", "old_shape"], shape=requested),
+                   [data.draw(h.arrays(shape, dtype))])
 
 
 @given(reshape_case(), st.sampled_from([np.int32, np.int64]))

@@ -11,12 +11,17 @@ def test_shape(shape, data):
     x = np.zeros(shape, np.float32)
     op = h.make_op("Shape", ["X"], ["S"])
     h.check_output(op, [x], lambda x: np.array(x.shape, np.int64), output_dtypes=[np.int64])
-    h.check_device(op, [x])
     if shape:
         axes = data.draw(st.lists(st.integers(0, len(shape) - 1), max_size=4))
         if axes:
             op = h.make_op("Shape", ["X"], ["S"], axes=axes)
             h.check_output(op, [x], lambda x: np.array([x.shape[a] for a in axes], np.int64))
+
+
+@h.requires_cuda
+@given(h.dims(0, 5, 0, 4))
+def test_shape_cuda_matches_cpu(shape):
+    h.check_device(h.make_op("Shape", ["X"], ["S"]), [np.zeros(shape, np.float32)])
 
 
 def test_strings_and_no_gradient():

@@ -44,7 +44,13 @@ def test_slice_by_arguments(case):
     x, starts, ends = case
     op = h.make_op("Slice", ["X"], ["Y"], starts=starts, ends=ends)
     h.check_output(op, [x], lambda x: caffe2_slice(x, starts, ends))
-    h.check_device(op, [x])
+
+
+@h.requires_cuda
+@given(slice_case())
+def test_slice_cuda_matches_cpu(case):
+    x, starts, ends = case
+    h.check_device(h.make_op("Slice", ["X"], ["Y"], starts=starts, ends=ends), [x])
 
 
 @given(slice_case(), st.sampled_from([np.int32, np.int64]))

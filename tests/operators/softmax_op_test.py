@@ -39,6 +39,12 @@ def test_forward_matches_numpy(case):
     name, x, axis = case
     h.check_output(make(name, axis), [x], lambda x: reference(x, axis, name == "LogSoftmax"),
                    output_dtypes=[x.dtype])
+
+
+@h.requires_cuda
+@given(softmax_case())
+def test_forward_cuda_matches_cpu(case):
+    name, x, axis = case
     h.check_device(make(name, axis), [x])
 
 

@@ -6,23 +6,34 @@ from hypothesis import given
 import op_harness as h
 
 
-@given(h.dims(0, 4, 1, 3), h.float_dtypes, st.data())
-def test_expand_dims_then_squeeze(shape, dtype, data):
+def _expand_dims_case(shape, dtype, data):
+    """(x, sorted dims to insert, the ExpandDims op)."""
     x = data.draw(h.arrays(tuple(shape), dtype))
     count = data.draw(st.integers(1, 3))
     dims = sorted(data.draw(st.lists(st.integers(0, len(shape) + count - 1), min_size=count,
                                      max_size=count, unique=True)))
-    expand = h.make_op("ExpandDims", ["X"], ["Y"], dims=dims)
+    return x, dims, h.make_op("ExpandDims", ["X"], ["Y"], dims=dims)
+
+
+@given(h.dims(0, 4, 1, 3), h.float_dtypes, st.data())
+def test_expand_dims_then_squeeze(shape, dtype, data):
+    x, dims, expand = _expand_dims_case(shape, dtype, data)
     expected = x
     for d in dims:
         expected = np.expand_dims(expected, d)
     y = h.check_output(expand, [x], lambda x: expected)[0]
     squeeze = h.make_op("Squeeze", ["Y"], ["Z"], dims=list(reversed(dims)))  # any order
     h.check_output(squeeze, [y], lambda y: np.squeeze(y, axis=tuple(dims)))
-    h.check_device(expand, [x])
     if dtype == np.float64:
         h.check_gradient(expand, [x], [0])
         h.check_gradient(squeeze, [y], [0])
+
+
+@h.requires_cuda
+@given(h.dims(0, 4, 1, 3), h.float_dtypes, st.data())
+def test_expand_dims_cuda_matches_cpu(shape, dtype, data):
+    x, _, expand = _expand_dims_case(shape, dtype, data)
+    h.check_device(expand, [x])
 
 
 def test_in_place_and_duplicates():

@@ -6,13 +6,21 @@ from hypothesis import given
 import op_harness as h
 
 
-@given(h.dims(0, 4), st.sampled_from([np.float32, np.float64, np.int64, np.bool_]), st.data())
+DTYPES = st.sampled_from([np.float32, np.float64, np.int64, np.bool_])
+OP = h.make_op("StopGradient", ["X"], ["Y"])
+
+
+@given(h.dims(0, 4), DTYPES, st.data())
 def test_identity(shape, dtype, data):
     x = data.draw(h.arrays(tuple(shape), dtype))
-    op = h.make_op("StopGradient", ["X"], ["Y"])
-    h.check_output(op, [x], lambda x: x)
-    assert h.check_inplace(op, [x]) == 1
-    h.check_device(op, [x])
+    h.check_output(OP, [x], lambda x: x)
+    assert h.check_inplace(OP, [x]) == 1
+
+
+@h.requires_cuda
+@given(h.dims(0, 4), DTYPES, st.data())
+def test_cuda_matches_cpu(shape, dtype, data):
+    h.check_device(OP, [data.draw(h.arrays(tuple(shape), dtype))])
 
 
 def test_blocks_the_gradient():

@@ -6,21 +6,31 @@ from hypothesis import given
 import op_harness as h
 
 
+def _transpose_case(shape, dtype, explicit, data):
+    """(x, the Transpose op, its numpy reference)."""
+    x = data.draw(h.arrays(tuple(shape), dtype))
+    if not explicit:
+        return x, h.make_op("Transpose", ["X"], ["Y"]), np.transpose  # reverses the dims
+    axes = data.draw(st.permutations(range(len(shape))))
+    return (x, h.make_op("Transpose", ["X"], ["Y"], axes=list(axes)),
+            lambda x: np.transpose(x, axes))
+
+
 @given(h.dims(0, 5, 1, 4), st.sampled_from([np.float32, np.float64, np.int32, np.bool_]),
        st.booleans(), st.data())
 def test_matches_numpy(shape, dtype, explicit, data):
-    x = data.draw(h.arrays(tuple(shape), dtype))
-    if explicit:
-        axes = data.draw(st.permutations(range(len(shape))))
-        op = h.make_op("Transpose", ["X"], ["Y"], axes=list(axes))
-        reference = lambda x: np.transpose(x, axes)
-    else:
-        op = h.make_op("Transpose", ["X"], ["Y"])
-        reference = np.transpose  # reverses the dims
+    x, op, reference = _transpose_case(shape, dtype, explicit, data)
     h.check_output(op, [x], reference)
-    h.check_device(op, [x])
     if dtype == np.float64:
         h.check_gradient(op, [x], [0])
+
+
+@h.requires_cuda
+@given(h.dims(0, 5, 1, 4), st.sampled_from([np.float32, np.float64, np.int32, np.bool_]),
+       st.booleans(), st.data())
+def test_cuda_matches_cpu(shape, dtype, explicit, data):
+    x, op, _ = _transpose_case(shape, dtype, explicit, data)
+    h.check_device(op, [x])
 
 
 def test_strings_and_gradient_axes():

@@ -10,13 +10,18 @@ def interleave(xs, ws):
     return [v for pair in zip(xs, ws) for v in pair]
 
 
-@given(st.integers(1, 4), h.dims(0, 3), h.float_dtypes, st.booleans(), st.data())
-def test_forward_matches_numpy(count, shape, dtype, float32_weights, data):
+def _weighted_sum_case(count, shape, dtype, float32_weights, data):
+    """(the WeightedSum op, its inputs X0, w0, X1, w1, ...)."""
     xs = [data.draw(h.arrays(tuple(shape), dtype)) for _ in range(count)]
     weight_type = np.float32 if float32_weights else dtype
     ws = [np.array([data.draw(st.floats(-2, 2, width=32))], weight_type) for _ in range(count)]
     names = interleave(["X%d" % i for i in range(count)], ["w%d" % i for i in range(count)])
-    op = h.make_op("WeightedSum", names, ["Y"])
+    return h.make_op("WeightedSum", names, ["Y"]), interleave(xs, ws)
+
+
+@given(st.integers(1, 4), h.dims(0, 3), h.float_dtypes, st.booleans(), st.data())
+def test_forward_matches_numpy(count, shape, dtype, float32_weights, data):
+    op, inputs = _weighted_sum_case(count, shape, dtype, float32_weights, data)
 
     def reference(*inputs):
         total = np.zeros(shape, np.float64)
@@ -24,9 +29,14 @@ def test_forward_matches_numpy(count, shape, dtype, float32_weights, data):
             total += w.astype(np.float64)[0] * x
         return total.astype(dtype)
 
-    h.check_output(op, interleave(xs, ws), reference, atol=1e-5 if dtype == np.float32 else None)
-    h.check_inplace(op, interleave(xs, ws), atol=1e-6)
-    h.check_device(op, interleave(xs, ws))
+    h.check_output(op, inputs, reference, atol=1e-5 if dtype == np.float32 else None)
+    h.check_inplace(op, inputs, atol=1e-6)
+
+
+@h.requires_cuda
+@given(st.integers(1, 4), h.dims(0, 3), h.float_dtypes, st.booleans(), st.data())
+def test_forward_cuda_matches_cpu(count, shape, dtype, float32_weights, data):
+    h.check_device(*_weighted_sum_case(count, shape, dtype, float32_weights, data))
 
 
 @given(st.integers(1, 3), h.dims(0, 3), st.booleans(), st.data())
