@@ -69,6 +69,20 @@ class Error : public std::exception {
   std::string message_;
 };
 
+// Errors a front end maps to its own types (Python: ValueError and
+// NotImplementedError); every other Error is a runtime error there. Thrown
+// where a caller can act on the kind: an argument it passed is invalid, or a
+// combination it asked for is not supported yet.
+class InvalidArgumentError : public Error {
+ public:
+  using Error::Error;
+};
+
+class NotImplementedError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace doppio
 
 #define DOPPIO_THROW(...) \

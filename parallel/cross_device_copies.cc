@@ -88,88 +88,112 @@ std::string CopySuffix(const DeviceOption& device) {
   return device.cuda_gpu_id() == 0 ? "_cpu" : "_cpu_" + id;
 }
 
+namespace {
+
+// One op of the net being rewritten, with the devices it reads and writes.
+struct OpSite {
+  const NetDef& net;
+  const OperatorDef& op;
+  int index;
+  bool placeholder;
+  std::vector<DeviceOption> input_devices;
+  std::vector<DeviceOption> output_devices;
+};
+
+// Points each input of `new_op` at a copy on the device the op reads it
+// on, appending the Copy ops `result` needs (one per blob and device,
+// reused while the blob is not written again).
+void RouteInputs(const OpSite& site, const std::set<std::string>& external,
+                 CrossDeviceState* state, OperatorDef* new_op, NetDef* result) {
+  auto& blob_to_device = state->blob_to_device;
+  auto& blob_remap = state->blob_remap;
+  const OperatorDef& op = site.op;
+  for (int i = 0; i < op.input_size(); ++i) {
+    const std::string& input = op.input(i);
+    const DeviceOption& wanted = site.input_devices[i];
+    auto known = blob_to_device.find(input);
+    if (known == blob_to_device.end()) {
+      DOPPIO_ENFORCE(external.count(input) > 0, "InjectCrossDeviceCopies: blob '", input,
+                     "' read by ", OpText(op, site.index), " on ", DeviceText(wanted),
+                     " is neither written by an earlier op nor an external input of net '",
+                     site.net.name(), "', so its device is unknown");
+      // Fed from outside: it lives where its first reader wants it.
+      known = blob_to_device.emplace(input, wanted).first;
+    }
+    // A placeholder op takes its inputs wherever they are.
+    if (site.placeholder || SameDevice(known->second, wanted)) continue;
+    const RemapKey key = KeyOf(input, wanted);
+    auto cached = blob_remap.find(key);
+    if (cached != blob_remap.end()) {
+      auto where = blob_to_device.find(cached->second);
+      if (where != blob_to_device.end() && SameDevice(where->second, wanted)) {
+        new_op->set_input(i, cached->second);
+        continue;
+      }
+    }
+    const std::string copy_name = input + CopySuffix(wanted);
+    *result->add_op() = MakeCopy(input, copy_name, known->second, wanted);
+    blob_remap[key] = copy_name;
+    blob_to_device[copy_name] = wanted;
+    new_op->set_input(i, copy_name);
+  }
+}
+
+// Names each output of `new_op` (in-place outputs follow their input's
+// copy; placeholder ops write host blobs) and refuses a blob written on two
+// devices.
+void RouteOutputs(const OpSite& site, const CrossDeviceState& state, OperatorDef* new_op) {
+  const OperatorDef& op = site.op;
+  for (int o = 0; o < op.output_size(); ++o) {
+    const std::string& output = op.output(o);
+    bool in_place = false;
+    for (int i = 0; i < op.input_size(); ++i) {
+      if (op.input(i) != output) continue;
+      // An in-place op keeps writing what it reads: the copy, if it got one.
+      new_op->set_output(o, new_op->input(i));
+      in_place = true;
+      break;
+    }
+    auto known = state.blob_to_device.find(output);
+    // Caffe2's placeholder ops (Recv...) write host blobs.
+    if (site.placeholder && !in_place && known != state.blob_to_device.end() &&
+        known->second.device_type() != CPU) {
+      new_op->set_output(o, output + "_cpu");
+    }
+    DOPPIO_ENFORCE(in_place || known == state.blob_to_device.end() ||
+                       SameDevice(known->second, site.output_devices[o]),
+                   "InjectCrossDeviceCopies: blob '", output, "' is written on ",
+                   DeviceText(site.output_devices[o]), " by ", OpText(op, site.index),
+                   " but lives on ",
+                   DeviceText(known == state.blob_to_device.end() ? site.output_devices[o]
+                                                                  : known->second),
+                   "; ops on different devices may not write one blob");
+  }
+}
+
+}  // namespace
+
 NetDef InjectCrossDeviceCopies(const NetDef& net, CrossDeviceState* state,
                                const std::set<std::string>& placeholder_ops) {
   DOPPIO_ENFORCE(state != nullptr, "InjectCrossDeviceCopies: state must not be null");
-  auto& blob_to_device = state->blob_to_device;
-  auto& blob_remap = state->blob_remap;
-
   NetDef result = net;
   result.clear_op();
   result.set_name(net.name() + "_cross_device");
   const std::set<std::string> external(net.external_input().begin(), net.external_input().end());
   // Copies an earlier net made of this net's external inputs are inputs too.
-  for (const auto& entry : blob_remap) {
+  for (const auto& entry : state->blob_remap) {
     if (external.count(std::get<0>(entry.first))) result.add_external_input(entry.second);
   }
-
-  std::vector<DeviceOption> input_devices, output_devices;
   for (int index = 0; index < net.op_size(); ++index) {
     const OperatorDef& op = net.op(index);
-    const DeviceOption op_device = EffectiveDevice(op, net);
-    const bool placeholder = placeholder_ops.count(op.type()) > 0;
-    InferBlobDevices(op, op_device, &input_devices, &output_devices);
-
+    OpSite site{net, op, index, placeholder_ops.count(op.type()) > 0, {}, {}};
+    InferBlobDevices(op, EffectiveDevice(op, net), &site.input_devices, &site.output_devices);
     OperatorDef new_op = op;
-    for (int i = 0; i < op.input_size(); ++i) {
-      const std::string& input = op.input(i);
-      auto known = blob_to_device.find(input);
-      if (known == blob_to_device.end()) {
-        DOPPIO_ENFORCE(external.count(input) > 0, "InjectCrossDeviceCopies: blob '", input,
-                       "' read by ", OpText(op, index), " on ", DeviceText(input_devices[i]),
-                       " is neither written by an earlier op nor an external input of net '",
-                       net.name(), "', so its device is unknown");
-        // Fed from outside: it lives where its first reader wants it.
-        known = blob_to_device.emplace(input, input_devices[i]).first;
-      }
-      // A placeholder op takes its inputs wherever they are.
-      if (placeholder || SameDevice(known->second, input_devices[i])) continue;
-      const RemapKey key = KeyOf(input, input_devices[i]);
-      auto cached = blob_remap.find(key);
-      if (cached != blob_remap.end()) {
-        auto where = blob_to_device.find(cached->second);
-        if (where != blob_to_device.end() && SameDevice(where->second, input_devices[i])) {
-          new_op.set_input(i, cached->second);
-          continue;
-        }
-      }
-      const std::string copy_name = input + CopySuffix(input_devices[i]);
-      *result.add_op() = MakeCopy(input, copy_name, known->second, input_devices[i]);
-      blob_remap[key] = copy_name;
-      blob_to_device[copy_name] = input_devices[i];
-      new_op.set_input(i, copy_name);
-    }
-
-    for (int o = 0; o < op.output_size(); ++o) {
-      const std::string& output = op.output(o);
-      bool in_place = false;
-      for (int i = 0; i < op.input_size(); ++i) {
-        if (op.input(i) != output) continue;
-        // An in-place op keeps writing what it reads: the copy, if it got one.
-        new_op.set_output(o, new_op.input(i));
-        in_place = true;
-        break;
-      }
-      if (placeholder && !in_place) {
-        // Caffe2's placeholder ops (Recv...) write host blobs.
-        auto known = blob_to_device.find(output);
-        if (known != blob_to_device.end() && known->second.device_type() != CPU) {
-          new_op.set_output(o, output + "_cpu");
-        }
-      }
-      auto known = blob_to_device.find(output);
-      DOPPIO_ENFORCE(in_place || known == blob_to_device.end() ||
-                         SameDevice(known->second, output_devices[o]),
-                     "InjectCrossDeviceCopies: blob '", output, "' is written on ",
-                     DeviceText(output_devices[o]), " by ", OpText(op, index),
-                     " but lives on ", DeviceText(known == blob_to_device.end()
-                                                      ? output_devices[o]
-                                                      : known->second),
-                     "; ops on different devices may not write one blob");
-    }
+    RouteInputs(site, external, state, &new_op, &result);
+    RouteOutputs(site, *state, &new_op);
     for (int o = 0; o < new_op.output_size(); ++o) {
-      blob_to_device[new_op.output(o)] = output_devices[o];
-      ForgetCopiesOf(new_op.output(o), &blob_remap);
+      state->blob_to_device[new_op.output(o)] = site.output_devices[o];
+      ForgetCopiesOf(new_op.output(o), &state->blob_remap);
     }
     *result.add_op() = std::move(new_op);
   }

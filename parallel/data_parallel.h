@@ -2,6 +2,11 @@
 // synchronous-SGD model replicated on N devices, as Caffe2's
 // data_parallel_model does (docs/DESIGN.md section 1).
 //
+// The pass is a driver over named phases (parallel/data_parallel_phases.h):
+// validate, plan (a ParallelPlan, parallel/data_parallel_plan.h: every
+// reduction and broadcast, decided before any op is emitted), emit the
+// training net, emit the init net.
+//
 // The pass is a pure NetDef -> NetDef function; the Python front end
 // (doppio.data_parallel_model) and C++ callers share it. Replicas live on
 // CPU devices (blob prefix "cpu_<id>/") or CUDA devices ("gpu_<id>/"); the
@@ -14,10 +19,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/backward.h"
 #include "core/gradient.h"
+#include "parallel/data_parallel_plan.h"
 #include "parallel/distributed.h"
 #include "proto/doppio.pb.h"
 
@@ -36,6 +44,11 @@ struct DataParallelTemplate {
   // Ops run after the gradients are reduced, written with the template's
   // param and gradient names.
   NetDef param_update_net;
+  // The backward pass of `net` for `losses` (its gradient ops, and at least
+  // every param's gradient), when the caller already ran it: the Python
+  // front end does, so the update builders can name the gradients. Unset,
+  // the pass runs AddGradientOperators itself. Either way it runs once.
+  std::optional<BackwardResult> backward;
 };
 
 struct ParallelizeOptions {
@@ -61,6 +74,13 @@ struct ParallelizeOptions {
   RendezvousOptions rendezvous;
 };
 
+// Everything Parallelize takes, as one value: the typed request of the
+// Python front end (python_api/parallelize_py.cc).
+struct ParallelizeRequest {
+  DataParallelTemplate model;
+  ParallelizeOptions options;
+};
+
 struct Parallelized {
   NetDef param_init_net;
   NetDef net;
@@ -74,11 +94,18 @@ struct Parallelized {
   // device-prefixed param -> device-prefixed gradient. With shared_model
   // only the master's map has entries: the other devices own no params.
   std::vector<std::map<std::string, std::string>> device_param_to_grad;
+  // What the pass decided: replicas and their prefixes, shared blobs, each
+  // reduction and where it runs, the init broadcasts. ToString() prints it.
+  ParallelPlan plan;
 };
 
-// "cpu_3/" for CPU device 3, "gpu_3/" for CUDA device 3. Throws for other
-// device types.
+// "cpu_3/" for CPU device 3, "gpu_3/" for CUDA device 3. Throws
+// InvalidArgumentError for other device types.
 std::string DevicePrefix(int device_type, int device_id);
+
+// The DevicePrefix of some device of `device_type` that `name` starts with
+// ("cpu_12/" for "cpu_12/fc_w"), or "" when it has none.
+std::string DevicePrefixOf(int device_type, const std::string& name);
 
 // The pass. Gradient ops come from the gradient registry (core/backward.h);
 // each param gradient gets summed over the devices (none for a single
@@ -99,8 +126,8 @@ std::string DevicePrefix(int device_type, int device_id);
 // also says how CUDA devices do it); sparse gradients are refused there.
 //
 // Throws doppio::Error for: no or duplicate devices, a device type other
-// than CPU and CUDA, shared_model with CUDA, sparse gradients with a
-// rendezvous, a loss no op of the template net produces, update ops without
+// than CPU and CUDA and shared_model with CUDA (InvalidArgumentError),
+// sparse gradients with a rendezvous (NotImplementedError), a loss no op of the template net produces, update ops without
 // losses, an op writing both shared and per-device blobs (or a shared blob
 // from per-device inputs), and a concatenated-slice (or, on CUDA, staged
 // copy) name the model already uses.

@@ -34,12 +34,22 @@ void ValidateRendezvous(const RendezvousOptions& rendezvous) {
   DOPPIO_ENFORCE(rendezvous.shard_id >= 0 && rendezvous.shard_id < rendezvous.num_shards,
                  "Parallelize: rendezvous shard_id ", rendezvous.shard_id,
                  " is not in [0, num_shards = ", rendezvous.num_shards, ")");
-  DOPPIO_ENFORCE(rendezvous.engine == "GLOO", "Parallelize: rendezvous engine '",
-                 rendezvous.engine, "' is not supported; only 'GLOO'");
+  if (rendezvous.engine != "GLOO") {
+    throw NotImplementedError(MakeString("Parallelize: rendezvous engine '", rendezvous.engine,
+                                         "' is not supported: only 'GLOO' is built"));
+  }
+  if (rendezvous.transport != "tcp") {
+    throw NotImplementedError(MakeString("Parallelize: rendezvous transport '",
+                                         rendezvous.transport,
+                                         "' is not supported: only 'tcp' is built"));
+  }
   DOPPIO_ENFORCE(rendezvous.timeout_ms > 0, "Parallelize: rendezvous timeout_ms must be "
                  "positive, got ", rendezvous.timeout_ms);
-  DOPPIO_ENFORCE(rendezvous.bucket_cap_mb >= 0, "Parallelize: rendezvous bucket_cap_mb must "
-                 "be >= 0 (0: one allreduce per gradient), got ", rendezvous.bucket_cap_mb);
+  if (!(rendezvous.bucket_cap_mb >= 0)) {
+    throw InvalidArgumentError(MakeString("Parallelize: rendezvous bucket_cap_mb must be >= 0 "
+                                          "(0: one allreduce per gradient), got ",
+                                          rendezvous.bucket_cap_mb));
+  }
 }
 
 std::vector<std::vector<std::string>> PlanGradientBuckets(

@@ -10,24 +10,13 @@
 
 #include "core/enforce.h"
 #include "parallel/cross_device_copies.h"
+#include "python_api/proto_bytes.h"
 
 namespace py = pybind11;
 
 namespace doppio {
 namespace python {
 namespace {
-
-template <typename Message>
-Message ParseBytes(const py::bytes& bytes, const std::string& what) {
-  Message message;
-  DOPPIO_ENFORCE(message.ParseFromString(std::string(bytes)),
-                 "InjectCrossDeviceCopies: cannot parse ", what);
-  return message;
-}
-
-py::bytes ToBytes(const google::protobuf::Message& message) {
-  return py::bytes(message.SerializeAsString());
-}
 
 // blob_remap crosses the boundary as (blob, DeviceOption bytes, copy name).
 using RemapRow = std::tuple<std::string, py::bytes, std::string>;
@@ -39,27 +28,29 @@ py::tuple InjectCrossDeviceCopiesPy(const py::bytes& net_bytes,
   CrossDeviceState state;
   for (const auto& entry : blob_to_device) {
     state.blob_to_device[entry.first] =
-        ParseBytes<DeviceOption>(entry.second, "the DeviceOption of blob '" + entry.first + "'");
+        ParseProto<DeviceOption>(entry.second, "DeviceOption of blob '" + entry.first + "'");
   }
   for (const auto& row : blob_remap) {
-    const auto device = ParseBytes<DeviceOption>(std::get<1>(row), "a blob_remap DeviceOption");
+    const auto device = ParseProto<DeviceOption>(std::get<1>(row), "blob_remap DeviceOption");
     state.blob_remap[RemapKey(std::get<0>(row), device.device_type(), device.cuda_gpu_id())] =
         std::get<2>(row);
   }
-  const NetDef net = ParseBytes<NetDef>(net_bytes, "the NetDef");
+  const NetDef net = ParseProto<NetDef>(net_bytes, "InjectCrossDeviceCopies NetDef");
   const NetDef result = InjectCrossDeviceCopies(
       net, &state, std::set<std::string>(placeholder_ops.begin(), placeholder_ops.end()));
 
   py::dict devices;
-  for (const auto& entry : state.blob_to_device) devices[py::str(entry.first)] = ToBytes(entry.second);
+  for (const auto& entry : state.blob_to_device) {
+    devices[py::str(entry.first)] = SerializeProto(entry.second);
+  }
   py::list remap;
   for (const auto& entry : state.blob_remap) {
     DeviceOption device;
     device.set_device_type(static_cast<DeviceType>(std::get<1>(entry.first)));
     device.set_cuda_gpu_id(std::get<2>(entry.first));
-    remap.append(py::make_tuple(std::get<0>(entry.first), ToBytes(device), entry.second));
+    remap.append(py::make_tuple(std::get<0>(entry.first), SerializeProto(device), entry.second));
   }
-  return py::make_tuple(ToBytes(result), devices, remap);
+  return py::make_tuple(SerializeProto(result), devices, remap);
 }
 
 }  // namespace

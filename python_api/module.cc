@@ -28,10 +28,10 @@
 #include "core/schema.h"
 #include "core/workspace.h"
 #include "operators/op_cost.h"
-#include "parallel/data_parallel.h"
 #include "parallel/gloo/gloo_common.h"
 #include "parallel/memonger/memonger.h"
 #include "python_api/numpy_tensor.h"
+#include "python_api/proto_bytes.h"
 
 namespace py = pybind11;
 
@@ -54,22 +54,6 @@ struct WorkspaceRegistry {
 WorkspaceRegistry& Registry() {
   static auto* registry = new WorkspaceRegistry();
   return *registry;
-}
-
-template <typename Message>
-Message ParseProto(const py::bytes& bytes, const char* what) {
-  Message message;
-  const std::string data = bytes;
-  EnforceProtoBytesLimit(static_cast<int64_t>(data.size()), MakeString(what, " from bytes"));
-  DOPPIO_ENFORCE(message.ParseFromString(data), "cannot parse the ", what,
-                 " passed from Python (", data.size(), " bytes)");
-  return message;
-}
-
-py::bytes SerializeProto(const google::protobuf::Message& message) {
-  std::string data;
-  message.SerializeToString(&data);
-  return py::bytes(data);
 }
 
 void SwitchWorkspace(const std::string& name, bool create_if_missing) {
@@ -286,62 +270,6 @@ py::tuple AddGradientOperatorsPy(const py::bytes& net_bytes, const std::vector<s
 
 // The Parallelize pass on serialized template nets:
 // (init net bytes, net bytes, {template param: gradient}).
-py::tuple ParallelizePy(const py::bytes& init_bytes, const py::bytes& net_bytes,
-                        const py::bytes& update_bytes, const std::vector<std::string>& losses,
-                        const std::vector<std::string>& params,
-                        const std::vector<std::string>& computed_params,
-                        const std::vector<int>& devices, int device_type,
-                        bool broadcast_computed_params, const std::string& net_type,
-                        int num_threads_per_device, const std::vector<std::string>& shared_blobs,
-                        bool combine_spatial_bn, bool shared_model,
-                        const py::dict& rendezvous, bool use_nccl) {
-  DataParallelTemplate model;
-  model.param_init_net = ParseProto<NetDef>(init_bytes, "param_init_net NetDef");
-  model.net = ParseProto<NetDef>(net_bytes, "net NetDef");
-  model.param_update_net = ParseProto<NetDef>(update_bytes, "param_update_net NetDef");
-  model.losses = losses;
-  model.params = params;
-  model.computed_params = computed_params;
-  ParallelizeOptions options;
-  options.devices = devices;
-  options.device_type = device_type;
-  options.broadcast_computed_params = broadcast_computed_params;
-  options.net_type = net_type;
-  options.num_threads_per_device = num_threads_per_device;
-  options.shared_blobs = shared_blobs;
-  options.combine_spatial_bn = combine_spatial_bn;
-  options.shared_model = shared_model;
-  options.use_nccl = use_nccl;
-  // Keys as the Python front end normalized them (data_parallel_model.py).
-  RendezvousOptions& shards = options.rendezvous;
-  if (rendezvous.contains("num_shards")) shards.num_shards = rendezvous["num_shards"].cast<int>();
-  if (rendezvous.contains("shard_id")) shards.shard_id = rendezvous["shard_id"].cast<int>();
-  if (rendezvous.contains("kv_handler")) {
-    shards.kv_handler = rendezvous["kv_handler"].cast<std::string>();
-  }
-  if (rendezvous.contains("common_world")) {
-    shards.common_world = rendezvous["common_world"].cast<std::string>();
-  }
-  if (rendezvous.contains("engine")) shards.engine = rendezvous["engine"].cast<std::string>();
-  if (rendezvous.contains("transport")) {
-    shards.transport = rendezvous["transport"].cast<std::string>();
-  }
-  if (rendezvous.contains("interface")) {
-    shards.interface = rendezvous["interface"].cast<std::string>();
-  }
-  if (rendezvous.contains("timeout_ms")) shards.timeout_ms = rendezvous["timeout_ms"].cast<int>();
-  if (rendezvous.contains("bucket_cap_mb")) {
-    shards.bucket_cap_mb = rendezvous["bucket_cap_mb"].cast<double>();
-  }
-  Parallelized result;
-  {
-    py::gil_scoped_release release;
-    result = Parallelize(model, options);
-  }
-  return py::make_tuple(SerializeProto(result.param_init_net), SerializeProto(result.net),
-                        result.param_to_grad);
-}
-
 py::dict SchemaInfo(const std::string& type) {
   const OpSchema* schema = OpSchemaRegistry::Schema(type);
   DOPPIO_ENFORCE(schema != nullptr, "op type '", type, "' has no schema");
@@ -505,6 +433,8 @@ void DefineMemonger(py::module_& m) {
 
 // python_api/cross_device_py.cc
 void DefineCrossDeviceCopies(py::module_& m);
+// python_api/parallelize_py.cc
+void DefineParallelize(py::module_& m);
 // python_api/transforms_py.cc
 void DefineTransforms(py::module_& m, std::function<Workspace*()> current_workspace);
 
@@ -513,6 +443,10 @@ PYBIND11_MODULE(_C, m) {
   py::register_exception_translator([](std::exception_ptr pointer) {
     try {
       if (pointer) std::rethrow_exception(pointer);
+    } catch (const InvalidArgumentError& error) {
+      PyErr_SetString(PyExc_ValueError, error.what());
+    } catch (const NotImplementedError& error) {
+      PyErr_SetString(PyExc_NotImplementedError, error.what());
     } catch (const Error& error) {
       PyErr_SetString(PyExc_RuntimeError, error.what());
     }
@@ -561,13 +495,7 @@ PYBIND11_MODULE(_C, m) {
     }
     return devices;
   }, py::arg("op_type"));
-  m.def("parallelize", &ParallelizePy, py::arg("param_init_net"), py::arg("net"),
-        py::arg("param_update_net"), py::arg("losses"), py::arg("params"),
-        py::arg("computed_params"), py::arg("devices"), py::arg("device_type"),
-        py::arg("broadcast_computed_params"), py::arg("net_type"),
-        py::arg("num_threads_per_device"), py::arg("shared_blobs"),
-        py::arg("combine_spatial_bn") = false, py::arg("shared_model") = false,
-        py::arg("rendezvous") = py::dict(), py::arg("use_nccl") = false);
+  DefineParallelize(m);
   DefineMemonger(m);
   DefineCrossDeviceCopies(m);
   DefineTransforms(m, [] { return Registry().Current(); });

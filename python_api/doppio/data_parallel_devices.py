@@ -3,8 +3,6 @@ can run here, which device a blob lives on, and how device 0's copy of a
 blob reaches the other devices (parallel/device_collectives.h is the C++
 pass's counterpart)."""
 
-import re
-
 from doppio import core
 from doppio import workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2
@@ -45,10 +43,14 @@ def DeviceOptionOfBlobs(model, blobs, what):
     have no single placement."""
     if model._device_type != caffe2_pb2.CUDA:
         return core.DeviceOption(caffe2_pb2.CPU)
+    device_of_prefix = {prefix: d for d, prefix in model._device_prefixes.items()}
     devices = set()
     for blob in blobs:
-        match = re.match(r'^gpu_(\d+)/', blob)
-        devices.add(int(match.group(1)) if match else None)
+        prefix = workspace.C.device_prefix_of(caffe2_pb2.CUDA, blob)
+        if prefix and prefix not in device_of_prefix:
+            raise ValueError('{}: blob {!r} names a GPU that is not one of the model\'s '
+                             'devices {}'.format(what, blob, sorted(model._device_prefixes)))
+        devices.add(device_of_prefix.get(prefix))
     if len(devices) > 1:
         raise ValueError('{}: blobs {} live on different devices ({}); give the blobs of '
                          'one device per call'.format(

@@ -3,14 +3,13 @@ _OptimizeGradientMemorySimple and _AddDynamicMemoryOptimization) on the
 parallelized model, CPU (`cpu_N/`) or GPU (`gpu_N/`): optimize_gradient_memory
 and dynamic_memory_management."""
 
-import re
-
 from doppio import core
 from doppio import memonger
+from doppio import workspace
 
 
 def _prefix(model, device):
-    return '{}_{}/'.format(model._device_prefix, device)
+    return workspace.C.device_prefix(model._device_type, device)
 
 
 def _OptimizeGradientMemorySimple(model, losses_by_gpu, devices, blobs_to_keep=None):
@@ -22,9 +21,8 @@ def _OptimizeGradientMemorySimple(model, losses_by_gpu, devices, blobs_to_keep=N
     # Every device's copy: with a shared model param_to_grad lists the
     # master's alone, but each device still computes and allreduces its own.
     param_grads = set()
-    device_pattern = re.compile(r'^{}_\d+/'.format(model._device_prefix))
     for name in _ParamGradNames(model):
-        local = device_pattern.sub('', name)
+        local = name[len(workspace.C.device_prefix_of(model._device_type, name)):]
         param_grads.update(_prefix(model, d) + local for d in devices)
     for device in devices:
         namescope = _prefix(model, device)

@@ -148,9 +148,10 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
             ('ideep', ideep, 'no IDEEP devices')]:
         if value:
             _refuse(option, value, why)
-    if shared_model and not cpu_device:
-        raise ValueError('Parallelize: shared_model is only supported on CPU devices '
-                         '(cpu_device=True)')
+    # The pass's own checks of every option, before any builder runs.
+    options = _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_params,
+                           num_threads_per_device, shared_model, combine_spatial_bn, rendezvous)
+    workspace.C.validate_parallelize_options(options)
     if model.params:
         raise ValueError('Parallelize: the model must be empty (it has params {}); '
                          'build it inside the builder functions'.format(
@@ -160,11 +161,7 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     # model's once nothing can fail any more.
     work = _WorkingCopy(model)
     _BuildParallel(work, input_builder_fun, forward_pass_builder_fun,
-                   param_update_builder_fun, optimizer_builder_fun, devices, net_type,
-                   broadcast_computed_params, num_threads_per_device, shared_model,
-                   combine_spatial_bn, rendezvous,
-                   device_type=caffe2_pb2.CPU if cpu_device else caffe2_pb2.CUDA,
-                   use_nccl=bool(use_nccl))
+                   param_update_builder_fun, optimizer_builder_fun, options, rendezvous)
     if optimize_gradient_memory:
         _OptimizeGradientMemorySimple(work, work._losses_by_gpu, devices, blobs_to_keep)
     if dynamic_memory_management:
@@ -211,23 +208,36 @@ def _Commit(work, model):
             model.__dict__[key] = value
 
 
+def _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_params,
+                 num_threads_per_device, shared_model, combine_spatial_bn, rendezvous):
+    """The C++ pass's ParallelizeOptions (parallel/data_parallel.h); the
+    shared blobs are filled in once the builders have run."""
+    options = workspace.C.ParallelizeOptions()
+    options.devices = devices
+    options.device_type = caffe2_pb2.CPU if cpu_device else caffe2_pb2.CUDA
+    options.use_nccl = bool(use_nccl)
+    options.net_type = net_type
+    options.broadcast_computed_params = bool(broadcast_computed_params)
+    options.num_threads_per_device = int(num_threads_per_device)
+    options.shared_model = bool(shared_model)
+    options.combine_spatial_bn = bool(combine_spatial_bn)
+    options.rendezvous = data_parallel_shards.RendezvousOptions(rendezvous)
+    return options
+
+
 def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
-                   param_update_builder_fun, optimizer_builder_fun, devices, net_type,
-                   broadcast_computed_params, num_threads_per_device, shared_model,
-                   combine_spatial_bn, rendezvous=None, device_type=caffe2_pb2.CPU,
-                   use_nccl=False):
+                   param_update_builder_fun, optimizer_builder_fun, options, rendezvous):
     """The builders, the C++ pass and the bookkeeping, all on `model` (the
     working copy)."""
-    model._device_type = device_type
-    model._device_prefix = 'gpu' if device_type == caffe2_pb2.CUDA else 'cpu'
+    devices = list(options.devices)
+    model._device_type = options.device_type
     # Blobs made before the builders run are shared by all devices.
     pre_existing = set()
     for net in (model.param_init_net, model.net):
         for op in net.Proto().op:
             pre_existing.update(op.output)
 
-    num_shards = rendezvous['num_shards'] if rendezvous else 1
-    loss_scale = 1.0 / (max(1, len(devices)) * num_shards)
+    loss_scale = 1.0 / (max(1, len(devices)) * options.rendezvous.num_shards)
     input_builder_fun(model)
     losses = forward_pass_builder_fun(model, loss_scale)
     has_update = param_update_builder_fun is not None or optimizer_builder_fun is not None
@@ -244,12 +254,18 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     forward_proto = caffe2_pb2.NetDef()
     forward_proto.CopyFrom(model.net.Proto())
     optimizer = None
+    request = workspace.C.ParallelizeRequest()
     update_proto = caffe2_pb2.NetDef(name=model.net.Name() + '_update')
     if has_update:
-        # The template gets its gradients so the update builders can name
-        # them; the pass makes the same ones (same backward) per device.
+        # The template's backward, so the update builders can name the
+        # gradients; the pass takes it as it is (backward runs once).
         model.AddGradientOperators(losses)
-        num_backward = len(model.net.Proto().op) - num_forward
+        gradient_ops = model.net.Proto().op[num_forward:]
+        request.model.set_backward(
+            [op.SerializeToString() for op in gradient_ops],
+            {str(p): (str(g.indices), str(g.values)) if isinstance(g, core.GradientSlice)
+             else str(g) for p, g in model.param_to_grad.items()})
+        num_backward = len(gradient_ops)
         if optimizer_builder_fun is not None:
             optimizer = optimizer_builder_fun(model)
         else:
@@ -263,31 +279,24 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     computed = [str(p) for p in model._computed_params]
     weights = [str(p) for p in model.weights]
     biases = [str(p) for p in model.biases]
-    if rendezvous and has_update:
-        sparse = sorted(str(p) for p, g in model.param_to_grad.items()
-                        if isinstance(g, core.GradientSlice))
-        if sparse:
-            raise NotImplementedError(
-                'Parallelize: sparse gradients across shards (rendezvous with num_shards {}) '
-                'are not implemented yet; params {} have them'.format(num_shards, sparse))
-    init_bytes, net_bytes, param_to_grad = workspace.C.parallelize(
-        template_init.SerializeToString(), forward_proto.SerializeToString(),
-        update_proto.SerializeToString(), losses, params, computed, devices,
-        device_type, bool(broadcast_computed_params), net_type,
-        int(num_threads_per_device), sorted(shared),
-        combine_spatial_bn=bool(combine_spatial_bn), shared_model=bool(shared_model),
-        rendezvous=data_parallel_shards.RendezvousForPass(rendezvous), use_nccl=use_nccl)
+    request.model.param_init_net = template_init.SerializeToString()
+    request.model.net = forward_proto.SerializeToString()
+    request.model.param_update_net = update_proto.SerializeToString()
+    request.model.losses = losses
+    request.model.params = params
+    request.model.computed_params = computed
+    options.shared_blobs = sorted(shared)
+    request.options = options
+    result = workspace.C.parallelize(request)
 
-    # The template's sparse gradients, before param_to_grad is replaced.
-    sparse_param_to_grad = {str(p): g for p, g in model.param_to_grad.items()
-                            if isinstance(g, core.GradientSlice)} if has_update else {}
-    model.param_init_net = _NetFromBytes(init_bytes)
-    model.net = _NetFromBytes(net_bytes)
-    _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared, shared_model)
-    _RecordSparseGradients(model, devices, sparse_param_to_grad)
+    model.param_init_net = _NetFromBytes(result.param_init_net)
+    model.net = _NetFromBytes(result.net)
+    model._parallel_plan = result.plan
+    model._device_prefixes = dict(zip(devices, result.plan.prefixes))
+    _RecordDeviceBlobs(model, devices, params, computed, result, shared, options.shared_model)
     # Caffe2 keeps the replicas' weights and biases (the master's alone for
     # a shared model).
-    owners = devices[:1] if shared_model else devices
+    owners = devices[:1] if options.shared_model else devices
     model.weights[:] = [core.BlobReference(_Prefix(d, model) + w)
                         for d in owners for w in weights]
     model.biases[:] = [core.BlobReference(_Prefix(d, model) + b)
@@ -295,15 +304,22 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     model._losses_by_gpu = {d: [core.BlobReference(_Prefix(d, model) + l) for l in losses]
                             for d in devices}
     model._optimizer = optimizer
-    model._net_type = net_type
-    model._broadcast_computed_params = broadcast_computed_params
+    model._net_type = options.net_type
+    model._broadcast_computed_params = options.broadcast_computed_params
     model._rendezvous = rendezvous
 
 
 def _Prefix(device, model=None):
     """The blob prefix of `device` in a model parallelized (or being
-    parallelized) onto `model`'s device type; CPU's without a model."""
-    return '{}_{}/'.format(getattr(model, '_device_prefix', 'cpu'), device)
+    parallelized) onto `model`'s device type; CPU's without a model. The
+    rule is the pass's (DevicePrefix, parallel/data_parallel.h)."""
+    return workspace.C.device_prefix(getattr(model, '_device_type', caffe2_pb2.CPU), device)
+
+
+def _DevicePrefixOf(model, name):
+    """The device prefix `name` starts with ('' for none), for `model`'s
+    device type."""
+    return workspace.C.device_prefix_of(model._device_type, str(name))
 
 
 def _SharedBlobs(pre_existing, nets):
@@ -343,12 +359,13 @@ def _NetFromBytes(data):
     return net
 
 
-def _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared,
-                       shared_model=False):
-    """Caffe2's bookkeeping on the model: per-device blob groups, device-
-    prefixed params and param_to_grad. With a shared model every device's
-    entry of a param's group is the master's blob, and params and
+def _RecordDeviceBlobs(model, devices, params, computed, result, shared, shared_model=False):
+    """Caffe2's bookkeeping on the model from the pass's result: per-device
+    blob groups, device-prefixed params and param_to_grad (a sparse param's
+    entry names the slice its update ops read). With a shared model every
+    device's entry of a param's group is the master's blob, and params and
     param_to_grad list the master's only."""
+    param_to_grad = result.param_to_grad
     model._devices = devices
     model._shared_model = bool(shared_model)
     model._shared_blobs = set(shared)
@@ -370,26 +387,11 @@ def _RecordDeviceBlobs(model, devices, params, computed, param_to_grad, shared,
     model._computed_params[:] = [grouped[p][d] for d in devices for p in computed]
     model.param_to_grad = {grouped[p][d]: core.BlobReference(_Prefix(d, model) + g)
                            for d in owners for p, g in param_to_grad.items()}
-    model.grad_map = {str(k): v for k, v in model.param_to_grad.items()}
-
-
-def _AllDevicesSlice(param):
-    """The all-devices concatenation of a sparse gradient: the names the
-    C++ pass gives it (parallel/sparse_gradients.h, AllDevicesSliceNames)."""
-    return core.GradientSlice(param + '_grad_indices_all_devices',
-                              param + '_grad_values_all_devices')
-
-
-def _RecordSparseGradients(model, devices, sparse_param_to_grad):
-    """param_to_grad of a sparse param names the slice its update ops read:
-    every device's concatenation when there are several, else its own."""
-    for param, grad in sparse_param_to_grad.items():
-        if len(devices) > 1:
-            grad = _AllDevicesSlice(param)
-        for d in (devices[:1] if model._shared_model else devices):
-            model.param_to_grad[model._device_grouped_blobs[param][d]] = core.GradientSlice(
-                core.BlobReference(_Prefix(d, model) + str(grad.indices)),
-                core.BlobReference(_Prefix(d, model) + str(grad.values)))
+    for param, (indices, values) in result.sparse_param_to_grad.items():
+        for d in owners:
+            model.param_to_grad[grouped[param][d]] = core.GradientSlice(
+                core.BlobReference(_Prefix(d, model) + indices),
+                core.BlobReference(_Prefix(d, model) + values))
     model.grad_map = {str(k): v for k, v in model.param_to_grad.items()}
 
 
@@ -431,16 +433,14 @@ def GetCheckpointParams(model):
             if output.startswith(prefix):
                 blobs.add(core.BlobReference(output))
     for op in model.net.Proto().op:
-        if op.type in ('Iter', 'AtomicIter') and not op.output[0].startswith(
-                model._device_prefix + '_'):
+        if op.type in ('Iter', 'AtomicIter') and not _DevicePrefixOf(model, op.output[0]):
             blobs.add(core.BlobReference(op.output[0]))
     return blobs
 
 
 def _StripDevicePrefix(model, name):
     name = str(name)
-    match = re.match(r'^{}_\d+/'.format(model._device_prefix), name)
-    return name[match.end():] if match else name
+    return name[len(_DevicePrefixOf(model, name)):]
 
 
 def FinalizeAfterCheckpoint(model, blobs=None, cpu_mode=False):
@@ -451,7 +451,7 @@ def FinalizeAfterCheckpoint(model, blobs=None, cpu_mode=False):
     if blobs is None:
         blobs = GetCheckpointParams(model)
     names = sorted(set(_StripDevicePrefix(model, b) for b in blobs
-                       if re.match(r'^{}_\d+/'.format(model._device_prefix), str(b))))
+                       if _DevicePrefixOf(model, b)))
     devices = model._devices
     if model._shared_model:
         # The params, and the optimizer state only the master's updates
@@ -508,7 +508,7 @@ def AddBlobSync(model, blobs, net=None):
         return
     net = model.net if net is None else net
     for name in blobs:
-        if re.match(r'^{}_\d+/'.format(model._device_prefix), name):
+        if _DevicePrefixOf(model, name):
             raise ValueError('AddBlobSync: give the unprefixed blob name, not {!r}'.format(
                 name))
         if name in model._shared_blobs:
@@ -578,18 +578,17 @@ def ExtractPredictorNet(model, inputs, outputs, device):
     prefixed_outputs = [master + str(b) for b in outputs]
     # The replicas' ops are interleaved; only device 0's (and shared ones)
     # may enter the predictor.
-    others = re.compile(r'^{}_\d+/'.format(model._device_prefix))
     device0 = caffe2_pb2.NetDef()
     device0.CopyFrom(model.net.Proto())
     del device0.op[:]
     for op in model.net.Proto().op:
         names = list(op.input) + list(op.output)
-        if all(n.startswith(master) or not others.match(n) for n in names):
+        if all(n.startswith(master) or not _DevicePrefixOf(model, n) for n in names):
             device0.op.add().CopyFrom(op)
     device0.external_input[:] = [b for b in model.net.Proto().external_input
-                                 if b.startswith(master) or not others.match(b)]
+                                 if b.startswith(master) or not _DevicePrefixOf(model, b)]
     device0.external_output[:] = [b for b in model.net.Proto().external_output
-                                  if b.startswith(master) or not others.match(b)]
+                                  if b.startswith(master) or not _DevicePrefixOf(model, b)]
     renames = dict(zip(prefixed_inputs + prefixed_outputs,
                        [str(b) for b in inputs] + [str(b) for b in outputs]))
     return model_helper.ExtractPredictorNet(

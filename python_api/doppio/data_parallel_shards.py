@@ -1,5 +1,5 @@
 """The multi-process side of doppio.data_parallel_model: Caffe2's
-rendezvous dict, checked and passed to the C++ pass (parallel/distributed.h),
+rendezvous dict, parsed and passed to the C++ pass (which checks it) (parallel/distributed.h),
 and the collectives across shards that Synchronize and
 AddDistributedBlobSync run over the model's common world."""
 
@@ -10,7 +10,6 @@ from doppio.proto import doppio_pb2 as caffe2_pb2
 
 _RENDEZVOUS_KEYS = frozenset(['kv_handler', 'shard_id', 'num_shards', 'engine', 'transport',
                               'interface', 'exit_nets', 'timeout_ms', 'bucket_cap_mb'])
-_COMMON_WORLD = 'data_parallel_model_common_world'
 
 
 def CheckRendezvous(rendezvous):
@@ -39,26 +38,23 @@ def CheckRendezvous(rendezvous):
     result['shard_id'] = int(result['shard_id'])
     result['timeout_ms'] = int(result['timeout_ms'])
     result['bucket_cap_mb'] = float(result['bucket_cap_mb'])
-    if result['bucket_cap_mb'] < 0:
-        raise ValueError('Parallelize: rendezvous bucket_cap_mb must be >= 0 (0: one '
-                         'allreduce per gradient), got {}'.format(result['bucket_cap_mb']))
     result['interface'] = result['interface'] or ''
-    if result['engine'] != 'GLOO':
-        raise NotImplementedError("Parallelize: rendezvous engine {!r} is not supported: only "
-                                  "'GLOO' is built".format(result['engine']))
-    if result['transport'] != 'tcp':
-        raise NotImplementedError("Parallelize: rendezvous transport {!r} is not supported: "
-                                  "only 'tcp' is built".format(result['transport']))
-    result['common_world'] = _COMMON_WORLD
+    # The pass's default name for the world it connects.
+    result['common_world'] = workspace.C.RendezvousOptions().common_world
     return result
 
 
-def RendezvousForPass(rendezvous):
+def RendezvousOptions(rendezvous):
+    """The pass's RendezvousOptions (parallel/distributed.h) for a dict
+    CheckRendezvous returned (None: a single process). The pass checks the
+    values (engine, transport, shard id, bucket size)."""
+    options = workspace.C.RendezvousOptions()
     if not rendezvous:
-        return {}
-    return {key: rendezvous[key] for key in ('kv_handler', 'shard_id', 'num_shards', 'engine',
-                                             'transport', 'interface', 'timeout_ms',
-                                             'common_world', 'bucket_cap_mb')}
+        return options
+    for key in ('kv_handler', 'shard_id', 'num_shards', 'engine', 'transport', 'interface',
+                'timeout_ms', 'common_world', 'bucket_cap_mb'):
+        setattr(options, key, rendezvous[key])
+    return options
 
 
 def IsDistributed(model):

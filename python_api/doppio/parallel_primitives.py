@@ -21,12 +21,14 @@ write plain tensors on the device they run on: moving blobs between GPUs is
 the InjectCrossDeviceCopies pass's job, not these helpers'.
 """
 from doppio import core
+from doppio import workspace
 from doppio.proto import doppio_pb2
 
 
 def device_prefix(device, device_type=doppio_pb2.CPU):
-    """The name scope of a device: cpu_N or gpu_N."""
-    return ('gpu_%d' if device_type == doppio_pb2.CUDA else 'cpu_%d') % device
+    """The name scope of a device: cpu_N or gpu_N (the Parallelize pass's
+    DevicePrefix without its '/')."""
+    return workspace.C.device_prefix(device_type, device).rstrip('/')
 
 
 def _on_device(op, device, device_type):

@@ -145,7 +145,7 @@ def check_init_net(model, devices, use_nccl):
 def test_gpu_graph(model_name, num_devices, use_nccl):
     devices = list(range(num_devices))
     model = parallelize(MODELS[model_name], devices, use_nccl)
-    assert model._device_prefix == 'gpu'
+    assert model._device_prefixes == {d: 'gpu_{}/'.format(d) for d in devices}
     for name in PARAMS if model_name == 'mlp' else []:
         for d in devices:
             assert core.BlobReference('gpu_{}/{}'.format(d, name)) in model.params

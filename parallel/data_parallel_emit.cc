@@ -1,0 +1,306 @@
+// The emitting phases of the Parallelize pass (data_parallel_phases.h): a
+// ParallelPlan becomes the training and init nets. Nothing here decides
+// anything the plan does not say.
+#include <set>
+#include <utility>
+
+#include "core/argument.h"
+#include "core/enforce.h"
+#include "parallel/data_parallel_phases.h"
+#include "parallel/device_collectives.h"
+#include "parallel/distributed.h"
+
+namespace doppio {
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string joined;
+  for (const std::string& name : names) {
+    if (!joined.empty()) joined += ", ";
+    joined += "'" + name + "'";
+  }
+  return joined;
+}
+
+// Clones template ops onto the replicas under the plan's sharing rules.
+class Cloner {
+ public:
+  explicit Cloner(const ParallelPlan& plan) : plan_(plan) {}
+
+  bool IsShared(const std::string& blob) const { return plan_.shared.count(blob) > 0; }
+
+  // One name per replica; the name itself once when it is shared, and the
+  // first replica's name once for a shared model's param.
+  std::vector<std::string> RenameAll(const std::string& blob) const {
+    if (IsShared(blob)) return {blob};
+    if (plan_.master_params.count(blob)) return {plan_.replicas.front().prefix + blob};
+    std::vector<std::string> names;
+    for (const Replica& replica : plan_.replicas) names.push_back(replica.prefix + blob);
+    return names;
+  }
+
+  // An op whose outputs are all shared runs once for all replicas. Mixing
+  // shared and per-device outputs, or computing a shared blob from a
+  // per-device one, has no single right placement, so it is refused.
+  bool IsSharedOp(const OperatorDef& op, const std::string& where) const {
+    int shared_outputs = 0;
+    for (const std::string& output : op.output()) shared_outputs += IsShared(output);
+    if (shared_outputs == 0) return false;
+    DOPPIO_ENFORCE(shared_outputs == op.output_size(), "Parallelize: op ", op.type(), " '",
+                   op.name(), "' in ", where, " writes both shared and per-device blobs (outputs ",
+                   JoinNames({op.output().begin(), op.output().end()}),
+                   "); a shared blob must be written by ops whose outputs are all shared");
+    for (const std::string& input : op.input()) {
+      DOPPIO_ENFORCE(IsShared(input), "Parallelize: op ", op.type(), " '", op.name(), "' in ",
+                     where, " writes shared blob '", op.output(0), "' from per-device blob '",
+                     input, "'; mark that input shared too or do not share the output");
+    }
+    return true;
+  }
+
+  OperatorDef Clone(const OperatorDef& op, const Replica& replica) const {
+    OperatorDef clone = op;
+    for (std::string& input : *clone.mutable_input()) input = Rename(input, replica);
+    for (std::string& output : *clone.mutable_output()) output = Rename(output, replica);
+    for (std::string& control : *clone.mutable_control_input()) {
+      control = Rename(control, replica);
+    }
+    // The template's random seed stays, the device becomes the replica's.
+    const bool has_seed = op.has_device_option() && op.device_option().has_random_seed();
+    *clone.mutable_device_option() = replica.device_option;
+    if (has_seed) clone.mutable_device_option()->set_random_seed(op.device_option().random_seed());
+    return clone;
+  }
+
+  // A shared op keeps its own device if it names one (the iteration counter
+  // lives on CPU), else runs on the first replica's.
+  OperatorDef CloneShared(const OperatorDef& op) const {
+    OperatorDef clone = op;
+    if (!clone.has_device_option()) {
+      *clone.mutable_device_option() = plan_.replicas.front().device_option;
+    }
+    return clone;
+  }
+
+  // Appends replica `r`'s copy of `op` (none when the op is shared or
+  // master-only and r is not the first replica).
+  void Append(const OperatorDef& op, bool shared_op, bool master_only, size_t r,
+              NetDef* out) const {
+    if (shared_op || master_only) {
+      if (r != 0) return;
+      *out->add_op() = shared_op ? CloneShared(op) : Clone(op, plan_.replicas.front());
+      return;
+    }
+    *out->add_op() = Clone(op, plan_.replicas[r]);
+  }
+
+  // Every op of `ops` on every replica, replica after replica; ops flagged
+  // in master_only go to the first replica alone.
+  void AppendReplicaMajor(const std::vector<OperatorDef>& ops, const std::string& where,
+                          const std::vector<bool>& master_only, NetDef* out) const {
+    const std::vector<bool> shared_op = SharedOps(ops, where);
+    for (size_t r = 0; r < plan_.replicas.size(); ++r) {
+      for (size_t i = 0; i < ops.size(); ++i) {
+        Append(ops[i], shared_op[i], i < master_only.size() && master_only[i], r, out);
+      }
+    }
+  }
+
+  std::vector<bool> SharedOps(const std::vector<OperatorDef>& ops, const std::string& where) const {
+    std::vector<bool> shared_op(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) shared_op[i] = IsSharedOp(ops[i], where);
+    return shared_op;
+  }
+
+ private:
+  std::string Rename(const std::string& blob, const Replica& replica) const {
+    if (IsShared(blob)) return blob;
+    if (plan_.master_params.count(blob)) return plan_.replicas.front().prefix + blob;
+    return replica.prefix + blob;
+  }
+
+  const ParallelPlan& plan_;
+};
+
+std::vector<OperatorDef> OpsOf(const NetDef& net) { return {net.op().begin(), net.op().end()}; }
+
+void AppendAll(std::vector<OperatorDef> ops, NetDef* net) {
+  for (OperatorDef& op : ops) *net->add_op() = std::move(op);
+}
+
+// Every blob an op reads before any earlier op of the net writes it.
+void SetExternalInputs(NetDef* net) {
+  std::set<std::string> produced;
+  std::set<std::string> listed;
+  net->clear_external_input();
+  for (const OperatorDef& op : net->op()) {
+    for (const auto* names : {&op.input(), &op.control_input()}) {
+      for (const std::string& name : *names) {
+        if (!produced.count(name) && listed.insert(name).second) net->add_external_input(name);
+      }
+    }
+    for (const std::string& output : op.output()) produced.insert(output);
+  }
+}
+
+void SetExternalOutputs(const NetDef& template_net, const Cloner& cloner, NetDef* net) {
+  net->clear_external_output();
+  std::set<std::string> listed;
+  for (const std::string& output : template_net.external_output()) {
+    for (const std::string& name : cloner.RenameAll(output)) {
+      if (listed.insert(name).second) net->add_external_output(name);
+    }
+  }
+}
+
+// The collectives of one net, in emission order (both chain their ops).
+struct NetCollectives {
+  NetCollectives(const ParallelPlan& plan, const ParallelizeOptions& options)
+      : shards(options.rendezvous, plan.replicas.front().device_option),
+        devices(Prefixes(plan), DeviceOptions(plan), options.use_nccl) {}
+
+  static std::vector<std::string> Prefixes(const ParallelPlan& plan) {
+    std::vector<std::string> prefixes;
+    for (const Replica& replica : plan.replicas) prefixes.push_back(replica.prefix);
+    return prefixes;
+  }
+  static std::vector<DeviceOption> DeviceOptions(const ParallelPlan& plan) {
+    std::vector<DeviceOption> options;
+    for (const Replica& replica : plan.replicas) options.push_back(replica.device_option);
+    return options;
+  }
+
+  ShardCollectives shards;
+  DeviceCollectives devices;
+};
+
+// Concatenation of each replica's slice of one sparse gradient.
+void EmitSparseGather(const SparseGradientSync& sync, const ParallelPlan& plan,
+                      const ParallelizeOptions& options, const Cloner& cloner,
+                      NetCollectives* collectives, NetDef* net) {
+  if (options.device_type == CUDA) {
+    // Gathered on the first device, then copied out (GatherRows).
+    AppendAll(collectives->devices.GatherRows(sync.gathered.indices,
+                                              cloner.RenameAll(sync.slice.indices)), net);
+    AppendAll(collectives->devices.GatherRows(sync.gathered.values,
+                                              cloner.RenameAll(sync.slice.values)), net);
+    return;
+  }
+  const std::vector<std::string> prefixes = NetCollectives::Prefixes(plan);
+  for (OperatorDef& op : AllDevicesConcatOps(sync, prefixes, NetCollectives::DeviceOptions(plan))) {
+    // A shared model's update runs on the master alone.
+    if (options.shared_model && op.output(0).rfind(prefixes.front(), 0) != 0) continue;
+    *net->add_op() = std::move(op);
+  }
+}
+
+void EmitAfterOp(const AfterOp& after, const ParallelPlan& plan,
+                 const ParallelizeOptions& options, const Cloner& cloner,
+                 NetCollectives* collectives, NetDef* net) {
+  for (const std::string& blob : after.statistics) {
+    AppendAll(collectives->devices.Allreduce(blob, cloner.RenameAll(blob)), net);
+  }
+  for (const std::string& grad : after.gradients) {
+    // A gradient summed across shards next needs the local sum on the first
+    // replica only; the bucket's Broadcast hands the total back.
+    AppendAll(plan.distributed ? collectives->devices.ReduceToFirst(grad, cloner.RenameAll(grad))
+                               : collectives->devices.Allreduce(grad, cloner.RenameAll(grad)),
+              net);
+  }
+  for (const std::vector<std::string>& bucket : after.shard_buckets) {
+    std::vector<std::string> firsts;
+    for (const std::string& grad : bucket) firsts.push_back(cloner.RenameAll(grad).front());
+    *net->add_op() = collectives->shards.AllreduceBucket(firsts);
+    for (const std::string& grad : bucket) {
+      AppendAll(collectives->devices.Broadcast(grad, cloner.RenameAll(grad)), net);
+    }
+  }
+  for (const SparseGradientSync& sync : after.sparse) {
+    EmitSparseGather(sync, plan, options, cloner, collectives, net);
+  }
+}
+
+}  // namespace
+
+NetDef EmitTrainNet(const ParallelPlan& plan, const DataParallelTemplate& model,
+                    const ParallelizeOptions& options) {
+  const Cloner cloner(plan);
+  NetCollectives collectives(plan, options);
+  NetDef net;
+  net.set_name(model.net.name());
+  *net.mutable_arg() = model.net.arg();
+  // Op-major: op i on every replica before op i + 1, so the reductions after
+  // op i precede every replica's later backward ops in the listed order
+  // (the last layer's gradients are summed while the first layer's are
+  // still computed), and every replica's statistics exist before any
+  // replica's combined SpatialBN reads their sum.
+  const std::vector<bool> shared_op =
+      cloner.SharedOps(plan.train_ops, "net '" + model.net.name() + "'");
+  for (size_t i = 0; i < plan.train_ops.size(); ++i) {
+    for (size_t r = 0; r < plan.replicas.size(); ++r) {
+      cloner.Append(plan.train_ops[i], shared_op[i], /*master_only=*/false, r, &net);
+    }
+    auto after = plan.after_op.find(static_cast<int>(i));
+    if (after != plan.after_op.end()) {
+      EmitAfterOp(after->second, plan, options, cloner, &collectives, &net);
+    }
+  }
+  // A shared model has one copy of each param to update: the master's.
+  cloner.AppendReplicaMajor(OpsOf(plan.update_net),
+                            "param_update_net '" + model.param_update_net.name() + "'",
+                            std::vector<bool>(plan.update_net.op_size(), options.shared_model),
+                            &net);
+  net.set_type(options.net_type);
+  // Doppio's dag executor reads num_workers per device (each device has its
+  // own pool), so this is Caffe2's total divided by the device count. An
+  // argument: the NetDef field of that name is deprecated.
+  SetArgument(&net, "num_workers", options.num_threads_per_device);
+  SetExternalInputs(&net);
+  SetExternalOutputs(model.net, cloner, &net);
+  return net;
+}
+
+NetDef EmitInitNet(const ParallelPlan& plan, const DataParallelTemplate& model,
+                   const ParallelizeOptions& options) {
+  const Cloner cloner(plan);
+  NetCollectives collectives(plan, options);
+  NetDef init;
+  init.set_name(model.param_init_net.name());
+  *init.mutable_arg() = model.param_init_net.arg();
+  if (model.param_init_net.has_type()) init.set_type(model.param_init_net.type());
+  cloner.AppendReplicaMajor(OpsOf(model.param_init_net),
+                            "param_init_net '" + model.param_init_net.name() + "'",
+                            plan.init_master_only, &init);
+  // After the template's ops: one of them may make the store handler.
+  if (plan.distributed) *init.add_op() = collectives.shards.CreateCommonWorld();
+  for (const std::string& blob : plan.init_broadcasts) {
+    const std::vector<std::string> copies = cloner.RenameAll(blob);
+    // Across processes first, so the local copies get shard 0's value. A
+    // shared model's params exist once per process: no local copies.
+    if (plan.distributed) *init.add_op() = collectives.shards.Broadcast(copies.front());
+    if (!plan.master_params.count(blob)) {
+      AppendAll(collectives.devices.Broadcast(blob, copies), &init);
+    }
+  }
+  SetExternalInputs(&init);
+  SetExternalOutputs(model.param_init_net, cloner, &init);
+  return init;
+}
+
+std::vector<std::map<std::string, std::string>> DeviceParamToGrad(
+    const ParallelPlan& plan, const ParallelizeOptions& options) {
+  std::vector<std::map<std::string, std::string>> maps;
+  for (size_t r = 0; r < plan.replicas.size(); ++r) {
+    std::map<std::string, std::string> device_map;
+    if (!options.shared_model || r == 0) {
+      const std::string& prefix = plan.replicas[r].prefix;
+      for (const auto& entry : plan.param_to_grad) {
+        device_map[prefix + entry.first] = prefix + entry.second;
+      }
+    }
+    maps.push_back(std::move(device_map));
+  }
+  return maps;
+}
+
+}  // namespace doppio

@@ -1,0 +1,84 @@
+// The phases of the Parallelize pass (parallel/data_parallel.h), each a pure
+// function with its own test (tests/parallel/data_parallel_phases_test.cc).
+// Parallelize is: Validate, PlanParallelize, EmitTrainNet, EmitInitNet.
+//
+// Planning (data_parallel_planning.cc) fills a ParallelPlan step by step;
+// every step reads the template and options and what earlier steps planned.
+// Emitting (data_parallel_emit.cc) only turns a plan into ops.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "parallel/data_parallel.h"
+#include "parallel/data_parallel_plan.h"
+
+namespace doppio {
+
+// Refuses bad options: devices, device type, threads, shared_model off CPU,
+// the rendezvous. Throws doppio::Error (InvalidArgumentError or
+// NotImplementedError where the caller can tell which).
+void ValidateParallelizeOptions(const ParallelizeOptions& options);
+
+// The options, and a template whose losses no op produces or that has
+// update ops but no losses.
+void ValidateParallelize(const DataParallelTemplate& model, const ParallelizeOptions& options);
+
+// ---- plan ----
+
+// The replicas, in options.devices order.
+std::vector<Replica> PlanReplicas(const ParallelizeOptions& options);
+
+// train_ops = forward + backward (the template's own backward when it
+// carries one, else AddGradientOperators over the losses), and the params'
+// dense and sparse gradients. Params the losses do not reach get none.
+void PlanGradients(const DataParallelTemplate& model, ParallelPlan* plan);
+
+// Shared blobs, the shared model's master params, and the checks that
+// params and their gradients are per device.
+void PlanSharing(const DataParallelTemplate& model, const ParallelizeOptions& options,
+                 ParallelPlan* plan);
+
+// combine_spatial_bn over several replicas: rewrites train_ops and plans
+// the statistics sums.
+void PlanCombinedBatchNorm(const ParallelizeOptions& options, ParallelPlan* plan);
+
+// Sparse gradients over several replicas: their concatenated names, the
+// update ops rewritten to read them, and where each concatenation goes.
+// Refuses sparse gradients across shards.
+void PlanSparseGradients(const DataParallelTemplate& model, const ParallelizeOptions& options,
+                         ParallelPlan* plan);
+
+// Dense gradient sums: each after the last op touching the gradient, in
+// the reverse order of the params' first forward use (the first layer's
+// gradient finishes last); across shards, in buckets.
+void PlanDenseReductions(const DataParallelTemplate& model, const ParallelizeOptions& options,
+                         ParallelPlan* plan);
+
+// The init net's master-only ops and the blobs it broadcasts.
+void PlanInit(const DataParallelTemplate& model, const ParallelizeOptions& options,
+              ParallelPlan* plan);
+
+// All of the above, in order.
+ParallelPlan PlanParallelize(const DataParallelTemplate& model,
+                             const ParallelizeOptions& options);
+
+// ---- emit ----
+
+// Forward + backward per replica (op-major, so each reduction can follow
+// the op that enables it), the planned reductions, then the update ops.
+NetDef EmitTrainNet(const ParallelPlan& plan, const DataParallelTemplate& model,
+                    const ParallelizeOptions& options);
+
+// The template's init ops per replica, then (distributed) the common world,
+// then the planned broadcasts.
+NetDef EmitInitNet(const ParallelPlan& plan, const DataParallelTemplate& model,
+                   const ParallelizeOptions& options);
+
+// Per replica: prefixed param -> prefixed dense gradient (empty for the
+// replicas of a shared model that own no params).
+std::vector<std::map<std::string, std::string>> DeviceParamToGrad(
+    const ParallelPlan& plan, const ParallelizeOptions& options);
+
+}  // namespace doppio

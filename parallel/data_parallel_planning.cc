@@ -1,0 +1,268 @@
+// The planning phases of the Parallelize pass (data_parallel_phases.h).
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "core/backward.h"
+#include "core/enforce.h"
+#include "parallel/combine_spatial_bn.h"
+#include "parallel/data_parallel_phases.h"
+#include "parallel/device_collectives.h"
+#include "parallel/distributed.h"
+#include "parallel/shared_model.h"
+
+namespace doppio {
+
+void ValidateParallelizeOptions(const ParallelizeOptions& options) {
+  DOPPIO_ENFORCE(!options.devices.empty(), "Parallelize: the device list is empty");
+  std::set<int> seen;
+  for (int device : options.devices) {
+    DOPPIO_ENFORCE(device >= 0, "Parallelize: device ids must be >= 0, got ", device);
+    DOPPIO_ENFORCE(seen.insert(device).second, "Parallelize: device ", device,
+                   " is listed twice");
+  }
+  // DevicePrefix refuses the device types the pass does not handle.
+  DevicePrefix(options.device_type, options.devices.front());
+  DOPPIO_ENFORCE(options.num_threads_per_device >= 1,
+                 "Parallelize: num_threads_per_device must be >= 1, got ",
+                 options.num_threads_per_device);
+  DOPPIO_ENFORCE(!options.net_type.empty(), "Parallelize: net_type is empty");
+  if (options.shared_model && options.device_type != CPU) {
+    throw InvalidArgumentError("Parallelize: shared_model is only supported on CPU devices");
+  }
+  ValidateRendezvous(options.rendezvous);
+}
+
+namespace {
+
+// The last index of train_ops that reads or writes any of `blobs`, or -1.
+int LastTouch(const std::vector<OperatorDef>& train_ops, const std::set<std::string>& blobs) {
+  int last = -1;
+  for (int i = 0; i < static_cast<int>(train_ops.size()); ++i) {
+    for (const auto* names : {&train_ops[i].input(), &train_ops[i].output()}) {
+      for (const std::string& name : *names) {
+        if (blobs.count(name)) last = i;
+      }
+    }
+  }
+  return last;
+}
+
+// Every blob the template's nets name, and every output of train_ops: the
+// names the pass's own blobs must not take.
+std::set<std::string> TemplateBlobs(const DataParallelTemplate& model, const ParallelPlan& plan) {
+  std::set<std::string> blobs;
+  for (const NetDef* net : {&model.param_init_net, &model.net, &plan.update_net}) {
+    for (const OperatorDef& op : net->op()) {
+      blobs.insert(op.input().begin(), op.input().end());
+      blobs.insert(op.output().begin(), op.output().end());
+    }
+  }
+  for (const OperatorDef& op : plan.train_ops) {
+    blobs.insert(op.output().begin(), op.output().end());
+  }
+  return blobs;
+}
+
+// CUDA replicas gather sparse rows on the first device through staged
+// copies (DeviceCollectives::GatherRows), whose names must be free too.
+void CheckSparseNames(const SparseGradientSync& sync, const ParallelPlan& plan,
+                      const std::set<std::string>& template_blobs, int device_type) {
+  DOPPIO_ENFORCE(!plan.shared.count(sync.slice.indices) && !plan.shared.count(sync.slice.values),
+                 "Parallelize: the sparse gradient of parameter '", sync.param, "' ('",
+                 sync.slice.indices, "', '", sync.slice.values,
+                 "') is listed as shared; each device concatenates every device's own");
+  if (device_type != CUDA) return;
+  const int first = plan.replicas.front().device_option.cuda_gpu_id();
+  for (size_t r = 1; r < plan.replicas.size(); ++r) {
+    const int peer = plan.replicas[r].device_option.cuda_gpu_id();
+    for (const std::string& gathered : {sync.gathered.indices, sync.gathered.values}) {
+      const std::string staged = StagedCopyName(gathered, peer);
+      DOPPIO_ENFORCE(!template_blobs.count(staged), "Parallelize: blob '", staged,
+                     "' already exists in the model; the pass needs that name to gather "
+                     "parameter '", sync.param, "''s sparse gradient on device ", first);
+    }
+  }
+}
+
+// Params in the reverse order of their first use by a forward op (params no
+// forward op reads first): backward finishes the last layer's gradient first.
+std::vector<std::string> ReductionOrder(const DataParallelTemplate& model,
+                                        const std::map<std::string, std::string>& param_to_grad) {
+  std::map<std::string, int> first_use;
+  for (int i = 0; i < model.net.op_size(); ++i) {
+    for (const std::string& input : model.net.op(i).input()) first_use.emplace(input, i);
+  }
+  std::vector<std::pair<int, std::string>> order;
+  for (const auto& entry : param_to_grad) {
+    auto use = first_use.find(entry.first);
+    order.emplace_back(use == first_use.end() ? -1 : use->second, entry.first);
+  }
+  std::sort(order.rbegin(), order.rend());
+  std::vector<std::string> params;
+  for (const auto& item : order) params.push_back(item.second);
+  return params;
+}
+
+}  // namespace
+
+void ValidateParallelize(const DataParallelTemplate& model, const ParallelizeOptions& options) {
+  ValidateParallelizeOptions(options);
+  std::set<std::string> forward_outputs;
+  for (const OperatorDef& op : model.net.op()) {
+    forward_outputs.insert(op.output().begin(), op.output().end());
+  }
+  for (const std::string& loss : model.losses) {
+    DOPPIO_ENFORCE(forward_outputs.count(loss), "Parallelize: loss '", loss,
+                   "' is not produced by any op of net '", model.net.name(), "'");
+  }
+  DOPPIO_ENFORCE(!model.losses.empty() || model.param_update_net.op_size() == 0,
+                 "Parallelize: net '", model.net.name(),
+                 "' has parameter update ops but no losses to compute gradients from");
+}
+
+std::vector<Replica> PlanReplicas(const ParallelizeOptions& options) {
+  std::vector<Replica> replicas;
+  for (int device : options.devices) {
+    Replica replica;
+    replica.prefix = DevicePrefix(options.device_type, device);
+    replica.device_option.set_device_type(options.device_type);
+    replica.device_option.set_cuda_gpu_id(device);
+    replicas.push_back(replica);
+  }
+  return replicas;
+}
+
+void PlanGradients(const DataParallelTemplate& model, ParallelPlan* plan) {
+  plan->train_ops.assign(model.net.op().begin(), model.net.op().end());
+  plan->num_forward_ops = model.net.op_size();
+  plan->update_net = model.param_update_net;
+  if (model.losses.empty()) return;
+  const BackwardResult backward =
+      model.backward ? *model.backward : AddGradientOperators(model.net, model.losses);
+  for (const std::string& param : model.params) {
+    auto found = backward.gradients.find(param);
+    if (found == backward.gradients.end()) continue;  // the losses do not reach it
+    if (found->second.IsSparse()) {
+      plan->sparse_param_to_grad[param] = found->second;
+    } else {
+      plan->param_to_grad[param] = found->second.dense;
+    }
+  }
+  plan->train_ops.insert(plan->train_ops.end(), backward.ops.begin(), backward.ops.end());
+}
+
+void PlanSharing(const DataParallelTemplate& model, const ParallelizeOptions& options,
+                 ParallelPlan* plan) {
+  plan->shared.insert(options.shared_blobs.begin(), options.shared_blobs.end());
+  if (options.shared_model) {
+    CheckSharedModelTemplate(model, plan->train_ops);
+    plan->master_params.insert(model.params.begin(), model.params.end());
+  }
+  for (const auto& entry : plan->param_to_grad) {
+    DOPPIO_ENFORCE(!plan->shared.count(entry.first) && !plan->shared.count(entry.second),
+                   "Parallelize: parameter '", entry.first, "' or its gradient '", entry.second,
+                   "' is listed as shared; parameters are replicated per device");
+  }
+  plan->distributed = IsDistributed(options.rendezvous);
+}
+
+void PlanCombinedBatchNorm(const ParallelizeOptions& options, ParallelPlan* plan) {
+  const int num_devices = static_cast<int>(plan->replicas.size());
+  if (!options.combine_spatial_bn || num_devices < 2) return;
+  for (auto& entry : CombineSpatialBN(&plan->train_ops, num_devices)) {
+    plan->after_op[entry.first].statistics = std::move(entry.second);
+  }
+}
+
+void PlanSparseGradients(const DataParallelTemplate& model, const ParallelizeOptions& options,
+                         ParallelPlan* plan) {
+  if (plan->distributed && !plan->sparse_param_to_grad.empty()) {
+    throw NotImplementedError(MakeString(
+        "Parallelize: sparse gradients across shards (rendezvous with num_shards ",
+        options.rendezvous.num_shards, ") are not implemented yet; parameter '",
+        plan->sparse_param_to_grad.begin()->first, "' has one"));
+  }
+  // One replica applies its own slice as it is.
+  if (plan->replicas.size() < 2 || plan->sparse_param_to_grad.empty()) return;
+  const std::set<std::string> template_blobs = TemplateBlobs(model, *plan);
+  std::vector<SparseGradientSync> syncs =
+      PlanSparseGradientSync(plan->sparse_param_to_grad, template_blobs);
+  for (const SparseGradientSync& sync : syncs) {
+    CheckSparseNames(sync, *plan, template_blobs, options.device_type);
+  }
+  UseAllDevicesSlices(syncs, &plan->update_net);
+  for (SparseGradientSync& sync : syncs) {
+    plan->sparse_param_to_grad[sync.param] = sync.gathered;
+    const int last = LastTouch(plan->train_ops, {sync.slice.indices, sync.slice.values});
+    DOPPIO_ENFORCE(last >= 0, "Parallelize: no op of net '", model.net.name(),
+                   "' or its backward touches the sparse gradient of '", sync.param, "'");
+    plan->after_op[last].sparse.push_back(std::move(sync));
+  }
+}
+
+void PlanDenseReductions(const DataParallelTemplate& model, const ParallelizeOptions& options,
+                         ParallelPlan* plan) {
+  if (plan->replicas.size() < 2 && !plan->distributed) return;
+  // CUDA replicas send each gradient across the shards alone
+  // (parallel/distributed.h).
+  const bool bucketed = plan->distributed && options.device_type == CPU;
+  const std::map<std::string, int64_t> elements =
+      bucketed ? InferredFloatElements(model.param_init_net) : std::map<std::string, int64_t>();
+  std::map<std::string, int> last_touch;
+  std::vector<GradientToReduce> across_shards;
+  for (const std::string& param : ReductionOrder(model, plan->param_to_grad)) {
+    const std::string& grad = plan->param_to_grad.at(param);
+    // Summing earlier would change what later backward ops of a replica read.
+    last_touch[grad] = LastTouch(plan->train_ops, {grad});
+    plan->after_op[last_touch[grad]].gradients.push_back(grad);
+    auto known = elements.find(param);  // a dense gradient has its param's shape
+    across_shards.push_back({grad, known == elements.end() ? -1 : known->second});
+  }
+  if (!plan->distributed) return;
+  const double cap_mb = bucketed ? options.rendezvous.bucket_cap_mb : 0;
+  for (std::vector<std::string>& bucket : PlanGradientBuckets(across_shards, cap_mb)) {
+    int after = -1;
+    for (const std::string& grad : bucket) after = std::max(after, last_touch.at(grad));
+    plan->after_op[after].shard_buckets.push_back(std::move(bucket));
+  }
+}
+
+void PlanInit(const DataParallelTemplate& model, const ParallelizeOptions& options,
+              ParallelPlan* plan) {
+  if (options.shared_model) plan->init_master_only = MasterOnlyInitOps(model, plan->train_ops);
+  if (plan->replicas.size() < 2 && !plan->distributed) return;
+  std::set<std::string> initialized;
+  for (const OperatorDef& op : model.param_init_net.op()) {
+    initialized.insert(op.output().begin(), op.output().end());
+  }
+  std::vector<std::string> candidates = model.params;
+  if (options.broadcast_computed_params) {
+    candidates.insert(candidates.end(), model.computed_params.begin(),
+                      model.computed_params.end());
+  }
+  std::set<std::string> listed;
+  for (const std::string& blob : candidates) {
+    // A blob the init net does not make (loaded from a checkpoint later) is
+    // synced by FinalizeAfterCheckpoint instead.
+    if (!initialized.count(blob) || plan->shared.count(blob) || !listed.insert(blob).second) {
+      continue;
+    }
+    plan->init_broadcasts.push_back(blob);
+  }
+}
+
+ParallelPlan PlanParallelize(const DataParallelTemplate& model,
+                             const ParallelizeOptions& options) {
+  ParallelPlan plan;
+  plan.replicas = PlanReplicas(options);
+  PlanGradients(model, &plan);
+  PlanSharing(model, options, &plan);
+  PlanCombinedBatchNorm(options, &plan);
+  PlanSparseGradients(model, options, &plan);
+  PlanDenseReductions(model, options, &plan);
+  PlanInit(model, options, &plan);
+  return plan;
+}
+
+}  // namespace doppio

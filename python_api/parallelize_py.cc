@@ -1,0 +1,180 @@
+// The typed boundary of the Parallelize pass (parallel/data_parallel.h):
+// Python fills one ParallelizeRequest (the template and every option) and
+// gets one Parallelized back (the nets, the gradient maps, the replicas'
+// prefixes, the plan). NetDefs and OperatorDefs cross as serialized bytes
+// (python_api/proto_bytes.h). doppio.data_parallel_model uses only what
+// this returns; the naming rules and checks stay on the C++ side.
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "parallel/data_parallel.h"
+#include "parallel/data_parallel_phases.h"
+#include "python_api/proto_bytes.h"
+
+namespace py = pybind11;
+
+namespace doppio {
+namespace python {
+namespace {
+
+// A NetDef member as a bytes property.
+template <typename Owner>
+void NetProperty(py::class_<Owner>& cls, const char* name, NetDef Owner::*member) {
+  cls.def_property(
+      name, [member](const Owner& owner) { return SerializeProto(owner.*member); },
+      [member, name](Owner& owner, const py::bytes& bytes) {
+        owner.*member = ParseProto<NetDef>(bytes, std::string(name) + " NetDef");
+      });
+}
+
+// A gradient as Python names it: a blob name, or (indices, values).
+py::object GradientToPython(const GradientWrapper& grad) {
+  if (grad.IsSparse()) return py::make_tuple(grad.indices, grad.values);
+  return py::str(grad.dense);
+}
+
+GradientWrapper GradientFromPython(const py::handle& grad) {
+  GradientWrapper wrapper;
+  if (py::isinstance<py::tuple>(grad) || py::isinstance<py::list>(grad)) {
+    const auto parts = grad.cast<std::vector<std::string>>();
+    DOPPIO_ENFORCE(parts.size() == 2, "a sparse gradient is (indices, values), got ",
+                   parts.size(), " names");
+    wrapper.indices = parts[0];
+    wrapper.values = parts[1];
+  } else {
+    wrapper.dense = grad.cast<std::string>();
+  }
+  return wrapper;
+}
+
+// The backward the caller already ran: its ops (bytes) and gradients.
+void SetBackward(DataParallelTemplate& model, const std::vector<py::bytes>& ops,
+                 const py::dict& gradients) {
+  BackwardResult backward;
+  for (const py::bytes& op : ops) {
+    backward.ops.push_back(ParseProto<OperatorDef>(op, "gradient OperatorDef"));
+  }
+  for (const auto& entry : gradients) {
+    backward.gradients[entry.first.cast<std::string>()] = GradientFromPython(entry.second);
+  }
+  model.backward = std::move(backward);
+}
+
+// The plan's reductions, one dict per (op, kind), in emission order.
+py::list Reductions(const ParallelPlan& plan) {
+  py::list rows;
+  auto add = [&](int index, const char* kind, const std::vector<std::string>& blobs) {
+    if (blobs.empty()) return;
+    py::dict row;
+    row["after_op"] = index;
+    row["op_type"] = plan.train_ops[index].type();
+    row["kind"] = kind;
+    row["blobs"] = blobs;
+    rows.append(row);
+  };
+  for (const auto& entry : plan.after_op) {
+    const AfterOp& after = entry.second;
+    add(entry.first, "statistics", after.statistics);
+    add(entry.first, "gradients", after.gradients);
+    for (const auto& bucket : after.shard_buckets) add(entry.first, "shard_bucket", bucket);
+    for (const SparseGradientSync& sync : after.sparse) {
+      add(entry.first, "sparse", {sync.slice.indices, sync.slice.values});
+    }
+  }
+  return rows;
+}
+
+void DefineRequest(py::module_& m) {
+  py::class_<RendezvousOptions>(m, "RendezvousOptions")
+      .def(py::init<>())
+      .def_readwrite("kv_handler", &RendezvousOptions::kv_handler)
+      .def_readwrite("num_shards", &RendezvousOptions::num_shards)
+      .def_readwrite("shard_id", &RendezvousOptions::shard_id)
+      .def_readwrite("common_world", &RendezvousOptions::common_world)
+      .def_readwrite("engine", &RendezvousOptions::engine)
+      .def_readwrite("transport", &RendezvousOptions::transport)
+      .def_readwrite("interface", &RendezvousOptions::interface)
+      .def_readwrite("timeout_ms", &RendezvousOptions::timeout_ms)
+      .def_readwrite("bucket_cap_mb", &RendezvousOptions::bucket_cap_mb);
+  py::class_<ParallelizeOptions>(m, "ParallelizeOptions")
+      .def(py::init<>())
+      .def_readwrite("devices", &ParallelizeOptions::devices)
+      .def_readwrite("device_type", &ParallelizeOptions::device_type)
+      .def_readwrite("use_nccl", &ParallelizeOptions::use_nccl)
+      .def_readwrite("broadcast_computed_params", &ParallelizeOptions::broadcast_computed_params)
+      .def_readwrite("net_type", &ParallelizeOptions::net_type)
+      .def_readwrite("num_threads_per_device", &ParallelizeOptions::num_threads_per_device)
+      .def_readwrite("shared_blobs", &ParallelizeOptions::shared_blobs)
+      .def_readwrite("combine_spatial_bn", &ParallelizeOptions::combine_spatial_bn)
+      .def_readwrite("shared_model", &ParallelizeOptions::shared_model)
+      .def_readwrite("rendezvous", &ParallelizeOptions::rendezvous);
+  py::class_<DataParallelTemplate> model(m, "DataParallelTemplate");
+  model.def(py::init<>())
+      .def_readwrite("losses", &DataParallelTemplate::losses)
+      .def_readwrite("params", &DataParallelTemplate::params)
+      .def_readwrite("computed_params", &DataParallelTemplate::computed_params)
+      .def("set_backward", &SetBackward, py::arg("ops"), py::arg("gradients"));
+  NetProperty(model, "param_init_net", &DataParallelTemplate::param_init_net);
+  NetProperty(model, "net", &DataParallelTemplate::net);
+  NetProperty(model, "param_update_net", &DataParallelTemplate::param_update_net);
+  py::class_<ParallelizeRequest>(m, "ParallelizeRequest")
+      .def(py::init<>())
+      .def_readwrite("model", &ParallelizeRequest::model)
+      .def_readwrite("options", &ParallelizeRequest::options);
+}
+
+void DefineResult(py::module_& m) {
+  py::class_<ParallelPlan>(m, "ParallelPlan")
+      .def_property_readonly("prefixes",
+                             [](const ParallelPlan& plan) {
+                               std::vector<std::string> prefixes;
+                               for (const Replica& r : plan.replicas) prefixes.push_back(r.prefix);
+                               return prefixes;
+                             })
+      .def_readonly("shared", &ParallelPlan::shared)
+      .def_readonly("master_params", &ParallelPlan::master_params)
+      .def_readonly("distributed", &ParallelPlan::distributed)
+      .def_readonly("init_broadcasts", &ParallelPlan::init_broadcasts)
+      .def_property_readonly("reductions", &Reductions)
+      .def("__str__", &ParallelPlan::ToString);
+  py::class_<Parallelized>(m, "Parallelized")
+      .def_property_readonly("param_init_net",
+                             [](const Parallelized& r) { return SerializeProto(r.param_init_net); })
+      .def_property_readonly("net", [](const Parallelized& r) { return SerializeProto(r.net); })
+      .def_readonly("param_to_grad", &Parallelized::param_to_grad)
+      .def_property_readonly("sparse_param_to_grad",
+                             [](const Parallelized& r) {
+                               py::dict sparse;
+                               for (const auto& entry : r.sparse_param_to_grad) {
+                                 sparse[py::str(entry.first)] = GradientToPython(entry.second);
+                               }
+                               return sparse;
+                             })
+      .def_readonly("device_param_to_grad", &Parallelized::device_param_to_grad)
+      .def_readonly("plan", &Parallelized::plan);
+}
+
+}  // namespace
+
+void DefineParallelize(py::module_& m) {
+  DefineRequest(m);
+  DefineResult(m);
+  m.def(
+      "parallelize",
+      [](const ParallelizeRequest& request) {
+        py::gil_scoped_release release;
+        return Parallelize(request.model, request.options);
+      },
+      py::arg("request"));
+  m.def("validate_parallelize_options", &ValidateParallelizeOptions, py::arg("options"));
+  m.def("device_prefix", &DevicePrefix, py::arg("device_type"), py::arg("device_id"));
+  m.def("device_prefix_of", &DevicePrefixOf, py::arg("device_type"), py::arg("name"));
+}
+
+}  // namespace python
+}  // namespace doppio
