@@ -49,8 +49,7 @@ binary="$(bazel info -c opt bazel-bin 2>/dev/null)/tools/bench/allreduce_bench"
 
 scratch="$(mktemp)"
 trap 'rm -f "$scratch"' EXIT
-cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
-echo "allreduce_bench $(date -Iseconds): ${cpu:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "allreduce_bench $(date -Iseconds): $(/usr/bin/python3 tools/bench/machine.py), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 "$binary" --mib="$mib" --devices="$devices" --rounds="$rounds" --iters="$iters" | tee "$scratch"
 
 mkdir -p "$(dirname "$out")"

@@ -34,11 +34,12 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
+
+import machine
 
 REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                           '..', '..'))
@@ -259,11 +260,9 @@ def main(argv=None):
     processes = [r['img_per_s'] for r in rows if r.get('processes', 1) > 1]
     ours_2_processes = max(processes, default=None)
     cnn = per_model.get('cnn', {})
-    cpu = next((line.split(':', 1)[1].strip() for line in open('/proc/cpuinfo')
-                if line.startswith('model name')), platform.processor())
     result = dict(
         date=datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
-        machine=dict(cpu=cpu, cores=os.cpu_count()), epochs=args.epochs,
+        machine=machine.machine(), epochs=args.epochs,
         train_limit=args.train_limit, global_batch=GLOBAL_BATCH, models=args.models,
         rows=rows, per_model=per_model,
         # The CNN's figures under their earlier names, for older readers.
@@ -277,8 +276,8 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, 'w') as f:
         json.dump(result, f, indent=1)
-    print('fmnist_bench {}: {}, {} core(s), {} epoch(s){}'.format(
-        result['date'], cpu, os.cpu_count(), args.epochs,
+    print('fmnist_bench {}: {}, {} epoch(s){}'.format(
+        result['date'], machine.describe(), args.epochs,
         ', first {} training images'.format(args.train_limit) if args.train_limit > 0 else ''))
     print()
     print(table(rows, best_torch, ddp))

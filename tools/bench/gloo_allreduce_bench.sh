@@ -23,6 +23,5 @@ source tools/deps.sh
 DOPPIO_DEBIAN_PACKAGES+=(python3-torch)
 doppio_install_deps
 
-cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
-echo "gloo_allreduce_bench $(date -Iseconds): ${cpu:-unknown CPU}, $(nproc) cores"
+echo "gloo_allreduce_bench $(date -Iseconds): $(/usr/bin/python3 tools/bench/machine.py)"
 exec tools/python tools/bench/gloo_allreduce_bench.py "$@"

@@ -17,7 +17,6 @@ import datetime
 import gzip
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -25,6 +24,8 @@ import tempfile
 import time
 
 import numpy as np
+
+import machine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_MODEL_DIR = os.path.join(HERE, 'peers')
@@ -295,10 +296,8 @@ def main(argv=None):
                      if r['batch'] == batch and r['who'] == who and r['config'] == config)
             rows.append(dict(batch=batch, who=who, config=config, ms_best=ms,
                              images_per_s=batch * 1e3 / ms, ratio_vs_torch=best_torch / ms))
-    cpu = next((line.split(':', 1)[1].strip() for line in open('/proc/cpuinfo')
-                if line.startswith('model name')), platform.processor())
     result = dict(date=datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
-                  machine=dict(cpu=cpu, cores=os.cpu_count()), threads=args.threads,
+                  machine=machine.machine(), threads=args.threads,
                   rounds=args.rounds, warmup=args.warmup, iters=iters,
                   torch_version=torch_version, load_average_before=load_before,
                   load_average_after=load_after, agreement=agreement, rows=rows, runs=runs)
@@ -306,8 +305,8 @@ def main(argv=None):
     with open(args.out, 'w') as f:
         json.dump(result, f, indent=1)
 
-    print('inference_bench %s: %s, %d core(s), %d thread(s), torch %s, best of %d rounds'
-          % (result['date'], cpu, os.cpu_count(), args.threads, torch_version, args.rounds))
+    print('inference_bench %s: %s, %d thread(s), torch %s, best of %d rounds'
+          % (result['date'], machine.describe(), args.threads, torch_version, args.rounds))
     print('load average before %.2f, after %.2f' % (load_before[0], load_after[0]))
     print()
     print('| batch | runner | ms/batch | images/s | vs PyTorch |')

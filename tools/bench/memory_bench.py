@@ -50,10 +50,10 @@ import datetime
 import gc
 import json
 import os
-import platform
 import subprocess
 import sys
 
+import machine
 import memory_bench_allocations
 
 REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -443,8 +443,7 @@ def main(argv=None):
 
     summary = summarize(rows)
     report = dict(bench='memory_bench', date=datetime.datetime.now().isoformat(timespec='seconds'),
-                  machine=dict(processor=platform.processor() or platform.machine(),
-                               cores=os.cpu_count(), load_average=os.getloadavg()[0]),
+                  machine=machine.machine(),
                   config=dict(batch=args.batch, num_blocks=args.blocks, channels=args.channels,
                               input=list(IN_SHAPE), classes=NUM_CLASSES, lr=LEARNING_RATE),
                   rows=rows, summary=summary)
@@ -452,8 +451,8 @@ def main(argv=None):
     with open(args.out, 'w') as f:
         json.dump(report, f, indent=1)
     print('memory_bench: ResNet-style net, {} blocks x {} channels, batch {}, one training '
-          'iteration; {} core(s), load {:.2f}'.format(args.blocks, args.channels, args.batch,
-                                                      os.cpu_count(), os.getloadavg()[0]))
+          'iteration; {}, load {:.2f}'.format(args.blocks, args.channels, args.batch,
+                                              machine.describe(), os.getloadavg()[0]))
     print()
     print(table(rows))
     print()

@@ -62,7 +62,9 @@ done
 
 mkdir -p "$(dirname "$out")"
 /usr/bin/python3 - "$scratch" "$rounds" "$out" "$reps" <<'EOF'
-import datetime, json, os, platform, sys
+import datetime, json, os, sys
+sys.path.insert(0, "tools/bench")
+import machine
 
 scratch, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 ours = []
@@ -82,12 +84,10 @@ for row in ours:
     if row["bench"] == "parallel":
         conv[row["executor"]] = min(conv.get(row["executor"], 1e30), row["ms_per_run"])
 torch_us = min(t["us_per_op"] for t in theirs)
-cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-            if line.startswith("model name")), platform.processor())
 parallel = next(row for row in ours if row["bench"] == "parallel")
 result = {
     "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-    "machine": {"cpu": cpu, "cores": os.cpu_count(), "load_average": os.getloadavg()},
+    "machine": machine.machine(),
     "rounds": rounds, "reps": int(sys.argv[4]), "ops": ours[0]["ops"],
     "torch_peer": theirs[0]["peer"],
     "us_per_op": {"%s %s" % key: value for key, value in overhead.items()},
@@ -101,8 +101,8 @@ result = {
 with open(out, "w") as f:
     json.dump(result, f, indent=1)
 
-print("net_overhead %s: %s, %d core(s), load average %.2f %.2f %.2f, %s"
-      % (result["date"], cpu, os.cpu_count(), *result["machine"]["load_average"],
+print("net_overhead %s: %s, load average %.2f %.2f %.2f, %s"
+      % (result["date"], machine.describe(), *result["machine"]["load_average"],
          result["torch_peer"]))
 print("best of %d rounds x %d runs; %d ops per net" % (rounds, result["reps"], result["ops"]))
 print()

@@ -66,7 +66,9 @@ done
 
 mkdir -p "$(dirname "$out")"
 /usr/bin/python3 - "$scratch" "$rounds" "$out" <<'EOF'
-import datetime, json, os, platform, statistics, sys
+import datetime, json, os, statistics, sys
+sys.path.insert(0, "tools/bench")
+import machine
 
 scratch, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 load = lambda path: json.load(open(os.path.join(scratch, path)))
@@ -85,8 +87,6 @@ def combine(runs):
 
 doppio, torch = combine(ours), combine(theirs)
 peak = max(run["sgemm_peak"]["gflops"] for run in ours)
-cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-            if line.startswith("model name")), platform.processor())
 rows = []
 for (name, pass_), mine in doppio.items():
     row = {"name": name, "pass": pass_, "op": mine["op"], "shape": mine["shape"],
@@ -105,9 +105,8 @@ for (name, pass_), mine in doppio.items():
 
 result = {
     "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-    "machine": {"cpu": cpu, "cores": os.cpu_count(),
-                "openblas_core": ours[0]["openblas_core"],
-                "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE")},
+    "machine": dict(machine.machine(), openblas_core=ours[0]["openblas_core"],
+                    OPENBLAS_CORETYPE=os.environ.get("OPENBLAS_CORETYPE")),
     "threads": ours[0]["threads"], "rounds": rounds, "reps": ours[0]["reps"],
     "torch_version": theirs[0]["torch_version"],
     "sgemm_peak_gflops": peak, "sgemm_peak_n": ours[0]["sgemm_peak"]["n"],
@@ -116,8 +115,8 @@ result = {
 with open(out, "w") as f:
     json.dump(result, f, indent=1)
 
-print("op_bench %s: %s, %d core(s), %d thread(s), OpenBLAS %s, torch %s"
-      % (result["date"], cpu, os.cpu_count(), result["threads"],
+print("op_bench %s: %s, %d thread(s), OpenBLAS %s, torch %s"
+      % (result["date"], machine.describe(), result["threads"],
          result["machine"]["openblas_core"], result["torch_version"]))
 print("sgemm peak (%d^3): %.1f GFLOP/s; best of %d rounds x %d reps"
       % (result["sgemm_peak_n"], peak, rounds, result["reps"]))
