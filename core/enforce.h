@@ -88,12 +88,11 @@ class NotImplementedError : public Error {
 #define DOPPIO_THROW(...) \
   throw ::doppio::Error(__FILE__, __LINE__, "", ::doppio::MakeString(__VA_ARGS__))
 
-#define DOPPIO_ENFORCE(condition, ...)                                       \
-  do {                                                                        \
-    if (!(condition)) {                                                       \
-      throw ::doppio::Error(__FILE__, __LINE__, #condition,                   \
-                            ::doppio::MakeString("" __VA_ARGS__));            \
-    }                                                                         \
+#define DOPPIO_ENFORCE(condition, ...)                                                          \
+  do {                                                                                          \
+    if (!(condition)) {                                                                         \
+      throw ::doppio::Error(__FILE__, __LINE__, #condition, ::doppio::MakeString(__VA_ARGS__)); \
+    }                                                                                           \
   } while (false)
 
 #define DOPPIO_ENFORCE_BINARY_(op, a, b, ...)                                 \

@@ -14,11 +14,10 @@ namespace doppio {
 namespace activation {
 
 void CheckGradientMatchesOutput(const OperatorBase& op, const Tensor& Y, const Tensor& dY) {
-  DOPPIO_ENFORCE(Y.dims() == dY.dims(), "op ", op.type(), ": gradient '", op.input_name(1),
-                 "' has shape ", dY.dims(), " but the forward output '", op.input_name(0),
-                 "' has shape ", Y.dims());
-  DOPPIO_ENFORCE(Y.dtype() == dY.dtype(), "op ", op.type(), ": '", op.input_name(0),
-                 "' holds ", DataTypeName(Y.dtype()), " but '", op.input_name(1), "' holds ",
+  DOPPIO_ENFORCE(Y.dims() == dY.dims(), "gradient '", op.input_name(1), "' has shape ", dY.dims(),
+                 " but the forward output '", op.input_name(0), "' has shape ", Y.dims());
+  DOPPIO_ENFORCE(Y.dtype() == dY.dtype(), "'", op.input_name(0), "' holds ",
+                 DataTypeName(Y.dtype()), " but '", op.input_name(1), "' holds ",
                  DataTypeName(dY.dtype()));
 }
 

@@ -24,30 +24,18 @@
 
 #include "core/gradient.h"
 #include "core/operator.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/parallel_for.h"
 
 namespace doppio {
 namespace activation {
-
-// Calls fn(TypeTag<T>) for float32 and float64; any other dtype is an error
-// naming the op and the blob that holds it.
-template <typename Fn>
-void DispatchFloat(const OperatorBase& op, const std::string& blob, DataType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DataType::kFloat: return fn(TypeTag<float>{});
-    case DataType::kDouble: return fn(TypeTag<double>{});
-    default: break;
-  }
-  DOPPIO_THROW("op ", op.type(), ": '", blob, "' holds ", DataTypeName(dtype), "; ",
-               op.type(), " supports float32 and float64");
-}
 
 // For an op whose output `out` takes the shape of its input 0, `in`:
 // resizes `out` and calls fn(in_data, out_data, count) with the float type
 // of `in`. `out` may alias `in` (its storage is kept).
 template <typename Fn>
 void DispatchFloatLikeInput(const OperatorBase& op, const Tensor& in, Tensor* out, Fn&& fn) {
-  DispatchFloat(op, op.input_name(0), in.dtype(), [&](auto tag) {
+  DispatchInput(FloatTypes{}, op, 0, in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in_data = in.data<T>();
     const int64_t count = in.numel();
@@ -103,7 +91,7 @@ class ActivationGradientOp final : public Operator<CPUContext> {
     const Tensor& Y = Input(0);
     const Tensor& dY = Input(1);
     activation::CheckGradientMatchesOutput(*this, Y, dY);
-    activation::DispatchFloat(*this, input_name(0), Y.dtype(), [&](auto tag) {
+    DispatchInput(FloatTypes{}, *this, 0, Y.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* y = Y.data<T>();
       const T* dy = dY.data<T>();

@@ -67,7 +67,7 @@ Dst CastValue(Src value) {
 
 void CastOp::RunOnDevice() {
   const Tensor& X = Input(0);
-  DOPPIO_ENFORCE(X.dtype() != DataType::kString, "op ", type(), ": '", input_name(0),
+  DOPPIO_ENFORCE(X.dtype() != DataType::kString, "'", input_name(0),
                  "' holds strings, which cannot be cast");
   Tensor* Y = Output(0);
   // Y is written directly, keeping its storage from one run to the next (a

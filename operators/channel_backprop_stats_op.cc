@@ -6,6 +6,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/normalization_utils.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -13,9 +14,8 @@ ChannelBackpropStatsOp::ChannelBackpropStatsOp(const OperatorDef& def, Workspace
     : Operator<CPUContext>(def, workspace), channels_last_(ReadChannelsLast(*this)) {}
 
 void ChannelBackpropStatsOp::RunOnDevice() {
-  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <typename T>
@@ -26,9 +26,9 @@ void ChannelBackpropStatsOp::Run() {
   const int64_t N = view.batch, C = view.channels, inner = view.inner;
   CheckParameter(*this, 1, Input(1), C, X.dtype(), "mean");
   CheckParameter(*this, 2, Input(2), C, X.dtype(), "inverse std");
-  DOPPIO_ENFORCE(dY.dims() == X.dims() && dY.dtype() == X.dtype(), "op ", type(),
-                 ": output gradient '", input_name(3), "' is ", dY.DebugString(), " but '",
-                 input_name(0), "' is ", X.DebugString());
+  DOPPIO_ENFORCE(dY.dims() == X.dims() && dY.dtype() == X.dtype(), "output gradient '",
+                 input_name(3), "' is ", dY.DebugString(), " but '", input_name(0), "' is ",
+                 X.DebugString());
   const T* x = X.data<T>();
   const T* dy = dY.data<T>();
   const T* mean = Input(1).data<T>();

@@ -6,6 +6,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/normalization_utils.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -13,9 +14,8 @@ ChannelStatsOp::ChannelStatsOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace), channels_last_(ReadChannelsLast(*this)) {}
 
 void ChannelStatsOp::RunOnDevice() {
-  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <typename T>

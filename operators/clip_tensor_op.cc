@@ -11,14 +11,12 @@ namespace doppio {
 ClipTensorByScalingOp::ClipTensorByScalingOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       threshold_(GetSingleArgument<float>("threshold", 0.0f)) {
-  DOPPIO_ENFORCE(threshold_ > 0, "op ", type(), ": argument threshold must be > 0, got ",
-                 threshold_);
+  DOPPIO_ENFORCE(threshold_ > 0, "argument threshold must be > 0, got ", threshold_);
 }
 
 void ClipTensorByScalingOp::RunOnDevice() {
   const Tensor& input = Input(0);
-  DOPPIO_ENFORCE(input.numel() > 0, "op ", type(), ": '", input_name(0),
-                 "' is empty; there is nothing to clip");
+  DOPPIO_ENFORCE(input.numel() > 0, "'", input_name(0), "' is empty; there is nothing to clip");
   const double value = ReadScalar(*this, 1, Input(1), "the value (norm)");
   // Caffe2 multiplies its member threshold in place, so the threshold
   // compounds over runs; here each run starts from the argument.

@@ -65,9 +65,9 @@ ConcatLayout PlanConcat(const OperatorBase& op, const std::vector<const Tensor*>
     for (int d = 0; compatible && d < ndim; ++d) {
       compatible = Xi.dim(d) == dims0[d] || (d == axis && !add_axis);
     }
-    DOPPIO_ENFORCE(compatible, "op ", op.type(), ": input ", i, " ('", op.input_name(i),
-                   "') has shape ", Xi.dims(), " but input 0 ('", op.input_name(0),
-                   "') has shape ", dims0, "; they may differ only along axis ", axis,
+    DOPPIO_ENFORCE(compatible, "input ", i, " ('", op.input_name(i), "') has shape ", Xi.dims(),
+                   " but input 0 ('", op.input_name(0), "') has shape ", dims0,
+                   "; they may differ only along axis ", axis,
                    add_axis ? " (and not at all with add_axis=1)" : "");
   }
   split_info->Resize({count});
@@ -75,8 +75,8 @@ ConcatLayout PlanConcat(const OperatorBase& op, const std::vector<const Tensor*>
   ConcatLayout layout;
   for (int i = 0; i < count; ++i) {
     const int64_t size = add_axis ? 1 : inputs[i]->dim(axis);
-    DOPPIO_ENFORCE(size <= INT32_MAX, "op ", op.type(), ": input '", op.input_name(i),
-                   "' is too large along axis ", axis, " for split_info");
+    DOPPIO_ENFORCE(size <= INT32_MAX, "input '", op.input_name(i), "' is too large along axis ",
+                   axis, " for split_info");
     sizes[i] = static_cast<int32_t>(size);
     layout.total += size;
   }
@@ -126,12 +126,11 @@ SplitOp::SplitOp(const OperatorDef& def, Workspace* workspace)
       add_axis_(HasArgument("axis") && GetSingleArgument<int>("add_axis", 0) != 0),
       split_(GetRepeatedArgument<int64_t>("split")) {
   if (InputSize() == 2) {
-    DOPPIO_ENFORCE(split_.empty(), "op ", type(), ": the sizes are input '", input_name(1),
+    DOPPIO_ENFORCE(split_.empty(), "the sizes are input '", input_name(1),
                    "'; do not also pass argument 'split'");
   } else if (!split_.empty()) {
-    DOPPIO_ENFORCE(static_cast<int>(split_.size()) == OutputSize(), "op ", type(),
-                   ": argument 'split' ", split_, " has ", split_.size(),
-                   " sizes for ", OutputSize(), " outputs");
+    DOPPIO_ENFORCE(static_cast<int>(split_.size()) == OutputSize(), "argument 'split' ", split_,
+                   " has ", split_.size(), " sizes for ", OutputSize(), " outputs");
   }
 }
 
@@ -139,9 +138,8 @@ std::vector<int64_t> SplitOp::Sizes(int64_t axis_dim) {
   std::vector<int64_t> sizes = split_;
   if (InputSize() == 2) {
     const Tensor& split = Input(1);
-    DOPPIO_ENFORCE(split.numel() == OutputSize(), "op ", type(), ": split input '",
-                   input_name(1), "' has ", split.numel(), " sizes for ", OutputSize(),
-                   " outputs");
+    DOPPIO_ENFORCE(split.numel() == OutputSize(), "split input '", input_name(1), "' has ",
+                   split.numel(), " sizes for ", OutputSize(), " outputs");
     DispatchTypes(TypeList<int32_t, int64_t>{}, *this, input_name(1), split.dtype(),
                   [&](auto tag) {
                     using I = typename decltype(tag)::type;
@@ -149,22 +147,26 @@ std::vector<int64_t> SplitOp::Sizes(int64_t axis_dim) {
                     sizes.assign(values, values + split.numel());
                   });
   } else if (sizes.empty() && !add_axis_) {
-    DOPPIO_ENFORCE(axis_dim % OutputSize() == 0, "op ", type(), ": without 'split', the "
-                   "axis size ", axis_dim, " must divide into ", OutputSize(), " equal parts");
+    DOPPIO_ENFORCE(axis_dim % OutputSize() == 0,
+                   "without 'split', the "
+                   "axis size ",
+                   axis_dim, " must divide into ", OutputSize(), " equal parts");
     sizes.assign(OutputSize(), axis_dim / OutputSize());
   }
   if (add_axis_) {
     // Each output is one slice along the axis, which it drops.
-    DOPPIO_ENFORCE(axis_dim == OutputSize(), "op ", type(), ": with add_axis=1 the axis "
-                   "size ", axis_dim, " must equal the number of outputs ", OutputSize());
+    DOPPIO_ENFORCE(axis_dim == OutputSize(),
+                   "with add_axis=1 the axis "
+                   "size ",
+                   axis_dim, " must equal the number of outputs ", OutputSize());
     return std::vector<int64_t>(OutputSize(), 1);
   }
   for (int64_t size : sizes) {
-    DOPPIO_ENFORCE(size >= 0, "op ", type(), ": split sizes ", sizes, " include a negative size");
+    DOPPIO_ENFORCE(size >= 0, "split sizes ", sizes, " include a negative size");
   }
   const int64_t sum = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
-  DOPPIO_ENFORCE(sum == axis_dim, "op ", type(), ": split sizes ", sizes, " add up to ", sum,
-                 " but the input has ", axis_dim, " along the axis");
+  DOPPIO_ENFORCE(sum == axis_dim, "split sizes ", sizes, " add up to ", sum, " but the input has ",
+                 axis_dim, " along the axis");
   return sizes;
 }
 

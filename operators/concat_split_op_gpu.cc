@@ -43,8 +43,8 @@ class CudaConcatOp final : public Operator<CUDAContext> {
 
   void RunOnDevice() override {
     const Tensor& X0 = Input(0);
-    DOPPIO_ENFORCE(X0.dtype() != DataType::kString, "op ", type(), " on CUDA: '",
-                   input_name(0), "' holds strings, which live only on the host");
+    DOPPIO_ENFORCE(X0.dtype() != DataType::kString, "CUDA kernel: '", input_name(0),
+                   "' holds strings, which live only on the host");
     std::vector<const Tensor*> inputs;
     for (int i = 0; i < InputSize(); ++i) {
       EnforceOnOpGpu(*this, context_, i, Input(i));

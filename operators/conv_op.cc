@@ -32,45 +32,43 @@ bool EngineListHas(const std::string& engines, const std::string& engine) {
 
 ConvOpBase::ConvOpBase(const OperatorDef& def, Workspace* workspace)
     : ConvPoolOpBase(def, workspace), force_im2col_(EngineListHas(def.engine(), "IM2COL")) {
-  DOPPIO_ENFORCE(!conv_args().global_pooling(), "op ", type(),
-                 ": global_pooling applies to pooling ops, not convolution");
-  DOPPIO_ENFORCE(conv_args().legacy_pad() != LegacyPadding::kCaffeLegacyPooling, "op ", type(),
-                 ": legacy_pad CAFFE_LEGACY_POOLING applies to pooling ops, not convolution");
+  DOPPIO_ENFORCE(!conv_args().global_pooling(),
+                 "global_pooling applies to pooling ops, not convolution");
+  DOPPIO_ENFORCE(conv_args().legacy_pad() != LegacyPadding::kCaffeLegacyPooling,
+                 "legacy_pad CAFFE_LEGACY_POOLING applies to pooling ops, not convolution");
 }
 
 void CheckConvInputAndFilter(const OperatorBase& op, StorageOrder order, const Tensor& X,
                              const Tensor& filter) {
   const int rank = X.ndim();
-  DOPPIO_ENFORCE(rank >= 3 && rank <= 5, "op ", op.type(), ": input '", op.input_name(0),
-                 "' has shape ", X.dims(), "; expected 3 to 5 dims (", StorageOrderName(order),
-                 " with 1 to 3 spatial dims)");
-  DOPPIO_ENFORCE(filter.ndim() == rank, "op ", op.type(), ": filter '", op.input_name(1),
-                 "' has shape ", filter.dims(), " but input '", op.input_name(0),
-                 "' has shape ", X.dims(), "; the filter needs as many dims as the input");
+  DOPPIO_ENFORCE(rank >= 3 && rank <= 5, "input '", op.input_name(0), "' has shape ", X.dims(),
+                 "; expected 3 to 5 dims (", StorageOrderName(order), " with 1 to 3 spatial dims)");
+  DOPPIO_ENFORCE(filter.ndim() == rank, "filter '", op.input_name(1), "' has shape ", filter.dims(),
+                 " but input '", op.input_name(0), "' has shape ", X.dims(),
+                 "; the filter needs as many dims as the input");
   EnforceSameType(op, 0, X, 1, filter);
 }
 
 void CheckChannelBias(const OperatorBase& op, const Tensor& X, const Tensor& bias,
                       int64_t out_channels) {
   EnforceSameType(op, 0, X, 2, bias);
-  DOPPIO_ENFORCE(bias.ndim() == 1 && bias.dim(0) == out_channels, "op ", op.type(),
-                 ": bias '", op.input_name(2), "' has shape ", bias.dims(), "; expected [",
-                 out_channels, "] (one value per output channel)");
+  DOPPIO_ENFORCE(bias.ndim() == 1 && bias.dim(0) == out_channels, "bias '", op.input_name(2),
+                 "' has shape ", bias.dims(), "; expected [", out_channels,
+                 "] (one value per output channel)");
 }
 
 bool ReadNoBias(const OperatorBase& op) {
   const bool no_bias = op.GetSingleArgument<bool>("no_bias", false);
-  DOPPIO_ENFORCE(!(no_bias && op.OutputSize() == 3), "op ", op.type(),
-                 ": with no_bias there is no bias gradient; give 1 or 2 outputs, not 3");
+  DOPPIO_ENFORCE(!(no_bias && op.OutputSize() == 3),
+                 "with no_bias there is no bias gradient; give 1 or 2 outputs, not 3");
   return no_bias;
 }
 
 void CheckOutputGradient(const OperatorBase& op, const Tensor& X, const Tensor& dY,
                          const std::vector<int64_t>& y_dims, const char* forward_output) {
   EnforceSameType(op, 0, X, 2, dY);
-  DOPPIO_ENFORCE(dY.dims() == y_dims, "op ", op.type(), ": output gradient '",
-                 op.input_name(2), "' has shape ", dY.dims(), " but ", forward_output,
-                 " has shape ", y_dims);
+  DOPPIO_ENFORCE(dY.dims() == y_dims, "output gradient '", op.input_name(2), "' has shape ",
+                 dY.dims(), " but ", forward_output, " has shape ", y_dims);
 }
 
 std::vector<TensorShape> ConvGradientShapes(const OperatorDef& def, const TensorShape& X,
@@ -100,25 +98,24 @@ ConvProblem ConvOpBase::ResolveConv(const Tensor& X, const Tensor& filter,
   ConvProblem p;
   p.geometry = Geometry(X, filter_kernel);
   const ConvPoolGeometry& g = p.geometry;
-  DOPPIO_ENFORCE(g.kernel == filter_kernel, "op ", type(), ": the kernel argument ", g.kernel,
+  DOPPIO_ENFORCE(g.kernel == filter_kernel, "the kernel argument ", g.kernel,
                  " does not match filter '", input_name(1), "' of shape ", fdims);
   p.group = group();
   p.out_channels = fdims[0];
-  DOPPIO_ENFORCE(g.channels > 0, "op ", type(), ": input '", input_name(0), "' of shape ",
-                 X.dims(), " has no channels");
-  DOPPIO_ENFORCE(g.channels % p.group == 0, "op ", type(), ": group ", p.group,
-                 " does not divide the ", g.channels, " channels of input '", input_name(0),
-                 "'");
-  DOPPIO_ENFORCE(p.out_channels > 0 && p.out_channels % p.group == 0, "op ", type(), ": group ",
-                 p.group, " does not divide the ", p.out_channels,
-                 " output channels of filter '", input_name(1), "'");
+  DOPPIO_ENFORCE(g.channels > 0, "input '", input_name(0), "' of shape ", X.dims(),
+                 " has no channels");
+  DOPPIO_ENFORCE(g.channels % p.group == 0, "group ", p.group, " does not divide the ", g.channels,
+                 " channels of input '", input_name(0), "'");
+  DOPPIO_ENFORCE(p.out_channels > 0 && p.out_channels % p.group == 0, "group ", p.group,
+                 " does not divide the ", p.out_channels, " output channels of filter '",
+                 input_name(1), "'");
   p.in_per_group = g.channels / p.group;
   p.out_per_group = p.out_channels / p.group;
   const int64_t filter_channels = nchw ? fdims[1] : fdims.back();
-  DOPPIO_ENFORCE(filter_channels == p.in_per_group, "op ", type(), ": filter '", input_name(1),
-                 "' of shape ", fdims, " takes ", filter_channels,
-                 " channels per group but input '", input_name(0), "' has ", g.channels,
-                 " channels in ", p.group, " group(s) (", p.in_per_group, " per group)");
+  DOPPIO_ENFORCE(filter_channels == p.in_per_group, "filter '", input_name(1), "' of shape ", fdims,
+                 " takes ", filter_channels, " channels per group but input '", input_name(0),
+                 "' has ", g.channels, " channels in ", p.group, " group(s) (", p.in_per_group,
+                 " per group)");
   if (bias != nullptr) CheckChannelBias(*this, X, *bias, p.out_channels);
   p.col = Im2ColShape::FromGeometry(g, p.in_per_group);
   p.kernel_dim = p.in_per_group * g.kernel_size();

@@ -175,8 +175,7 @@ ConvGradientOutputs ResizeConvGradientOutputs(const OperatorBase& op, bool no_bi
   outputs.dfilter = output(0);
   outputs.dfilter->Resize(filter.dims());
   if (!no_bias) {
-    DOPPIO_ENFORCE(op.OutputSize() >= 2, "op ", op.type(),
-                   ": without no_bias the second output is the bias gradient");
+    DOPPIO_ENFORCE(op.OutputSize() >= 2, "without no_bias the second output is the bias gradient");
     outputs.dbias = output(1);
     outputs.dbias->Resize({out_channels});
   }

@@ -89,12 +89,12 @@ std::string CacheKey(const CudnnConvPlan& plan, DataType dtype) {
 }
 
 void EnforceConvTypes(const OperatorBase& op, const Tensor& X, const Tensor& filter) {
-  DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble, "op ",
-                 op.type(), ": the CUDA Conv takes float32 or float64; input '",
-                 op.input_name(0), "' holds ", DataTypeName(X.dtype()));
-  DOPPIO_ENFORCE(filter.dtype() == X.dtype(), "op ", op.type(), ": filter '", op.input_name(1),
-                 "' holds ", DataTypeName(filter.dtype()), " but input '", op.input_name(0),
-                 "' holds ", DataTypeName(X.dtype()));
+  DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble,
+                 "the CUDA Conv takes float32 or float64; input '", op.input_name(0), "' holds ",
+                 DataTypeName(X.dtype()));
+  DOPPIO_ENFORCE(filter.dtype() == X.dtype(), "filter '", op.input_name(1), "' holds ",
+                 DataTypeName(filter.dtype()), " but input '", op.input_name(0), "' holds ",
+                 DataTypeName(X.dtype()));
 }
 
 class CudnnConvOp final : public CudnnConvOpBase {

@@ -37,11 +37,11 @@ ConvTransposeOpBase::ConvTransposeOpBase(const OperatorDef& def, Workspace* work
     : ConvPoolOpBase(def, workspace) {
   DOPPIO_ENFORCE(!conv_args().global_pooling() &&
                      conv_args().legacy_pad() != LegacyPadding::kCaffeLegacyPooling,
-                 "op ", type(), ": global_pooling and CAFFE_LEGACY_POOLING do not apply to ",
+                 "global_pooling and CAFFE_LEGACY_POOLING do not apply to ",
                  "transposed convolution");
   const int forms = (HasArgument("adj") ? 1 : 0) + (HasArgument("adjs") ? 1 : 0) +
                     ((HasArgument("adj_h") || HasArgument("adj_w")) ? 1 : 0);
-  DOPPIO_ENFORCE(forms <= 1, "op ", type(), ": give only one of 'adj', 'adjs' and adj_h/adj_w");
+  DOPPIO_ENFORCE(forms <= 1, "give only one of 'adj', 'adjs' and adj_h/adj_w");
   if (HasArgument("adj")) {
     adj_ = {GetSingleArgument<int>("adj", 0)};
     adj_scalar_ = true;
@@ -49,20 +49,18 @@ ConvTransposeOpBase::ConvTransposeOpBase(const OperatorDef& def, Workspace* work
     const std::vector<int> adjs = GetRepeatedArgument<int>("adjs");
     adj_.assign(adjs.begin(), adjs.end());
   } else if (forms == 1) {
-    DOPPIO_ENFORCE(HasArgument("adj_h") && HasArgument("adj_w"), "op ", type(),
-                   ": give both adj_h and adj_w or neither");
+    DOPPIO_ENFORCE(HasArgument("adj_h") && HasArgument("adj_w"),
+                   "give both adj_h and adj_w or neither");
     adj_ = {GetSingleArgument<int>("adj_h", 0), GetSingleArgument<int>("adj_w", 0)};
   }
-  for (int64_t a : adj_)
-    DOPPIO_ENFORCE(a >= 0, "op ", type(), ": adj values must be >= 0, got ", adj_);
+  for (int64_t a : adj_) DOPPIO_ENFORCE(a >= 0, "adj values must be >= 0, got ", adj_);
 }
 
 std::vector<int64_t> ConvTransposeOpBase::Adj(int num_spatial) const {
   if (adj_.empty()) return std::vector<int64_t>(num_spatial, 0);
   if (adj_scalar_) return std::vector<int64_t>(num_spatial, adj_[0]);
-  DOPPIO_ENFORCE(static_cast<int>(adj_.size()) == num_spatial, "op ", type(), ": adj values ",
-                 adj_, " do not fit input '", input_name(0), "' with ", num_spatial,
-                 " spatial dims");
+  DOPPIO_ENFORCE(static_cast<int>(adj_.size()) == num_spatial, "adj values ", adj_,
+                 " do not fit input '", input_name(0), "' with ", num_spatial, " spatial dims");
   return adj_;
 }
 
@@ -82,8 +80,8 @@ ConvTransposeProblem ConvTransposeOpBase::Resolve(const Tensor& X, const Tensor&
   const std::vector<int64_t> kernel(fdims.begin() + (nchw ? 2 : 1), fdims.end() - (nchw ? 0 : 1));
   if (conv_args().has_kernel_argument()) {
     const std::vector<int64_t> given = conv_args().Kernel(num_spatial, input_name(0));
-    DOPPIO_ENFORCE(given == kernel, "op ", type(), ": the kernel argument ", given,
-                   " does not match filter '", input_name(1), "' of shape ", fdims);
+    DOPPIO_ENFORCE(given == kernel, "the kernel argument ", given, " does not match filter '",
+                   input_name(1), "' of shape ", fdims);
   }
   const std::vector<int64_t> stride = conv_args().Stride(num_spatial, input_name(0));
   const std::vector<int64_t> dilation = conv_args().Dilation(num_spatial, input_name(0));
@@ -94,29 +92,28 @@ ConvTransposeProblem ConvTransposeOpBase::Resolve(const Tensor& X, const Tensor&
   const std::vector<int64_t> adj = Adj(num_spatial);
 
   p.group = group();
-  DOPPIO_ENFORCE(p.in_channels > 0 && p.in_channels % p.group == 0, "op ", type(), ": group ",
-                 p.group, " does not divide the ", p.in_channels, " channels of input '",
-                 input_name(0), "'");
-  DOPPIO_ENFORCE(fdims[0] == p.in_channels, "op ", type(), ": filter '", input_name(1),
-                 "' of shape ", fdims, " is for ", fdims[0], " input channels but input '",
-                 input_name(0), "' has ", p.in_channels);
+  DOPPIO_ENFORCE(p.in_channels > 0 && p.in_channels % p.group == 0, "group ", p.group,
+                 " does not divide the ", p.in_channels, " channels of input '", input_name(0),
+                 "'");
+  DOPPIO_ENFORCE(fdims[0] == p.in_channels, "filter '", input_name(1), "' of shape ", fdims,
+                 " is for ", fdims[0], " input channels but input '", input_name(0), "' has ",
+                 p.in_channels);
   p.in_per_group = p.in_channels / p.group;
   p.out_per_group = nchw ? fdims[1] : fdims.back();
   p.out_channels = p.out_per_group * p.group;
-  DOPPIO_ENFORCE(p.out_per_group > 0, "op ", type(), ": filter '", input_name(1), "' of shape ",
-                 fdims, " has no output channels");
+  DOPPIO_ENFORCE(p.out_per_group > 0, "filter '", input_name(1), "' of shape ", fdims,
+                 " has no output channels");
 
   p.output.resize(num_spatial);
   for (int axis = 0; axis < num_spatial; ++axis) {
-    DOPPIO_ENFORCE(adj[axis] <= stride[axis], "op ", type(), ": adj ", adj[axis],
-                   " of spatial dim ", axis, " exceeds its stride ", stride[axis]);
+    DOPPIO_ENFORCE(adj[axis] <= stride[axis], "adj ", adj[axis], " of spatial dim ", axis,
+                   " exceeds its stride ", stride[axis]);
     const int64_t full = (p.input[axis] - 1) * stride[axis] +
                          dilation[axis] * (kernel[axis] - 1) + 1 + adj[axis];
     p.output[axis] = full - pads[axis] - pads[num_spatial + axis];
-    DOPPIO_ENFORCE(p.input[axis] > 0 && p.output[axis] > 0, "op ", type(), ": input '",
-                   input_name(0), "' of shape ", xdims, " gives output size ", p.output[axis],
-                   " on spatial dim ", axis, " (pads ", pads[axis], " + ",
-                   pads[num_spatial + axis], " remove all of it)");
+    DOPPIO_ENFORCE(p.input[axis] > 0 && p.output[axis] > 0, "input '", input_name(0), "' of shape ",
+                   xdims, " gives output size ", p.output[axis], " on spatial dim ", axis,
+                   " (pads ", pads[axis], " + ", pads[num_spatial + axis], " remove all of it)");
   }
   if (bias != nullptr) CheckChannelBias(*this, X, *bias, p.out_channels);
   p.col.image = p.output;

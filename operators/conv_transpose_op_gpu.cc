@@ -22,6 +22,8 @@ ConvTransposeAdj::ConvTransposeAdj(const OperatorDef& def) {
   const ArgumentHelper args(def);
   const bool has_hw = args.Has("adj_h") || args.Has("adj_w");
   const int forms = (args.Has("adj") ? 1 : 0) + (args.Has("adjs") ? 1 : 0) + (has_hw ? 1 : 0);
+  // Parsed from the OperatorDef alone (plans are made outside a net too):
+  // the op's type is part of the message.
   DOPPIO_ENFORCE(forms <= 1, "op ", def.type(),
                  ": give only one of 'adj', 'adjs' and adj_h/adj_w");
   if (args.Has("adj")) {

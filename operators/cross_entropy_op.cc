@@ -9,9 +9,10 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
-#include "operators/elementwise_functors.h"
 #include "operators/activation_ops.h"
+#include "operators/elementwise_functors.h"
 #include "operators/loss_ops.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -32,7 +33,7 @@ struct BatchShape {
 };
 
 BatchShape BatchShapeOf(const OperatorBase& op, const Tensor& X) {
-  DOPPIO_ENFORCE(X.ndim() >= 1, "op ", op.type(), ": input '", op.input_name(0),
+  DOPPIO_ENFORCE(X.ndim() >= 1, "input '", op.input_name(0),
                  "' is a scalar; expected [N, D] probabilities (or a vector of D)");
   if (X.ndim() == 1) return {1, X.dim(0)};
   return {X.dim(0), X.SizeFromDim(1)};
@@ -41,21 +42,20 @@ BatchShape BatchShapeOf(const OperatorBase& op, const Tensor& X) {
 void CheckClassLabelShape(const OperatorBase& op, const Tensor& label, int64_t n) {
   const bool ok = (label.ndim() == 1 && label.dim(0) == n) ||
                   (label.ndim() == 2 && label.dim(0) == n && label.dim(1) == 1);
-  DOPPIO_ENFORCE(ok, "op ", op.type(), ": label '", op.input_name(1), "' has shape ",
-                 label.dims(), " but '", op.input_name(0), "' has ", n,
-                 " rows; expected [", n, "] or [", n, ", 1]");
+  DOPPIO_ENFORCE(ok, "label '", op.input_name(1), "' has shape ", label.dims(), " but '",
+                 op.input_name(0), "' has ", n, " rows; expected [", n, "] or [", n, ", 1]");
 }
 
 void CheckSoftLabelShape(const OperatorBase& op, const Tensor& X, const Tensor& label,
                          const BatchShape& shape) {
   const bool ok = label.dims() == X.dims() ||
                   (label.ndim() == 2 && label.dim(0) == shape.n && label.dim(1) == shape.d);
-  DOPPIO_ENFORCE(ok, "op ", op.type(), ": label '", op.input_name(1), "' has shape ",
-                 label.dims(), " but '", op.input_name(0), "' has shape ", X.dims(),
-                 "; expected X's shape or [", shape.n, ", ", shape.d, "]");
-  DOPPIO_ENFORCE(label.dtype() == X.dtype(), "op ", op.type(), ": label '", op.input_name(1),
-                 "' holds ", DataTypeName(label.dtype()), " but '", op.input_name(0),
-                 "' holds ", DataTypeName(X.dtype()),
+  DOPPIO_ENFORCE(ok, "label '", op.input_name(1), "' has shape ", label.dims(), " but '",
+                 op.input_name(0), "' has shape ", X.dims(), "; expected X's shape or [", shape.n,
+                 ", ", shape.d, "]");
+  DOPPIO_ENFORCE(label.dtype() == X.dtype(), "label '", op.input_name(1), "' holds ",
+                 DataTypeName(label.dtype()), " but '", op.input_name(0), "' holds ",
+                 DataTypeName(X.dtype()),
                  "; soft labels are probabilities of X's type (LabelCrossEntropy takes "
                  "integer classes)");
 }
@@ -63,11 +63,10 @@ void CheckSoftLabelShape(const OperatorBase& op, const Tensor& X, const Tensor& 
 // dY of a per-row loss: [N], of X's type.
 void CheckRowGradient(const OperatorBase& op, int index, const Tensor& dY, int64_t n,
                       DataType dtype) {
-  DOPPIO_ENFORCE(dY.ndim() == 1 && dY.dim(0) == n, "op ", op.type(), ": gradient '",
-                 op.input_name(index), "' has shape ", dY.dims(), "; expected [", n, "]");
-  DOPPIO_ENFORCE(dY.dtype() == dtype, "op ", op.type(), ": gradient '", op.input_name(index),
-                 "' holds ", DataTypeName(dY.dtype()), " but the loss is ",
-                 DataTypeName(dtype));
+  DOPPIO_ENFORCE(dY.ndim() == 1 && dY.dim(0) == n, "gradient '", op.input_name(index),
+                 "' has shape ", dY.dims(), "; expected [", n, "]");
+  DOPPIO_ENFORCE(dY.dtype() == dtype, "gradient '", op.input_name(index), "' holds ",
+                 DataTypeName(dY.dtype()), " but the loss is ", DataTypeName(dtype));
 }
 
 // Calls fn(x, labels) with X's float type and label's integer type, after
@@ -75,7 +74,7 @@ void CheckRowGradient(const OperatorBase& op, int index, const Tensor& dY, int64
 template <typename Fn>
 void DispatchClassLabels(const OperatorBase& op, const Tensor& X, const Tensor& label,
                          const BatchShape& shape, Fn&& fn) {
-  activation::DispatchFloat(op, op.input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, op, op.input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     loss::DispatchLabelType(op, op.input_name(1), label.dtype(), [&](auto label_tag) {
       using L = typename decltype(label_tag)::type;
@@ -135,13 +134,13 @@ void CrossEntropyOp::RunOnDevice() {
   const Tensor& label = Input(1);
   const BatchShape shape = BatchShapeOf(*this, X);
   CheckSoftLabelShape(*this, X, label, shape);
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     const T* t = label.data<T>();
     for (int64_t i = 0; i < label.numel(); ++i) {
-      DOPPIO_ENFORCE(t[i] >= T(0) && t[i] <= T(1), "op ", type(), ": soft label ", t[i],
-                     " at index ", i, " of '", input_name(1),
+      DOPPIO_ENFORCE(t[i] >= T(0) && t[i] <= T(1), "soft label ", t[i], " at index ", i, " of '",
+                     input_name(1),
                      "' is not a probability in [0, 1] (LabelCrossEntropy takes class "
                      "indices)");
     }
@@ -166,7 +165,7 @@ void CrossEntropyGradientOp::RunOnDevice() {
   const BatchShape shape = BatchShapeOf(*this, X);
   CheckSoftLabelShape(*this, X, label, shape);
   CheckRowGradient(*this, 2, dY, shape.n, X.dtype());
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     const T* t = label.data<T>();
@@ -191,8 +190,8 @@ SigmoidCrossEntropyVariant ReadVariant(const OperatorBase& op) {
   SigmoidCrossEntropyVariant variant;
   variant.log_d_trick = op.GetSingleArgument<bool>("log_D_trick", false);
   variant.unjoined_lr_loss = op.GetSingleArgument<bool>("unjoined_lr_loss", false);
-  DOPPIO_ENFORCE(!(variant.log_d_trick && variant.unjoined_lr_loss), "op ", op.type(),
-                 ": arguments log_D_trick and unjoined_lr_loss cannot both be set");
+  DOPPIO_ENFORCE(!(variant.log_d_trick && variant.unjoined_lr_loss),
+                 "arguments log_D_trick and unjoined_lr_loss cannot both be set");
   return variant;
 }
 
@@ -204,13 +203,12 @@ struct RowsOfLast {
 
 RowsOfLast CheckLogitsAndTargets(const OperatorBase& op, const Tensor& logits,
                                  int logits_index, const Tensor& targets, int targets_index) {
-  DOPPIO_ENFORCE(logits.dims() == targets.dims(), "op ", op.type(), ": logits '",
-                 op.input_name(logits_index), "' have shape ", logits.dims(), " but targets '",
-                 op.input_name(targets_index), "' have shape ", targets.dims());
-  DOPPIO_ENFORCE(logits.dtype() == targets.dtype(), "op ", op.type(), ": logits '",
-                 op.input_name(logits_index), "' hold ", DataTypeName(logits.dtype()),
-                 " but targets '", op.input_name(targets_index), "' hold ",
-                 DataTypeName(targets.dtype()));
+  DOPPIO_ENFORCE(logits.dims() == targets.dims(), "logits '", op.input_name(logits_index),
+                 "' have shape ", logits.dims(), " but targets '", op.input_name(targets_index),
+                 "' have shape ", targets.dims());
+  DOPPIO_ENFORCE(logits.dtype() == targets.dtype(), "logits '", op.input_name(logits_index),
+                 "' hold ", DataTypeName(logits.dtype()), " but targets '",
+                 op.input_name(targets_index), "' hold ", DataTypeName(targets.dtype()));
   if (logits.ndim() == 0) return {};
   return {logits.SizeToDim(logits.ndim() - 1), logits.dim(-1)};
 }
@@ -255,7 +253,7 @@ void SigmoidCrossEntropyWithLogitsOp::RunOnDevice() {
   const Tensor& logits = Input(0);
   const Tensor& targets = Input(1);
   const RowsOfLast rows = CheckLogitsAndTargets(*this, logits, 0, targets, 1);
-  activation::DispatchFloat(*this, input_name(0), logits.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, *this, input_name(0), logits.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = logits.data<T>();
     const T* t = targets.data<T>();
@@ -285,13 +283,12 @@ void SigmoidCrossEntropyWithLogitsGradientOp::RunOnDevice() {
   const Tensor& logits = Input(1);
   const Tensor& targets = Input(2);
   const RowsOfLast rows = CheckLogitsAndTargets(*this, logits, 1, targets, 2);
-  DOPPIO_ENFORCE(g.numel() == rows.outer, "op ", type(), ": gradient '", input_name(0),
-                 "' has shape ", g.dims(), " (", g.numel(), " elements) but the loss has ",
-                 rows.outer);
-  DOPPIO_ENFORCE(g.dtype() == logits.dtype(), "op ", type(), ": gradient '", input_name(0),
-                 "' holds ", DataTypeName(g.dtype()), " but logits '", input_name(1),
-                 "' hold ", DataTypeName(logits.dtype()));
-  activation::DispatchFloat(*this, input_name(1), logits.dtype(), [&](auto tag) {
+  DOPPIO_ENFORCE(g.numel() == rows.outer, "gradient '", input_name(0), "' has shape ", g.dims(),
+                 " (", g.numel(), " elements) but the loss has ", rows.outer);
+  DOPPIO_ENFORCE(g.dtype() == logits.dtype(), "gradient '", input_name(0), "' holds ",
+                 DataTypeName(g.dtype()), " but logits '", input_name(1), "' hold ",
+                 DataTypeName(logits.dtype()));
+  DispatchTypes(FloatTypes{}, *this, input_name(1), logits.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* gy = g.data<T>();
     const T* x = logits.data<T>();

@@ -15,7 +15,7 @@ namespace {
 float ReadRatio(const OperatorBase& op) {
   const float ratio = op.GetSingleArgument<float>("ratio", 0.5f);
   // ratio 1 would drop everything and scale by infinity.
-  DOPPIO_ENFORCE(ratio >= 0.0f && ratio < 1.0f, "op ", op.type(), ": argument ratio is ", ratio,
+  DOPPIO_ENFORCE(ratio >= 0.0f && ratio < 1.0f, "argument ratio is ", ratio,
                  "; it must be in [0, 1)");
   return ratio;
 }
@@ -26,8 +26,8 @@ DropoutOp::DropoutOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       ratio_(ReadRatio(*this)),
       is_test_(GetSingleArgument<int>("is_test", 0) != 0) {
-  DOPPIO_ENFORCE(is_test_ || OutputSize() == 2, "op ", type(),
-                 ": training mode (is_test=0) needs the mask output, which the gradient "
+  DOPPIO_ENFORCE(is_test_ || OutputSize() == 2,
+                 "training mode (is_test=0) needs the mask output, which the gradient "
                  "reads; give two outputs or set is_test=1");
 }
 
@@ -65,8 +65,8 @@ DropoutGradientOp::DropoutGradientOp(const OperatorDef& def, Workspace* workspac
     : Operator<CPUContext>(def, workspace),
       ratio_(ReadRatio(*this)),
       is_test_(GetSingleArgument<int>("is_test", 0) != 0) {
-  DOPPIO_ENFORCE(is_test_ || InputSize() == 2, "op ", type(),
-                 ": training mode (is_test=0) needs Dropout's mask as the second input");
+  DOPPIO_ENFORCE(is_test_ || InputSize() == 2,
+                 "training mode (is_test=0) needs Dropout's mask as the second input");
 }
 
 void DropoutGradientOp::RunOnDevice() {
@@ -74,12 +74,10 @@ void DropoutGradientOp::RunOnDevice() {
   const bool* mask = nullptr;
   if (!is_test_) {
     const Tensor& mask_tensor = Input(1);
-    DOPPIO_ENFORCE(mask_tensor.dtype() == DataType::kBool, "op ", type(), ": mask '",
-                   input_name(1), "' holds ", DataTypeName(mask_tensor.dtype()),
-                   "; Dropout's mask is bool");
-    DOPPIO_ENFORCE(mask_tensor.dims() == dY.dims(), "op ", type(), ": mask '", input_name(1),
-                   "' has shape ", mask_tensor.dims(), " but gradient '", input_name(0),
-                   "' has shape ", dY.dims());
+    DOPPIO_ENFORCE(mask_tensor.dtype() == DataType::kBool, "mask '", input_name(1), "' holds ",
+                   DataTypeName(mask_tensor.dtype()), "; Dropout's mask is bool");
+    DOPPIO_ENFORCE(mask_tensor.dims() == dY.dims(), "mask '", input_name(1), "' has shape ",
+                   mask_tensor.dims(), " but gradient '", input_name(0), "' has shape ", dY.dims());
     mask = mask_tensor.data<bool>();
   }
   activation::DispatchFloatLikeInput(*this, dY, Output(0), [&](auto dy, auto dx, int64_t n) {

@@ -14,17 +14,16 @@ namespace {
 
 float ReadRatio(const OperatorBase& op) {
   const float ratio = op.GetSingleArgument<float>("ratio", 0.5f);
-  DOPPIO_ENFORCE(ratio >= 0.0f && ratio < 1.0f, "op ", op.type(), ": argument ratio is ", ratio,
+  DOPPIO_ENFORCE(ratio >= 0.0f && ratio < 1.0f, "argument ratio is ", ratio,
                  "; it must be in [0, 1)");
   return ratio;
 }
 
 void EnforceFloat(const OperatorBase& op, int index, const Tensor& tensor) {
-  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "op ", op.type(), " on CUDA: '",
-                 op.input_name(index), "' is not a CUDA tensor");
-  DOPPIO_ENFORCE(tensor.dtype() == DataType::kFloat, "op ", op.type(), " on CUDA: '",
-                 op.input_name(index), "' holds ", DataTypeName(tensor.dtype()),
-                 "; the GPU kernel supports float32");
+  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "CUDA kernel: '", op.input_name(index),
+                 "' is not a CUDA tensor");
+  DOPPIO_ENFORCE(tensor.dtype() == DataType::kFloat, "CUDA kernel: '", op.input_name(index),
+                 "' holds ", DataTypeName(tensor.dtype()), "; the GPU kernel supports float32");
 }
 
 class CudaDropoutOp final : public Operator<CUDAContext> {
@@ -33,8 +32,8 @@ class CudaDropoutOp final : public Operator<CUDAContext> {
       : Operator<CUDAContext>(def, workspace),
         ratio_(ReadRatio(*this)),
         is_test_(GetSingleArgument<int>("is_test", 0) != 0) {
-    DOPPIO_ENFORCE(is_test_ || OutputSize() == 2, "op ", type(),
-                   ": training mode (is_test=0) needs the mask output, which the gradient "
+    DOPPIO_ENFORCE(is_test_ || OutputSize() == 2,
+                   "training mode (is_test=0) needs the mask output, which the gradient "
                    "reads; give two outputs or set is_test=1");
     if (def.device_option().has_random_seed()) {
       seed_ = def.device_option().random_seed();
@@ -66,7 +65,7 @@ class CudaDropoutOp final : public Operator<CUDAContext> {
       } else if (y != x && n > 0) {
         DOPPIO_ENFORCE(cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice,
                                        context_.cuda_stream()) == cudaSuccess,
-                       "op ", type(), ": copying '", input_name(0), "' on the GPU failed");
+                       "copying '", input_name(0), "' on the GPU failed");
       }
       return;
     }
@@ -88,8 +87,8 @@ class CudaDropoutGradientOp final : public Operator<CUDAContext> {
       : Operator<CUDAContext>(def, workspace),
         ratio_(ReadRatio(*this)),
         is_test_(GetSingleArgument<int>("is_test", 0) != 0) {
-    DOPPIO_ENFORCE(is_test_ || InputSize() == 2, "op ", type(),
-                   ": training mode (is_test=0) needs Dropout's mask as the second input");
+    DOPPIO_ENFORCE(is_test_ || InputSize() == 2,
+                   "training mode (is_test=0) needs Dropout's mask as the second input");
   }
 
   void RunOnDevice() override {
@@ -104,16 +103,15 @@ class CudaDropoutGradientOp final : public Operator<CUDAContext> {
       if (dx != dy && n > 0) {
         DOPPIO_ENFORCE(cudaMemcpyAsync(dx, dy, n * sizeof(float), cudaMemcpyDeviceToDevice,
                                        context_.cuda_stream()) == cudaSuccess,
-                       "op ", type(), ": copying '", input_name(0), "' on the GPU failed");
+                       "copying '", input_name(0), "' on the GPU failed");
       }
       return;
     }
     const Tensor& mask = Input(1);
-    DOPPIO_ENFORCE(mask.dtype() == DataType::kBool, "op ", type(), ": mask '", input_name(1),
-                   "' holds ", DataTypeName(mask.dtype()), "; Dropout's mask is bool");
-    DOPPIO_ENFORCE(mask.dims() == dY.dims(), "op ", type(), ": mask '", input_name(1),
-                   "' has shape ", mask.dims(), " but '", input_name(0), "' has shape ",
-                   dY.dims());
+    DOPPIO_ENFORCE(mask.dtype() == DataType::kBool, "mask '", input_name(1), "' holds ",
+                   DataTypeName(mask.dtype()), "; Dropout's mask is bool");
+    DOPPIO_ENFORCE(mask.dims() == dY.dims(), "mask '", input_name(1), "' has shape ", mask.dims(),
+                   " but '", input_name(0), "' has shape ", dY.dims());
     const float scale = static_cast<float>(1.0 / (1.0 - static_cast<double>(ratio_)));
     LaunchDropoutGradientCuda(scale, n, dy, mask.data<bool>(), dx, context_.cuda_stream());
   }

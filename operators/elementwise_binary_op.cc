@@ -26,9 +26,8 @@ BroadcastPlan PlanBinaryOutput(const OperatorBase& op, const BroadcastArgs& args
   const Tensor* inputs[] = {&A, &B};
   for (int i = 0; i < 2; ++i) {
     if (op.IsInputOutputAlias(i, 0)) {
-      DOPPIO_ENFORCE(plan.output_dims == inputs[i]->dims(), "op ", op.type(),
-                     ": the result's shape ", plan.output_dims, " differs from the shape ",
-                     inputs[i]->dims(), " of '", op.input_name(i),
+      DOPPIO_ENFORCE(plan.output_dims == inputs[i]->dims(), "the result's shape ", plan.output_dims,
+                     " differs from the shape ", inputs[i]->dims(), " of '", op.input_name(i),
                      "', so it cannot be computed in place");
     }
   }
@@ -142,8 +141,8 @@ struct DivFunctor : ArithmeticFunctorBase {
       // Integer division by zero traps; floats follow IEEE (inf, nan) as numpy.
       const T* b = B.data<T>();
       for (int64_t i = 0; i < B.numel(); ++i) {
-        DOPPIO_ENFORCE(b[i] != 0, "op ", op.type(), ": integer division by zero ('",
-                       op.input_name(1), "' holds 0 at element ", i, ")");
+        DOPPIO_ENFORCE(b[i] != 0, "integer division by zero ('", op.input_name(1),
+                       "' holds 0 at element ", i, ")");
       }
     }
   }

@@ -132,9 +132,9 @@ class BinaryElementwiseGradientOp final : public Operator<CPUContext> {
     const std::vector<int64_t> b_dims = B.dims();
     const BroadcastPlan plan = PlanBroadcast(*this, args_, {input_name(a_slot), a_dims},
                                              {input_name(slots_.b), b_dims});
-    DOPPIO_ENFORCE(dC.dims() == plan.output_dims, "op ", type(), ": gradient '",
-                   input_name(slots_.dc), "' has shape ", dC.dims(),
-                   " but the forward output has shape ", plan.output_dims);
+    DOPPIO_ENFORCE(dC.dims() == plan.output_dims, "gradient '", input_name(slots_.dc),
+                   "' has shape ", dC.dims(), " but the forward output has shape ",
+                   plan.output_dims);
     DispatchTypes(typename Functor::GradTypes{}, *this, input_name(slots_.dc), dC.dtype(),
                   [&](auto tag) {
                     using T = typename decltype(tag)::type;

@@ -3,6 +3,8 @@
 // the per-element math of broadcast_gradient_functors.h through the kernels
 // of elementwise_gradient_op_gpu.cu. float32 and float64, as the CUDA
 // forward ops; schemas and gradient makers are the CPU ops'.
+#include "operators/elementwise_gradient_op_gpu.h"
+
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -11,8 +13,8 @@
 #include "core/operator.h"
 #include "core/registry.h"
 #include "operators/elementwise_binary_op.h"
-#include "operators/elementwise_gradient_op_gpu.h"
 #include "operators/elementwise_ops_utils.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 namespace {
@@ -47,31 +49,18 @@ GradientSlots SlotsOf(CudaBinaryGradientKind kind, int num_inputs) {
 
 void EnforceGpuLike(const OperatorBase& op, int index, const Tensor& tensor, int like_index,
                     const Tensor& like) {
-  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "op ", op.type(), " on CUDA: '",
-                 op.input_name(index), "' is not a CUDA tensor (", tensor.DebugString(),
-                 "); copy it to the GPU first");
-  DOPPIO_ENFORCE(tensor.dtype() == like.dtype(), "op ", op.type(), ": '", op.input_name(index),
-                 "' holds ", DataTypeName(tensor.dtype()), " but '", op.input_name(like_index),
-                 "' holds ", DataTypeName(like.dtype()));
-}
-
-// Calls fn(TypeTag<T>) for float32 and float64.
-template <typename Fn>
-void DispatchFloat(const OperatorBase& op, int index, const Tensor& tensor, Fn&& fn) {
-  switch (tensor.dtype()) {
-    case DataType::kFloat: return fn(TypeTag<float>{});
-    case DataType::kDouble: return fn(TypeTag<double>{});
-    default: break;
-  }
-  DOPPIO_THROW("op ", op.type(), " on CUDA: '", op.input_name(index), "' holds ",
-               DataTypeName(tensor.dtype()), "; the GPU kernel supports float32 and float64");
+  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "CUDA kernel: '", op.input_name(index),
+                 "' is not a CUDA tensor (", tensor.DebugString(), "); copy it to the GPU first");
+  DOPPIO_ENFORCE(tensor.dtype() == like.dtype(), "'", op.input_name(index), "' holds ",
+                 DataTypeName(tensor.dtype()), " but '", op.input_name(like_index), "' holds ",
+                 DataTypeName(like.dtype()));
 }
 
 functors::BroadcastReducer ReducerOnto(const OperatorBase& op, const std::vector<int64_t>& target,
                                        const std::vector<int64_t>& out) {
   functors::BroadcastReducer reducer;
-  DOPPIO_ENFORCE(functors::MakeBroadcastReducer(target, out, &reducer), "op ", op.type(),
-                 " on CUDA: cannot reduce ", out, " onto ", target, " (at most ",
+  DOPPIO_ENFORCE(functors::MakeBroadcastReducer(target, out, &reducer),
+                 "CUDA kernel: cannot reduce ", out, " onto ", target, " (at most ",
                  functors::BroadcastReducer::kMaxDims, " dims)");
   return reducer;
 }
@@ -96,12 +85,12 @@ class CudaBinaryGradientOp final : public Operator<CUDAContext> {
     const std::vector<int64_t> b_dims = Input(slots_.b).dims();
     const BroadcastPlan plan = PlanBroadcast(*this, args_, {input_name(a_slot), a_dims},
                                              {input_name(slots_.b), b_dims});
-    DOPPIO_ENFORCE(dC.dims() == plan.output_dims, "op ", type(), ": gradient '",
-                   input_name(slots_.dc), "' has shape ", dC.dims(),
-                   " but the forward output has shape ", plan.output_dims);
+    DOPPIO_ENFORCE(dC.dims() == plan.output_dims, "gradient '", input_name(slots_.dc),
+                   "' has shape ", dC.dims(), " but the forward output has shape ",
+                   plan.output_dims);
     functors::BroadcastIndexMapper mapper;
-    DOPPIO_ENFORCE(functors::MakeBroadcastIndexMapper(plan.a, plan.b, plan.out, &mapper), "op ",
-                   type(), " on CUDA: broadcasting supports at most ",
+    DOPPIO_ENFORCE(functors::MakeBroadcastIndexMapper(plan.a, plan.b, plan.out, &mapper),
+                   "CUDA kernel: broadcasting supports at most ",
                    functors::BroadcastIndexMapper::kMaxDims, " dims, got ", plan.out.size());
     const functors::BroadcastReducer onto_a = ReducerOnto(*this, plan.a, plan.out);
     const functors::BroadcastReducer onto_b = ReducerOnto(*this, plan.b, plan.out);
@@ -113,7 +102,7 @@ class CudaBinaryGradientOp final : public Operator<CUDAContext> {
         EnforceGpuLike(*this, slots[k], Input(slots[k]), slots_.dc, dC);
       }
     }
-    DispatchFloat(*this, slots_.dc, dC, [&](auto tag) {
+    DispatchInput(FloatTypes{}, *this, slots_.dc, dC.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       auto values = [&](int k) -> const T* {
         return needed[k] && slots[k] >= 0 ? Input(slots[k]).template data<T>() : nullptr;
@@ -167,7 +156,7 @@ class CudaSumReduceLikeOp final : public Operator<CUDAContext> {
     const BroadcastPlan plan =
         PlanBroadcast(*this, args_, {input_name(0), A.dims()}, {input_name(1), b_dims});
     const functors::BroadcastReducer onto_b = ReducerOnto(*this, plan.b, plan.out);
-    DispatchFloat(*this, 0, A, [&](auto tag) {
+    DispatchInput(FloatTypes{}, *this, 0, A.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* a = A.data<T>();
       Tensor* C = Output(0);

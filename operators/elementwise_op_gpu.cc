@@ -9,30 +9,10 @@
 #include "core/operator.h"
 #include "core/registry.h"
 #include "operators/elementwise_ops_utils.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 namespace {
-
-// Calls fn(TypeTag<T>) for float32 and float64, the types the CPU
-// activations take; anything else is an error naming the op and blob.
-template <typename Fn>
-void DispatchFloat(const OperatorBase& op, int index, const Tensor& tensor, Fn&& fn) {
-  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "op ", op.type(), " on CUDA: '",
-                 op.input_name(index), "' is not a CUDA tensor");
-  switch (tensor.dtype()) {
-    case DataType::kFloat: return fn(TypeTag<float>{});
-    case DataType::kDouble: return fn(TypeTag<double>{});
-    default: break;
-  }
-  DOPPIO_THROW("op ", op.type(), " on CUDA: '", op.input_name(index), "' holds ",
-               DataTypeName(tensor.dtype()), "; the GPU kernel supports float32 and float64");
-}
-
-void EnforceSameDtype(const OperatorBase& op, const Tensor& first, const Tensor& second) {
-  DOPPIO_ENFORCE(first.dtype() == second.dtype(), "op ", op.type(), ": '", op.input_name(0),
-                 "' holds ", DataTypeName(first.dtype()), " but '", op.input_name(1),
-                 "' holds ", DataTypeName(second.dtype()));
-}
 
 template <CudaUnaryKind kKind>
 class CudaUnaryOp final : public Operator<CUDAContext> {
@@ -41,7 +21,8 @@ class CudaUnaryOp final : public Operator<CUDAContext> {
 
   void RunOnDevice() override {
     const Tensor& X = Input(0);
-    DispatchFloat(*this, 0, X, [&](auto tag) {
+    EnforceCudaInput(*this, 0, X);
+    DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = X.data<T>();
       Tensor* Y = Output(0);
@@ -60,11 +41,11 @@ class CudaUnaryGradientOp final : public Operator<CUDAContext> {
   void RunOnDevice() override {
     const Tensor& Y = Input(0);
     const Tensor& dY = Input(1);
-    EnforceSameDtype(*this, Y, dY);
-    DOPPIO_ENFORCE(Y.dims() == dY.dims(), "op ", type(), ": gradient '", input_name(1),
-                   "' has shape ", dY.dims(), " but the forward output '", input_name(0),
-                   "' has shape ", Y.dims());
-    DispatchFloat(*this, 0, Y, [&](auto tag) {
+    EnforceSameType(*this, 0, Y, 1, dY);
+    DOPPIO_ENFORCE(Y.dims() == dY.dims(), "gradient '", input_name(1), "' has shape ", dY.dims(),
+                   " but the forward output '", input_name(0), "' has shape ", Y.dims());
+    EnforceCudaInput(*this, 0, Y);
+    DispatchInput(FloatTypes{}, *this, 0, Y.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* y = Y.data<T>();
       const T* dy = dY.data<T>();
@@ -85,21 +66,23 @@ class CudaBinaryOp final : public Operator<CUDAContext> {
   void RunOnDevice() override {
     const Tensor& A = Input(0);
     const Tensor& B = Input(1);
-    EnforceSameDtype(*this, A, B);
+    EnforceSameType(*this, 0, A, 1, B);
     const BroadcastPlan plan = PlanBroadcast(*this, args_, {input_name(0), A.dims()},
                                              {input_name(1), B.dims()});
     functors::BroadcastIndexMapper mapper;
-    DOPPIO_ENFORCE(functors::MakeBroadcastIndexMapper(plan.a, plan.b, plan.out, &mapper), "op ",
-                   type(), " on CUDA: broadcasting supports at most ",
+    DOPPIO_ENFORCE(functors::MakeBroadcastIndexMapper(plan.a, plan.b, plan.out, &mapper),
+                   "CUDA kernel: broadcasting supports at most ",
                    functors::BroadcastIndexMapper::kMaxDims, " dims, got ", plan.out.size());
     // In place, every thread reads its own element before writing it; that
     // needs the aliased input to have the output's shape (no reallocation).
     const Tensor* C_blob = Output(0);
     DOPPIO_ENFORCE((C_blob != &A || A.dims() == plan.output_dims) &&
                        (C_blob != &B || B.dims() == plan.output_dims),
-                   "op ", type(), " on CUDA: in place on a broadcast input needs that input to "
-                   "have the output's shape ", plan.output_dims);
-    DispatchFloat(*this, 0, A, [&](auto tag) {
+                   "CUDA kernel: in place on a broadcast input needs that input to "
+                   "have the output's shape ",
+                   plan.output_dims);
+    EnforceCudaInput(*this, 0, A);
+    DispatchInput(FloatTypes{}, *this, 0, A.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* a = A.data<T>();
       const T* b = B.data<T>();
@@ -125,22 +108,22 @@ struct RowsOfClasses {
 
 RowsOfClasses CheckLabelCrossEntropyInputs(const OperatorBase& op, const Tensor& X,
                                            const Tensor& label) {
-  DOPPIO_ENFORCE(X.dtype() == DataType::kFloat && X.device().kind == DeviceKind::kCUDA, "op ",
-                 op.type(), " on CUDA: '", op.input_name(0),
-                 "' must be a float32 CUDA tensor, not ", X.DebugString());
-  DOPPIO_ENFORCE(X.ndim() >= 1, "op ", op.type(), ": input '", op.input_name(0),
+  DOPPIO_ENFORCE(X.dtype() == DataType::kFloat && X.device().kind == DeviceKind::kCUDA,
+                 "CUDA kernel: '", op.input_name(0), "' must be a float32 CUDA tensor, not ",
+                 X.DebugString());
+  DOPPIO_ENFORCE(X.ndim() >= 1, "input '", op.input_name(0),
                  "' is a scalar; expected [N, D] probabilities (or a vector of D)");
   const RowsOfClasses shape =
       X.ndim() == 1 ? RowsOfClasses{1, X.dim(0)} : RowsOfClasses{X.dim(0), X.SizeFromDim(1)};
   const bool label_shape_ok =
       (label.ndim() == 1 && label.dim(0) == shape.n) ||
       (label.ndim() == 2 && label.dim(0) == shape.n && label.dim(1) == 1);
-  DOPPIO_ENFORCE(label_shape_ok, "op ", op.type(), ": label '", op.input_name(1),
-                 "' has shape ", label.dims(), " but '", op.input_name(0), "' has ", shape.n,
-                 " rows; expected [", shape.n, "] or [", shape.n, ", 1]");
+  DOPPIO_ENFORCE(label_shape_ok, "label '", op.input_name(1), "' has shape ", label.dims(),
+                 " but '", op.input_name(0), "' has ", shape.n, " rows; expected [", shape.n,
+                 "] or [", shape.n, ", 1]");
   DOPPIO_ENFORCE(label.dtype() == DataType::kInt32 && label.device().kind == DeviceKind::kCUDA,
-                 "op ", op.type(), " on CUDA: label '", op.input_name(1),
-                 "' must be an int32 CUDA tensor, not ", label.DebugString());
+                 "CUDA kernel: label '", op.input_name(1), "' must be an int32 CUDA tensor, not ",
+                 label.DebugString());
   return shape;
 }
 
@@ -170,8 +153,8 @@ class CudaLabelCrossEntropyGradientOp final : public Operator<CUDAContext> {
     const RowsOfClasses shape = CheckLabelCrossEntropyInputs(*this, X, label);
     DOPPIO_ENFORCE(dY.ndim() == 1 && dY.dim(0) == shape.n && dY.dtype() == DataType::kFloat &&
                        dY.device().kind == DeviceKind::kCUDA,
-                   "op ", type(), " on CUDA: gradient '", input_name(2), "' must be float32 [",
-                   shape.n, "] on the GPU, not ", dY.DebugString());
+                   "CUDA kernel: gradient '", input_name(2), "' must be float32 [", shape.n,
+                   "] on the GPU, not ", dY.DebugString());
     Tensor* dX = Output(0);
     dX->Resize(X.dims());
     LaunchLabelCrossEntropyGradientCuda(shape.n, shape.d, X.data<float>(), label.data<int32_t>(),

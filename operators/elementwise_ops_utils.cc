@@ -10,13 +10,11 @@ BroadcastArgs ReadBroadcastArgs(const OperatorBase& op, bool always_legacy) {
   // Without broadcast=1 Caffe2 ignores axis; nets written by its helpers set
   // it anyway, so it is accepted and ignored here too.
   if (!args.legacy || axis_str.empty()) return args;
-  DOPPIO_ENFORCE(args.axis == -1, "op ", op.type(),
-                 ": arguments 'axis' and 'axis_str' cannot be used together");
+  DOPPIO_ENFORCE(args.axis == -1, "arguments 'axis' and 'axis_str' cannot be used together");
   const std::string order = op.GetSingleArgument<std::string>("order", "NCHW");
   const size_t position = order.find(axis_str);
-  DOPPIO_ENFORCE(axis_str.size() == 1 && position != std::string::npos, "op ", op.type(),
-                 ": argument 'axis_str' '", axis_str, "' is not one letter of order '",
-                 order, "'");
+  DOPPIO_ENFORCE(axis_str.size() == 1 && position != std::string::npos, "argument 'axis_str' '",
+                 axis_str, "' is not one letter of order '", order, "'");
   args.axis = static_cast<int>(position);
   return args;
 }
@@ -30,9 +28,9 @@ std::vector<int64_t> NumpyBroadcastDims(const OperatorBase& op, const NamedShape
     const int64_t a_dim = k < a.dims.size() ? a.dims[a.dims.size() - 1 - k] : 1;
     const int64_t b_dim = k < b.dims.size() ? b.dims[b.dims.size() - 1 - k] : 1;
     if (a_dim != b_dim && a_dim != 1 && b_dim != 1) {
-      DOPPIO_THROW("op ", op.type(), ": cannot broadcast '", a.name, "' of shape ", a.dims,
-                   " with '", b.name, "' of shape ", b.dims, " (dims ", a_dim, " and ",
-                   b_dim, " ", k + 1, " from the right differ and neither is 1)");
+      DOPPIO_THROW("cannot broadcast '", a.name, "' of shape ", a.dims, " with '", b.name,
+                   "' of shape ", b.dims, " (dims ", a_dim, " and ", b_dim, " ", k + 1,
+                   " from the right differ and neither is 1)");
     }
     out[ndim - 1 - k] = (a_dim == 0 || b_dim == 0) ? 0 : std::max(a_dim, b_dim);
   }
@@ -43,13 +41,11 @@ LegacySizes LegacyBroadcastSizes(const OperatorBase& op, const NamedShape& a,
                                  const NamedShape& b, int axis) {
   const int a_ndim = static_cast<int>(a.dims.size());
   const int b_ndim = static_cast<int>(b.dims.size());
-  DOPPIO_ENFORCE(a_ndim >= b_ndim, "op ", op.type(), ": with broadcast=1, '", b.name,
-                 "' of shape ", b.dims, " must not have more dims than '", a.name,
-                 "' of shape ", a.dims);
+  DOPPIO_ENFORCE(a_ndim >= b_ndim, "with broadcast=1, '", b.name, "' of shape ", b.dims,
+                 " must not have more dims than '", a.name, "' of shape ", a.dims);
   if (axis == -1) axis = a_ndim - b_ndim;
-  DOPPIO_ENFORCE(axis >= 0 && axis <= a_ndim - b_ndim, "op ", op.type(),
-                 ": broadcast axis ", axis, " is outside [0, ", a_ndim - b_ndim,
-                 "] for '", a.name, "' of shape ", a.dims, " and '", b.name,
+  DOPPIO_ENFORCE(axis >= 0 && axis <= a_ndim - b_ndim, "broadcast axis ", axis, " is outside [0, ",
+                 a_ndim - b_ndim, "] for '", a.name, "' of shape ", a.dims, " and '", b.name,
                  "' of shape ", b.dims);
   // B's leading and trailing 1s broadcast too.
   int b_begin = 0;
@@ -59,10 +55,9 @@ LegacySizes LegacyBroadcastSizes(const OperatorBase& op, const NamedShape& a,
   LegacySizes sizes;
   for (int i = 0; i < axis + b_begin; ++i) sizes.pre *= a.dims[i];
   for (int i = b_begin; i <= b_end; ++i) {
-    DOPPIO_ENFORCE(a.dims[i + axis] == b.dims[i], "op ", op.type(), ": with broadcast=1 ",
-                   "and axis ", axis, ", '", b.name, "' of shape ", b.dims,
-                   " does not match '", a.name, "' of shape ", a.dims, " (dim ", i + axis,
-                   " is ", a.dims[i + axis], ", not ", b.dims[i], ")");
+    DOPPIO_ENFORCE(a.dims[i + axis] == b.dims[i], "with broadcast=1 ", "and axis ", axis, ", '",
+                   b.name, "' of shape ", b.dims, " does not match '", a.name, "' of shape ",
+                   a.dims, " (dim ", i + axis, " is ", a.dims[i + axis], ", not ", b.dims[i], ")");
     sizes.n *= b.dims[i];
   }
   for (int i = axis + b_end + 1; i < a_ndim; ++i) sizes.post *= a.dims[i];

@@ -77,8 +77,7 @@ struct ClipBounds {
   explicit ClipBounds(const OperatorBase& op)
       : min(op.GetSingleArgument<float>("min", std::numeric_limits<float>::lowest())),
         max(op.GetSingleArgument<float>("max", std::numeric_limits<float>::max())) {
-    DOPPIO_ENFORCE(min <= max, "op ", op.type(), ": argument 'min' (", min,
-                   ") is greater than 'max' (", max, ")");
+    DOPPIO_ENFORCE(min <= max, "argument 'min' (", min, ") is greater than 'max' (", max, ")");
   }
   float min, max;
 };

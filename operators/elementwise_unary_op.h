@@ -63,9 +63,8 @@ class UnaryGradientOp final : public Operator<CPUContext> {
   void RunOnDevice() override {
     const Tensor& forward = Input(0);
     const Tensor& dY = Input(1);
-    DOPPIO_ENFORCE(forward.dims() == dY.dims(), "op ", type(), ": '", input_name(1),
-                   "' has shape ", dY.dims(), " but '", input_name(0), "' has shape ",
-                   forward.dims());
+    DOPPIO_ENFORCE(forward.dims() == dY.dims(), "'", input_name(1), "' has shape ", dY.dims(),
+                   " but '", input_name(0), "' has shape ", forward.dims());
     EnforceSameType(*this, 0, forward, 1, dY);
     DispatchTypes(typename Functor::Types{}, *this, input_name(0), forward.dtype(),
                   [&](auto tag) {

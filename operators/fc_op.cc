@@ -11,6 +11,7 @@
 #include "operators/fc_op_dnnl.h"
 #include "operators/matrix_utils.h"
 #include "operators/op_cost.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/shape_inference_utils.h"
 
 namespace doppio {
@@ -40,17 +41,6 @@ FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
 
 namespace {
 
-void EnforceSameType(const OperatorBase& op, const std::vector<const Tensor*>& tensors) {
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    EnforceFloatType(op, static_cast<int>(i), tensors[i]->dtype());
-    DOPPIO_ENFORCE(tensors[i]->dtype() == tensors[0]->dtype(), "op ", op.type(), ": input ",
-                   i, " ('", op.input_name(static_cast<int>(i)), "') holds ",
-                   DataTypeName(tensors[i]->dtype()), " but input 0 ('", op.input_name(0),
-                   "') holds ", DataTypeName(tensors[0]->dtype()),
-                   "; all inputs must have one type");
-  }
-}
-
 // FC's fusion_type: 0 none, 1 Relu after the bias (the value ConvFusion
 // uses for Conv + Relu).
 constexpr int kFCFusionNone = 0;
@@ -79,13 +69,12 @@ void FCOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& W = Input(1);
   const Tensor& b = Input(2);
-  EnforceSameType(*this, {&X, &W, &b});
+  EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1, 2});
   const FCShape shape = ComputeFCShape(type(), input_name(0), X.dims(), input_name(1),
                                        W.dims(), axis_, axis_w_, weight_is_k_by_n_);
-  DOPPIO_ENFORCE(b.ndim() == 1 && b.dim(0) == shape.N, "op ", type(), ": bias b ('",
-                 input_name(2), "') has shape ", b.dims(), " but should be [", shape.N,
-                 "], one entry per output unit N of weight W ('", input_name(1), "') ",
-                 W.dims());
+  DOPPIO_ENFORCE(b.ndim() == 1 && b.dim(0) == shape.N, "bias b ('", input_name(2), "') has shape ",
+                 b.dims(), " but should be [", shape.N,
+                 "], one entry per output unit N of weight W ('", input_name(1), "') ", W.dims());
   if (X.dtype() == DataType::kFloat && shape.M > 0 && shape.N > 0 && shape.K > 0) {
     Tensor* Y = Output(0);
     Y->Resize(shape.y_dims);
@@ -100,7 +89,7 @@ void FCOp::RunOnDevice() {
       return;
     }
   }
-  DispatchCheckedFloat(X.dtype(), [&](auto tag) {
+  DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Tensor* Y = Output(0);
     Y->Resize(shape.y_dims);
@@ -136,14 +125,13 @@ void FCGradientOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& W = Input(1);
   const Tensor& dY = Input(2);
-  EnforceSameType(*this, {&X, &W, &dY});
+  EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1, 2});
   const FCShape shape = ComputeFCShape(type(), input_name(0), X.dims(), input_name(1),
                                        W.dims(), axis_, axis_w_, weight_is_k_by_n_);
-  DOPPIO_ENFORCE(dY.numel() == shape.M * shape.N, "op ", type(), ": output gradient dY ('",
-                 input_name(2), "') has shape ", dY.dims(), " but the FC output has shape ",
-                 shape.y_dims);
+  DOPPIO_ENFORCE(dY.numel() == shape.M * shape.N, "output gradient dY ('", input_name(2),
+                 "') has shape ", dY.dims(), " but the FC output has shape ", shape.y_dims);
   const bool want_dx = OutputSize() == 3;
-  DispatchCheckedFloat(X.dtype(), [&](auto tag) {
+  DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     const T* w = W.data<T>();

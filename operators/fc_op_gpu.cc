@@ -14,22 +14,11 @@
 #include "operators/fc_op.h"
 #include "operators/matmul_op_gpu.h"
 #include "operators/matrix_utils.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
 namespace {
-
-void EnforceOneFloatType(const OperatorBase& op, const Tensor& a, const Tensor& b,
-                         const Tensor& c) {
-  const Tensor* tensors[] = {&a, &b, &c};
-  for (int i = 0; i < 3; ++i) {
-    EnforceFloatType(op, i, tensors[i]->dtype());
-    DOPPIO_ENFORCE(tensors[i]->dtype() == a.dtype(), "op ", op.type(), ": input ", i, " ('",
-                   op.input_name(i), "') holds ", DataTypeName(tensors[i]->dtype()),
-                   " but input 0 ('", op.input_name(0), "') holds ", DataTypeName(a.dtype()),
-                   "; all inputs must have one type");
-  }
-}
 
 class CudaFCOp : public Operator<CUDAContext> {
  public:
@@ -41,16 +30,15 @@ class CudaFCOp : public Operator<CUDAContext> {
     const Tensor& X = Input(0);
     const Tensor& W = Input(1);
     const Tensor& b = Input(2);
-    EnforceOneFloatType(*this, X, W, b);
+    EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1, 2});
     const FCShape shape = ComputeFCShape(type(), input_name(0), X.dims(), input_name(1),
                                          W.dims(), axis_, axis_w_, weight_is_k_by_n_);
-    DOPPIO_ENFORCE(b.ndim() == 1 && b.dim(0) == shape.N, "op ", type(), ": bias b ('",
-                   input_name(2), "') has shape ", b.dims(), " but should be [", shape.N,
-                   "], one entry per output unit N of weight W ('", input_name(1), "') ",
-                   W.dims());
+    DOPPIO_ENFORCE(b.ndim() == 1 && b.dim(0) == shape.N, "bias b ('", input_name(2),
+                   "') has shape ", b.dims(), " but should be [", shape.N,
+                   "], one entry per output unit N of weight W ('", input_name(1), "') ", W.dims());
     Tensor* Y = Output(0);
     Y->Resize(shape.y_dims);
-    DispatchCheckedFloat(X.dtype(), [&](auto tag) {
+    DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* y = Y->template mutable_data<T>();
       const cudaStream_t stream = context_.cuda_stream();
@@ -100,13 +88,12 @@ class CudaFCGradientOp : public Operator<CUDAContext> {
     const Tensor& X = Input(0);
     const Tensor& W = Input(1);
     const Tensor& dY = Input(2);
-    EnforceOneFloatType(*this, X, W, dY);
+    EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1, 2});
     const FCShape shape = ComputeFCShape(type(), input_name(0), X.dims(), input_name(1),
                                          W.dims(), axis_, axis_w_, weight_is_k_by_n_);
-    DOPPIO_ENFORCE(dY.numel() == shape.M * shape.N, "op ", type(), ": output gradient dY ('",
-                   input_name(2), "') has shape ", dY.dims(),
-                   " but the FC output has shape ", shape.y_dims);
-    DispatchCheckedFloat(X.dtype(), [&](auto tag) {
+    DOPPIO_ENFORCE(dY.numel() == shape.M * shape.N, "output gradient dY ('", input_name(2),
+                   "') has shape ", dY.dims(), " but the FC output has shape ", shape.y_dims);
+    DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const int64_t M = shape.M, K = shape.K, N = shape.N;
       const cudaStream_t stream = context_.cuda_stream();

@@ -17,8 +17,7 @@ namespace doppio {
 std::vector<int64_t> ReadShapeArgument(const OperatorBase& op, const std::string& name) {
   std::vector<int64_t> dims = op.GetRepeatedArgument<int64_t>(name);
   for (int64_t d : dims) {
-    DOPPIO_ENFORCE(d >= 0, "op ", op.type(), ": argument '", name, "' has a negative dimension ",
-                   d, " in ", dims);
+    DOPPIO_ENFORCE(d >= 0, "argument '", name, "' has a negative dimension ", d, " in ", dims);
   }
   return dims;
 }
@@ -43,7 +42,7 @@ template <typename T>
 T NarrowInteger(const OperatorBase& op, const std::string& name, int64_t value) {
   DOPPIO_ENFORCE(value >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
                      value <= static_cast<int64_t>(std::numeric_limits<T>::max()),
-                 "op ", op.type(), ": argument '", name, "' value ", value, " does not fit ",
+                 "argument '", name, "' value ", value, " does not fit ",
                  DataTypeName(DataTypeFor<T>()));
   return static_cast<T>(value);
 }
@@ -171,8 +170,7 @@ void ConstantFillOp::Fill(Tensor* output) {
   // With a second input V, the fill value is V's first element, in V's type.
   const Tensor& value = InputSize() >= 2 ? Input(1) : value_;
   if (InputSize() >= 2) {
-    DOPPIO_ENFORCE(value.numel() >= 1, "op ", type(), ": value input '", input_name(1),
-                   "' is empty");
+    DOPPIO_ENFORCE(value.numel() >= 1, "value input '", input_name(1), "' is empty");
   }
   DispatchDataType(value.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -190,11 +188,10 @@ UniformFillOp<T>::UniformFillOp(const OperatorDef& def, Workspace* workspace)
       min_(GetSingleArgument<T>("min", T(0))),
       max_(GetSingleArgument<T>("max", T(1))) {
   if (InputSize() == 3) {
-    DOPPIO_ENFORCE(!HasArgument("min") && !HasArgument("max"), "op ", type(),
-                   ": give min and max either as arguments or as inputs, not both");
+    DOPPIO_ENFORCE(!HasArgument("min") && !HasArgument("max"),
+                   "give min and max either as arguments or as inputs, not both");
   } else {
-    DOPPIO_ENFORCE(min_ < max_, "op ", type(), ": max (", max_, ") must be bigger than min (",
-                   min_, ")");
+    DOPPIO_ENFORCE(min_ < max_, "max (", max_, ") must be bigger than min (", min_, ")");
   }
 }
 
@@ -205,9 +202,9 @@ void UniformFillOp<T>::Fill(Tensor* output) {
   if (InputSize() == 3) {
     auto scalar_input = [&](int i) {
       const Tensor& bound = Input(i);
-      DOPPIO_ENFORCE(bound.numel() == 1 && bound.dtype() == DataTypeFor<T>(), "op ", type(),
-                     ": input '", input_name(i), "' must be a single ",
-                     DataTypeName(DataTypeFor<T>()), ", not ", bound.DebugString());
+      DOPPIO_ENFORCE(bound.numel() == 1 && bound.dtype() == DataTypeFor<T>(), "input '",
+                     input_name(i), "' must be a single ", DataTypeName(DataTypeFor<T>()), ", not ",
+                     bound.DebugString());
       return bound.data<T>()[0];
     };
     low = scalar_input(1);
@@ -215,8 +212,7 @@ void UniformFillOp<T>::Fill(Tensor* output) {
     if (low > high) {
       // Caffe2's convention: an inverted range from inputs yields no rows, so
       // dynamically sized index draws can be empty.
-      DOPPIO_ENFORCE(output->ndim() >= 1, "op ", type(),
-                     ": min > max needs an output with at least one dimension");
+      DOPPIO_ENFORCE(output->ndim() >= 1, "min > max needs an output with at least one dimension");
       std::vector<int64_t> dims = output->dims();
       dims[0] = 0;
       output->Resize(dims);
@@ -242,7 +238,7 @@ GaussianFillOp::GaussianFillOp(const OperatorDef& def, Workspace* workspace)
     : FillerOp<CPUContext>(def, workspace),
       mean_(GetSingleArgument<float>("mean", 0.0f)),
       std_(GetSingleArgument<float>("std", 1.0f)) {
-  DOPPIO_ENFORCE(std_ >= 0.0f, "op ", type(), ": argument 'std' must not be negative, got ", std_);
+  DOPPIO_ENFORCE(std_ >= 0.0f, "argument 'std' must not be negative, got ", std_);
 }
 
 namespace {
@@ -264,8 +260,7 @@ void GaussianFillOp::Fill(Tensor* output) {
 
 void XavierFillOp::Fill(Tensor* output) {
   float* data = output->mutable_data<float>();
-  DOPPIO_ENFORCE(output->ndim() >= 1, "op ", type(),
-                 ": the output needs at least one dimension to define fan_in");
+  DOPPIO_ENFORCE(output->ndim() >= 1, "the output needs at least one dimension to define fan_in");
   if (output->numel() == 0) return;
   const int64_t fan_in = output->numel() / output->dim(0);
   const float scale = std::sqrt(3.0f / static_cast<float>(fan_in));
@@ -276,8 +271,8 @@ void XavierFillOp::Fill(Tensor* output) {
 
 void MSRAFillOp::Fill(Tensor* output) {
   float* data = output->mutable_data<float>();
-  DOPPIO_ENFORCE(output->ndim() >= 2, "op ", type(),
-                 ": the output needs at least two dimensions to define fan_out, got ",
+  DOPPIO_ENFORCE(output->ndim() >= 2,
+                 "the output needs at least two dimensions to define fan_out, got ",
                  output->dims());
   if (output->numel() == 0) return;
   const int64_t fan_out = output->numel() / output->dim(1);

@@ -138,18 +138,14 @@ FillerOp<Context>::FillerOp(const OperatorDef& def, Workspace* workspace)
       extra_shape_(ReadShapeArgument(*this, "extra_shape")),
       input_as_shape_(this->template GetSingleArgument<bool>("input_as_shape", false)) {
   if (this->InputSize() > 0) {
-    DOPPIO_ENFORCE(shape_.empty(), "op ", this->type(),
-                   ": cannot set the 'shape' argument and pass an input ('",
+    DOPPIO_ENFORCE(shape_.empty(), "cannot set the 'shape' argument and pass an input ('",
                    this->input_name(0), "') at the same time");
   } else {
-    DOPPIO_ENFORCE(extra_shape_.empty(), "op ", this->type(),
-                   ": 'extra_shape' needs an input whose shape it extends");
-    DOPPIO_ENFORCE(!input_as_shape_, "op ", this->type(),
-                   ": 'input_as_shape' is set but the op has no input");
+    DOPPIO_ENFORCE(extra_shape_.empty(), "'extra_shape' needs an input whose shape it extends");
+    DOPPIO_ENFORCE(!input_as_shape_, "'input_as_shape' is set but the op has no input");
     const bool scalar_shape = shape_.empty() &&
                               ArgumentHelper(this->def()).HasSingleOfType<int64_t>("shape");
-    DOPPIO_ENFORCE(!scalar_shape, "op ", this->type(),
-                   ": argument 'shape' is a single int; a list is expected");
+    DOPPIO_ENFORCE(!scalar_shape, "argument 'shape' is a single int; a list is expected");
   }
 }
 
@@ -160,19 +156,18 @@ std::vector<int64_t> FillerOp<Context>::ShapeFromInput() const {
   if (!input_as_shape_) {
     dims = input.dims();
   } else {
-    DOPPIO_ENFORCE(input.device().kind == DeviceKind::kCPU, "op ", this->type(),
-                   ": with input_as_shape, input '", this->input_name(0),
-                   "' must be a CPU tensor");
-    DOPPIO_ENFORCE(input.ndim() == 1 && (input.dtype() == DataType::kInt64 ||
-                                         input.dtype() == DataType::kInt32),
-                   "op ", this->type(), ": with input_as_shape, input '", this->input_name(0),
+    DOPPIO_ENFORCE(input.device().kind == DeviceKind::kCPU, "with input_as_shape, input '",
+                   this->input_name(0), "' must be a CPU tensor");
+    DOPPIO_ENFORCE(input.ndim() == 1 &&
+                       (input.dtype() == DataType::kInt64 || input.dtype() == DataType::kInt32),
+                   "with input_as_shape, input '", this->input_name(0),
                    "' must be a 1-D int64 (or int32) tensor, not ", input.DebugString());
-    DOPPIO_ENFORCE(input.numel() > 0, "op ", this->type(), ": with input_as_shape, input '",
-                   this->input_name(0), "' must hold at least one dimension");
+    DOPPIO_ENFORCE(input.numel() > 0, "with input_as_shape, input '", this->input_name(0),
+                   "' must hold at least one dimension");
     for (int64_t i = 0; i < input.numel(); ++i) {
       dims.push_back(input.dtype() == DataType::kInt64 ? input.data<int64_t>()[i]
                                                        : input.data<int32_t>()[i]);
-      DOPPIO_ENFORCE(dims.back() >= 0, "op ", this->type(), ": input '", this->input_name(0),
+      DOPPIO_ENFORCE(dims.back() >= 0, "input '", this->input_name(0),
                      "' gives a negative dimension ", dims.back(), " for the shape");
     }
   }

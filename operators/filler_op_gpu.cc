@@ -39,8 +39,8 @@ class CudaFillerBase : public FillerOp<CUDAContext> {
   CudaFillerBase(const OperatorDef& def, Workspace* workspace)
       : FillerOp<CUDAContext>(def, workspace), philox_(def, context_) {
     const int dtype = GetSingleArgument<int>("dtype", TensorProto::FLOAT);
-    DOPPIO_ENFORCE(dtype == TensorProto::FLOAT, "op ", type(),
-                   " on CUDA: only dtype FLOAT (1) is supported, got ", dtype);
+    DOPPIO_ENFORCE(dtype == TensorProto::FLOAT,
+                   "CUDA kernel: only dtype FLOAT (1) is supported, got ", dtype);
   }
 
  protected:
@@ -78,8 +78,7 @@ class CudaUniformFillOp final : public CudaFillerBase {
       : CudaFillerBase(def, workspace),
         min_(GetSingleArgument<float>("min", 0.0f)),
         max_(GetSingleArgument<float>("max", 1.0f)) {
-    DOPPIO_ENFORCE(min_ <= max_, "op ", type(), ": argument 'min' (", min_,
-                   ") is greater than 'max' (", max_, ")");
+    DOPPIO_ENFORCE(min_ <= max_, "argument 'min' (", min_, ") is greater than 'max' (", max_, ")");
   }
 
  protected:
@@ -95,8 +94,7 @@ class CudaGaussianFillOp final : public CudaFillerBase {
       : CudaFillerBase(def, workspace),
         mean_(GetSingleArgument<float>("mean", 0.0f)),
         std_(GetSingleArgument<float>("std", 1.0f)) {
-    DOPPIO_ENFORCE(std_ >= 0.0f, "op ", type(), ": argument 'std' must not be negative, got ",
-                   std_);
+    DOPPIO_ENFORCE(std_ >= 0.0f, "argument 'std' must not be negative, got ", std_);
   }
 
  protected:
@@ -113,8 +111,7 @@ class CudaXavierFillOp final : public CudaFillerBase {
 
  protected:
   void Fill(Tensor* output) override {
-    DOPPIO_ENFORCE(output->ndim() >= 1, "op ", type(),
-                   ": the output needs at least one dimension to define fan_in");
+    DOPPIO_ENFORCE(output->ndim() >= 1, "the output needs at least one dimension to define fan_in");
     if (output->numel() == 0) return;
     const int64_t fan_in = output->numel() / output->dim(0);
     const float scale = std::sqrt(3.0f / static_cast<float>(fan_in));
@@ -129,8 +126,8 @@ class CudaMSRAFillOp final : public CudaFillerBase {
 
  protected:
   void Fill(Tensor* output) override {
-    DOPPIO_ENFORCE(output->ndim() >= 2, "op ", type(),
-                   ": the output needs at least two dimensions to define fan_out, got ",
+    DOPPIO_ENFORCE(output->ndim() >= 2,
+                   "the output needs at least two dimensions to define fan_out, got ",
                    output->dims());
     if (output->numel() == 0) return;
     const int64_t fan_out = output->numel() / output->dim(1);

@@ -18,7 +18,7 @@ GatherOp::GatherOp(const OperatorDef& def, Workspace* workspace)
   // Later Caffe2 versions added `axis`; only the original axis 0 is
   // implemented, so say so rather than gather along the wrong axis.
   const int axis = GetSingleArgument<int>("axis", 0);
-  DOPPIO_ENFORCE(axis == 0, "op ", type(), ": axis ", axis,
+  DOPPIO_ENFORCE(axis == 0, "axis ", axis,
                  " is not supported; Gather indexes the first dimension (axis 0)");
 }
 
@@ -30,7 +30,7 @@ void GatherOp::RunOnDevice() {
   const int64_t row_size = data.SizeFromDim(1);
   const std::vector<int64_t> output_dims = ShapeOfRows(indices.dims(), data);
 
-  DispatchIndexType(*this, 1, indices.dtype(), [&](auto index_tag) {
+  DispatchInput(IndexTypes{}, *this, 1, indices.dtype(), [&](auto index_tag) {
     using Index = typename decltype(index_tag)::type;
     const Index* index = indices.data<Index>();
     const int64_t count = indices.numel();
@@ -103,12 +103,12 @@ void ScatterAssignOp::RunOnDevice() {
   const int64_t row_size = data.SizeFromDim(1);
   const int64_t count = indices.numel();
   // Like Caffe2, only sizes matter: SLICES is read as count rows of DATA.
-  DOPPIO_ENFORCE(slices.numel() == count * row_size, "op ", type(), ": '", input_name(2),
-                 "' has ", slices.numel(), " elements (shape ", slices.dims(), ") but ",
-                 count, " indices in '", input_name(1), "' times rows of ", row_size,
-                 " elements of '", input_name(0), "' need ", count * row_size);
+  DOPPIO_ENFORCE(slices.numel() == count * row_size, "'", input_name(2), "' has ", slices.numel(),
+                 " elements (shape ", slices.dims(), ") but ", count, " indices in '",
+                 input_name(1), "' times rows of ", row_size, " elements of '", input_name(0),
+                 "' need ", count * row_size);
 
-  DispatchIndexType(*this, 1, indices.dtype(), [&](auto index_tag) {
+  DispatchInput(IndexTypes{}, *this, 1, indices.dtype(), [&](auto index_tag) {
     using Index = typename decltype(index_tag)::type;
     const Index* index = indices.data<Index>();
     CheckIndicesInRange(*this, 1, index, count, rows, 0);

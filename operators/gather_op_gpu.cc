@@ -7,6 +7,7 @@
 #include "core/cuda/cuda_context.h"
 #include "core/operator.h"
 #include "core/registry.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/sparse_index_utils.h"
 #include "operators/sparse_index_utils_gpu.h"
 #include "operators/sparse_op_gpu.h"
@@ -19,7 +20,7 @@ class CudaGatherOp final : public Operator<CUDAContext> {
   CudaGatherOp(const OperatorDef& def, Workspace* workspace)
       : Operator<CUDAContext>(def, workspace) {
     const int axis = GetSingleArgument<int>("axis", 0);
-    DOPPIO_ENFORCE(axis == 0, "op ", type(), ": axis ", axis,
+    DOPPIO_ENFORCE(axis == 0, "axis ", axis,
                    " is not supported; Gather indexes the first dimension (axis 0)");
   }
 
@@ -28,12 +29,12 @@ class CudaGatherOp final : public Operator<CUDAContext> {
     const Tensor& indices = Input(1);
     EnforceHasRows(*this, 0, data);
     EnforceOnOpGpu(*this, context_, 0, data);
-    DOPPIO_ENFORCE(data.dtype() != DataType::kString, "op ", type(), " on CUDA: '",
-                   input_name(0), "' holds strings, which live only on the host");
+    DOPPIO_ENFORCE(data.dtype() != DataType::kString, "CUDA kernel: '", input_name(0),
+                   "' holds strings, which live only on the host");
     const int64_t rows = data.dim(0);
     const int64_t row_size = data.SizeFromDim(1);
     const std::vector<int64_t> output_dims = ShapeOfRows(indices.dims(), data);
-    DispatchIndexType(*this, 1, indices.dtype(), [&](auto index_tag) {
+    DispatchInput(IndexTypes{}, *this, 1, indices.dtype(), [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;
       CheckCudaIndicesInRange<Index>(*this, context_, 1, indices, rows, 0);
       Tensor* output = Output(0);

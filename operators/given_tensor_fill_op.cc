@@ -33,17 +33,15 @@ GivenTensorFillOp<T>::GivenTensorFillOp(const OperatorDef& def, Workspace* works
   // With a fixed shape argument the mismatch is known now; report it early.
   if (InputSize() == 0) {
     const int64_t expected = CheckedNumElements(shape_);
-    DOPPIO_ENFORCE(values_.numel() == expected, "op ", type(), ": argument 'values' has ",
-                   values_.numel(), " elements but 'shape' ", shape_, " needs ", expected);
+    DOPPIO_ENFORCE(values_.numel() == expected, "argument 'values' has ", values_.numel(),
+                   " elements but 'shape' ", shape_, " needs ", expected);
   }
 }
 
 template <typename T>
 void GivenTensorFillOp<T>::Fill(Tensor* output) {
-  DOPPIO_ENFORCE(values_.numel() == output->numel(), "op ", type(),
-                 ": argument 'values' has ", values_.numel(),
-                 " elements but the output shape ", output->dims(), " needs ",
-                 output->numel());
+  DOPPIO_ENFORCE(values_.numel() == output->numel(), "argument 'values' has ", values_.numel(),
+                 " elements but the output shape ", output->dims(), " needs ", output->numel());
   DispatchDataType(values_.dtype(), [&](auto tag) {
     using V = typename decltype(tag)::type;
     const V* source = values_.data<V>();

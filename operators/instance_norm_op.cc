@@ -7,6 +7,7 @@
 #include "core/schema.h"
 #include "operators/layer_norm_op.h"
 #include "operators/normalization_utils.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -51,8 +52,7 @@ void PlaneMoments(const T* x, const PlaneLayout& layout, double epsilon,
 
 double ReadEpsilon(const OperatorBase& op) {
   const double epsilon = op.GetSingleArgument<float>("epsilon", 1e-5f);
-  DOPPIO_ENFORCE(epsilon >= 0, "op ", op.type(), ": argument 'epsilon' is ", epsilon,
-                 "; it must not be negative");
+  DOPPIO_ENFORCE(epsilon >= 0, "argument 'epsilon' is ", epsilon, "; it must not be negative");
   return epsilon;
 }
 
@@ -66,9 +66,8 @@ InstanceNormOp::InstanceNormOp(const OperatorDef& def, Workspace* workspace)
       channels_last_(ReadChannelsLast(*this)) {}
 
 void InstanceNormOp::RunOnDevice() {
-  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <typename T>
@@ -117,9 +116,8 @@ InstanceNormGradientOp::InstanceNormGradientOp(const OperatorDef& def, Workspace
       channels_last_(ReadChannelsLast(*this)) {}
 
 void InstanceNormGradientOp::RunOnDevice() {
-  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <typename T>
@@ -131,9 +129,8 @@ void InstanceNormGradientOp::Run() {
   const int64_t N = view.batch, C = view.channels, inner = view.inner;
   CheckParameter(*this, 1, Input(1), C, X.dtype(), "scale");
   CheckParameter(*this, 2, Input(2), C, X.dtype(), "bias");
-  DOPPIO_ENFORCE(dY.dims() == X.dims() && dY.dtype() == X.dtype(), "op ", type(),
-                 ": gradient '", input_name(3), "' is ", dY.DebugString(), " but '",
-                 input_name(0), "' is ", X.DebugString());
+  DOPPIO_ENFORCE(dY.dims() == X.dims() && dY.dtype() == X.dtype(), "gradient '", input_name(3),
+                 "' is ", dY.DebugString(), " but '", input_name(0), "' is ", X.DebugString());
   const T* x = X.data<T>();
   const T* dy = dY.data<T>();
   const T* gamma = Input(1).data<T>();

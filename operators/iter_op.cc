@@ -16,17 +16,15 @@ namespace {
 // not a single non-negative int64 (a float counter, or one from a corrupt
 // checkpoint, must not be silently reset).
 void IncrementIter(const OperatorBase& op, Tensor* counter) {
-  DOPPIO_ENFORCE(counter->dtype() == DataType::kInt64, "op ", op.type(),
-                 ": the iteration counter '", op.output_name(0), "' holds ",
-                 DataTypeName(counter->dtype()), "; it must be int64");
-  DOPPIO_ENFORCE(counter->numel() == 1, "op ", op.type(), ": the iteration counter '",
-                 op.output_name(0), "' must hold one element, but has shape ",
-                 counter->dims());
+  DOPPIO_ENFORCE(counter->dtype() == DataType::kInt64, "the iteration counter '", op.output_name(0),
+                 "' holds ", DataTypeName(counter->dtype()), "; it must be int64");
+  DOPPIO_ENFORCE(counter->numel() == 1, "the iteration counter '", op.output_name(0),
+                 "' must hold one element, but has shape ", counter->dims());
   int64_t* value = counter->mutable_data<int64_t>();
-  DOPPIO_ENFORCE(*value >= 0, "op ", op.type(), ": the iteration counter '",
-                 op.output_name(0), "' is negative (", *value, ")");
-  DOPPIO_ENFORCE(*value < std::numeric_limits<int64_t>::max(), "op ", op.type(),
-                 ": the iteration counter '", op.output_name(0), "' would overflow");
+  DOPPIO_ENFORCE(*value >= 0, "the iteration counter '", op.output_name(0), "' is negative (",
+                 *value, ")");
+  DOPPIO_ENFORCE(*value < std::numeric_limits<int64_t>::max(), "the iteration counter '",
+                 op.output_name(0), "' would overflow");
   ++*value;
 }
 
@@ -43,7 +41,7 @@ void IterOp::RunOnDevice() {
 
 void AtomicIterOp::RunOnDevice() {
   const MutexPointer& mutex = InputAs<MutexPointer>(0);
-  DOPPIO_ENFORCE(mutex != nullptr, "op ", type(), ": the mutex blob '", input_name(0),
+  DOPPIO_ENFORCE(mutex != nullptr, "the mutex blob '", input_name(0),
                  "' holds no mutex; make it with CreateMutex");
   std::lock_guard<std::mutex> lock(*mutex);
   IncrementIter(*this, Output(0));

@@ -8,6 +8,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/normalization_utils.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -22,11 +23,10 @@ struct RowSplit {
 
 RowSplit SplitAt(const OperatorBase& op, int input, const Tensor& X, int axis) {
   const int ndim = X.ndim();
-  DOPPIO_ENFORCE(ndim >= 1, "op ", op.type(), ": input '", op.input_name(input),
+  DOPPIO_ENFORCE(ndim >= 1, "input '", op.input_name(input),
                  "' is a scalar; it needs rank 1 or more");
-  DOPPIO_ENFORCE(axis >= -ndim && axis < ndim, "op ", op.type(), ": axis ", axis,
-                 " is out of range for input '", op.input_name(input), "' of shape ",
-                 X.dims());
+  DOPPIO_ENFORCE(axis >= -ndim && axis < ndim, "axis ", axis, " is out of range for input '",
+                 op.input_name(input), "' of shape ", X.dims());
   RowSplit split;
   split.axis = axis < 0 ? axis + ndim : axis;
   split.rows = X.SizeToDim(split.axis);
@@ -50,18 +50,16 @@ LayerNormOp::LayerNormOp(const OperatorDef& def, Workspace* workspace)
       axis_(GetSingleArgument<int>("axis", 1)),
       epsilon_(GetSingleArgument<float>("epsilon", 1e-5f)),
       elementwise_affine_(GetSingleArgument<bool>("elementwise_affine", false)) {
-  DOPPIO_ENFORCE(epsilon_ >= 0, "op ", type(), ": argument 'epsilon' is ", epsilon_,
-                 "; it must not be negative");
-  DOPPIO_ENFORCE(InputSize() == (elementwise_affine_ ? 3 : 1), "op ", type(), ": with ",
+  DOPPIO_ENFORCE(epsilon_ >= 0, "argument 'epsilon' is ", epsilon_, "; it must not be negative");
+  DOPPIO_ENFORCE(InputSize() == (elementwise_affine_ ? 3 : 1), "with ",
                  "elementwise_affine=", elementwise_affine_ ? 1 : 0, " it takes ",
                  elementwise_affine_ ? "3 inputs (X, gamma, beta)" : "1 input (X)", ", got ",
                  InputSize());
 }
 
 void LayerNormOp::RunOnDevice() {
-  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <typename T>
@@ -112,15 +110,14 @@ void LayerNormOp::Run() {
 LayerNormGradientOp::LayerNormGradientOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace), axis_(GetSingleArgument<int>("axis", 1)) {
   const bool affine = InputSize() == 6;
-  DOPPIO_ENFORCE(OutputSize() == (affine ? 3 : 1), "op ", type(), ": with ", InputSize(),
-                 " inputs it has ", affine ? "3 outputs (dX, dgamma, dbeta)" : "1 output (dX)",
-                 ", got ", OutputSize());
+  DOPPIO_ENFORCE(OutputSize() == (affine ? 3 : 1), "with ", InputSize(), " inputs it has ",
+                 affine ? "3 outputs (dX, dgamma, dbeta)" : "1 output (dX)", ", got ",
+                 OutputSize());
 }
 
 void LayerNormGradientOp::RunOnDevice() {
-  DispatchFloating(*this, 4, Input(4).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 4, Input(4).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <typename T>
@@ -129,9 +126,8 @@ void LayerNormGradientOp::Run() {
   const Tensor& X = Input(4);
   const RowSplit split = SplitAt(*this, 4, X, axis_);
   const int64_t M = split.rows, N = split.cols;
-  DOPPIO_ENFORCE(dY.dims() == X.dims() && dY.dtype() == X.dtype(), "op ", type(),
-                 ": gradient '", input_name(0), "' is ", dY.DebugString(), " but '",
-                 input_name(4), "' is ", X.DebugString());
+  DOPPIO_ENFORCE(dY.dims() == X.dims() && dY.dtype() == X.dtype(), "gradient '", input_name(0),
+                 "' is ", dY.DebugString(), " but '", input_name(4), "' is ", X.DebugString());
   CheckParameter(*this, 2, Input(2), M, X.dtype(), "mean");
   CheckParameter(*this, 3, Input(3), M, X.dtype(), "std");
   const bool affine = InputSize() == 6;

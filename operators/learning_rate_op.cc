@@ -38,8 +38,7 @@ class PolicyArgs {
   // Throws unless `ok`, naming the argument and the policy that needs it.
   template <typename V>
   void Require(bool ok, const std::string& name, const V& value, const char* rule) const {
-    DOPPIO_ENFORCE(ok, "op ", op_.type(), ": policy '", policy_, "' needs ", prefix_, name,
-                   " ", rule, ", got ", value);
+    DOPPIO_ENFORCE(ok, "policy '", policy_, "' needs ", prefix_, name, " ", rule, ", got ", value);
   }
 
  private:
@@ -85,8 +84,8 @@ double Cosine(int64_t iter, double min_lr, double max_lr, int64_t period, double
 // runs on. Each sees the global iteration and is scaled by its lr_scale.
 LearningRateMultiplier MakeComposite(const OperatorBase& op) {
   const std::vector<int64_t> num_iters = op.GetRepeatedArgument<int64_t>("sub_policy_num_iters");
-  DOPPIO_ENFORCE(!num_iters.empty(), "op ", op.type(),
-                 ": policy 'composite' needs sub_policy_num_iters (one count per sub-policy)");
+  DOPPIO_ENFORCE(!num_iters.empty(),
+                 "policy 'composite' needs sub_policy_num_iters (one count per sub-policy)");
   struct Stage {
     double scale;
     LearningRateMultiplier multiplier;
@@ -94,15 +93,13 @@ LearningRateMultiplier MakeComposite(const OperatorBase& op) {
   std::map<int64_t, Stage> stages;  // first iteration -> stage
   int64_t start = 1;
   for (size_t i = 0; i < num_iters.size(); ++i) {
-    DOPPIO_ENFORCE(num_iters[i] > 0, "op ", op.type(), ": sub_policy_num_iters[", i,
-                   "] must be positive, got ", num_iters[i]);
+    DOPPIO_ENFORCE(num_iters[i] > 0, "sub_policy_num_iters[", i, "] must be positive, got ",
+                   num_iters[i]);
     const std::string prefix = "sub_policy_" + std::to_string(i) + "_";
     const std::string sub_policy = op.GetSingleArgument<std::string>(prefix + "policy", "");
-    DOPPIO_ENFORCE(sub_policy != "composite", "op ", op.type(),
-                   ": a composite policy cannot contain another composite (", prefix,
-                   "policy)");
-    DOPPIO_ENFORCE(!sub_policy.empty(), "op ", op.type(), ": composite needs ", prefix,
-                   "policy");
+    DOPPIO_ENFORCE(sub_policy != "composite",
+                   "a composite policy cannot contain another composite (", prefix, "policy)");
+    DOPPIO_ENFORCE(!sub_policy.empty(), "composite needs ", prefix, "policy");
     stages[start] = Stage{op.GetSingleArgument<float>(prefix + "lr_scale", 1.0f),
                           MakeLearningRateMultiplier(op, sub_policy, prefix)};
     start += num_iters[i];
@@ -221,18 +218,16 @@ LearningRateMultiplier MakeLearningRateMultiplier(const OperatorBase& op,
     return [=](int64_t iter) { return Cosine(iter, min_lr, max_lr, period, t_mult, lr_shrink); };
   }
   if (policy == "composite" && prefix.empty()) return MakeComposite(op);
-  DOPPIO_THROW("op ", op.type(), ": unknown learning rate policy '", policy, "' (argument ",
-               prefix, "policy); known: fixed, step, multistep, exp, inv, poly, linearWarmup, "
+  DOPPIO_THROW("unknown learning rate policy '", policy, "' (argument ", prefix,
+               "policy); known: fixed, step, multistep, exp, inv, poly, linearWarmup, "
                "constantWarmup, alter, hill, cosine, composite");
 }
 
 LearningRateOp::LearningRateOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace) {
-  DOPPIO_ENFORCE(HasArgument("base_lr"), "op ", type(),
-                 ": the base learning rate (argument base_lr) must be set");
+  DOPPIO_ENFORCE(HasArgument("base_lr"), "the base learning rate (argument base_lr) must be set");
   const std::string policy = GetSingleArgument<std::string>("policy", "");
-  DOPPIO_ENFORCE(!policy.empty(), "op ", type(),
-                 ": a learning rate policy (argument policy) must be given");
+  DOPPIO_ENFORCE(!policy.empty(), "a learning rate policy (argument policy) must be given");
   base_lr_ = GetSingleArgument<float>("base_lr", 0.0f) *
              static_cast<double>(GetSingleArgument<float>("lr_scale", 1.0f));
   multiplier_ = MakeLearningRateMultiplier(*this, policy, "");

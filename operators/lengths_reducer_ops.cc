@@ -15,19 +15,17 @@ std::vector<int64_t> ReadLengths(const OperatorBase& op, int input, const Tensor
                                  int64_t* total) {
   EnforceVector(op, input, lengths);
   std::vector<int64_t> values(static_cast<size_t>(lengths.numel()));
-  DispatchIndexType(op, input, lengths.dtype(), [&](auto tag) {
+  DispatchInput(IndexTypes{}, op, input, lengths.dtype(), [&](auto tag) {
     using L = typename decltype(tag)::type;
     const L* data = lengths.data<L>();
     std::copy(data, data + lengths.numel(), values.begin());
   });
   *total = 0;
   for (size_t r = 0; r < values.size(); ++r) {
-    DOPPIO_ENFORCE(values[r] >= 0, "op ", op.type(), ": length ", values[r],
-                   " at position ", r, " of '", op.input_name(input),
-                   "' is negative; lengths count rows and must be >= 0");
-    DOPPIO_ENFORCE(values[r] <= std::numeric_limits<int64_t>::max() - *total, "op ",
-                   op.type(), ": the lengths in '", op.input_name(input),
-                   "' overflow int64 when summed");
+    DOPPIO_ENFORCE(values[r] >= 0, "length ", values[r], " at position ", r, " of '",
+                   op.input_name(input), "' is negative; lengths count rows and must be >= 0");
+    DOPPIO_ENFORCE(values[r] <= std::numeric_limits<int64_t>::max() - *total, "the lengths in '",
+                   op.input_name(input), "' overflow int64 when summed");
     *total += values[r];
   }
   return values;
@@ -50,20 +48,18 @@ void LengthsReducerOp<kSparse, kMean>::RunOnDevice() {
   if (kSparse) {
     const Tensor& indices = Input(kIndicesInput);
     EnforceVector(*this, kIndicesInput, indices);
-    DOPPIO_ENFORCE(total == indices.numel(), "op ", type(), ": the lengths in '",
-                   input_name(kLengthsInput), "' sum to ", total, " but '",
-                   input_name(kIndicesInput), "' has ", indices.numel(),
-                   " indices; they must match");
-    DispatchIndexType(*this, kIndicesInput, indices.dtype(), [&](auto tag) {
+    DOPPIO_ENFORCE(total == indices.numel(), "the lengths in '", input_name(kLengthsInput),
+                   "' sum to ", total, " but '", input_name(kIndicesInput), "' has ",
+                   indices.numel(), " indices; they must match");
+    DispatchInput(IndexTypes{}, *this, kIndicesInput, indices.dtype(), [&](auto tag) {
       using Index = typename decltype(tag)::type;
       const Index* index = indices.data<Index>();
       CheckIndicesInRange(*this, kIndicesInput, index, indices.numel(), rows, 0);
       source_rows.assign(index, index + indices.numel());
     });
   } else {
-    DOPPIO_ENFORCE(total == rows, "op ", type(), ": the lengths in '",
-                   input_name(kLengthsInput), "' sum to ", total, " but '", input_name(0),
-                   "' has ", rows, " rows; they must match");
+    DOPPIO_ENFORCE(total == rows, "the lengths in '", input_name(kLengthsInput), "' sum to ", total,
+                   " but '", input_name(0), "' has ", rows, " rows; they must match");
   }
 
   const std::vector<int64_t> output_dims =
@@ -101,13 +97,12 @@ void LengthsReducerGradientOp<kMean>::RunOnDevice() {
   int64_t total = 0;
   const std::vector<int64_t> lengths = ReadLengths(*this, 1, Input(1), &total);
   EnforceHasRows(*this, 0, output_grad);
-  DOPPIO_ENFORCE(output_grad.dim(0) == static_cast<int64_t>(lengths.size()), "op ", type(),
-                 ": '", input_name(0), "' has ", output_grad.dim(0), " rows but '",
-                 input_name(1), "' has ", lengths.size(), " segments");
+  DOPPIO_ENFORCE(output_grad.dim(0) == static_cast<int64_t>(lengths.size()), "'", input_name(0),
+                 "' has ", output_grad.dim(0), " rows but '", input_name(1), "' has ",
+                 lengths.size(), " segments");
   if (InputSize() > 2) {
-    DOPPIO_ENFORCE(Input(2).numel() == total, "op ", type(), ": the lengths in '",
-                   input_name(1), "' sum to ", total, " but '", input_name(2), "' has ",
-                   Input(2).numel(), " indices");
+    DOPPIO_ENFORCE(Input(2).numel() == total, "the lengths in '", input_name(1), "' sum to ", total,
+                   " but '", input_name(2), "' has ", Input(2).numel(), " indices");
   }
   const int64_t row_size = output_grad.SizeFromDim(1);
   const std::vector<int64_t> grad_dims = ShapeOfRows({total}, output_grad);

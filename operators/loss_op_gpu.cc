@@ -8,35 +8,19 @@
 // row that is no distribution) makes the loss and the gradients nan instead
 // of an error, as the CUDA LabelCrossEntropy and Accuracy do: checking them
 // on the host would stall the stream.
+#include "operators/loss_op_gpu.h"
+
 #include <cstdint>
 #include <vector>
 
 #include "core/cuda/cuda_context.h"
 #include "core/operator.h"
 #include "core/registry.h"
-#include "operators/loss_op_gpu.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/softmax_with_loss_op.h"
 
 namespace doppio {
 namespace {
-
-void EnforceOnGpu(const OperatorBase& op, int index, const Tensor& tensor) {
-  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "op ", op.type(), " on CUDA: '",
-                 op.input_name(index), "' is not a CUDA tensor (", tensor.DebugString(),
-                 "); copy it to the GPU first");
-}
-
-// Calls fn(TypeTag<T>) for float32 and float64.
-template <typename Fn>
-void DispatchFloat(const OperatorBase& op, int index, const Tensor& tensor, Fn&& fn) {
-  switch (tensor.dtype()) {
-    case DataType::kFloat: return fn(TypeTag<float>{});
-    case DataType::kDouble: return fn(TypeTag<double>{});
-    default: break;
-  }
-  DOPPIO_THROW("op ", op.type(), " on CUDA: '", op.input_name(index), "' holds ",
-               DataTypeName(tensor.dtype()), "; the GPU kernel supports float32 and float64");
-}
 
 // Calls fn(targets) with the op's targets on the GPU: probability rows
 // (label_prob) or int32/int64 class labels.
@@ -58,8 +42,8 @@ void WithTargets(const OperatorBase& op, const SoftmaxLossArgs& args,
                                                          weights, args.spatial});
     default: break;
   }
-  DOPPIO_THROW("op ", op.type(), ": labels '", op.input_name(1), "' hold ",
-               DataTypeName(labels.dtype()), "; class labels must be int32 or int64");
+  DOPPIO_THROW("labels '", op.input_name(1), "' hold ", DataTypeName(labels.dtype()),
+               "; class labels must be int32 or int64");
 }
 
 // Inputs logits, labels, [weight_tensor]; outputs softmax and loss (a
@@ -75,8 +59,8 @@ class CudaSoftmaxWithLossOp final : public Operator<CUDAContext> {
     const Tensor& X = Input(0);
     const Tensor& labels = Input(1);
     const Tensor* weights = InputSize() > 2 ? &Input(2) : nullptr;
-    for (int i = 0; i < InputSize(); ++i) EnforceOnGpu(*this, i, Input(i));
-    DispatchFloat(*this, 0, X, [&](auto tag) {
+    for (int i = 0; i < InputSize(); ++i) EnforceCudaInput(*this, i, Input(i));
+    DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const functors::SoftmaxLossLayout layout =
           CheckSoftmaxLossInputs(*this, args_, X, labels, weights, 2);
@@ -120,14 +104,14 @@ class CudaSoftmaxWithLossGradientOp final : public Operator<CUDAContext> {
     const int p_index = InputSize() - 2;
     const Tensor& P = Input(p_index);
     const Tensor& d_loss = Input(InputSize() - 1);
-    for (int i = 0; i < InputSize(); ++i) EnforceOnGpu(*this, i, Input(i));
-    DOPPIO_ENFORCE(P.dims() == X.dims() && P.dtype() == X.dtype(), "op ", type(),
-                   ": softmax '", input_name(p_index), "' is ", P.DebugString(),
-                   " but logits '", input_name(0), "' are ", X.DebugString());
-    DOPPIO_ENFORCE(d_loss.numel() == 1 && d_loss.dtype() == X.dtype(), "op ", type(),
-                   ": loss gradient '", input_name(InputSize() - 1), "' is ",
-                   d_loss.DebugString(), "; expected one ", DataTypeName(X.dtype()));
-    DispatchFloat(*this, 0, X, [&](auto tag) {
+    for (int i = 0; i < InputSize(); ++i) EnforceCudaInput(*this, i, Input(i));
+    DOPPIO_ENFORCE(P.dims() == X.dims() && P.dtype() == X.dtype(), "softmax '", input_name(p_index),
+                   "' is ", P.DebugString(), " but logits '", input_name(0), "' are ",
+                   X.DebugString());
+    DOPPIO_ENFORCE(d_loss.numel() == 1 && d_loss.dtype() == X.dtype(), "loss gradient '",
+                   input_name(InputSize() - 1), "' is ", d_loss.DebugString(), "; expected one ",
+                   DataTypeName(X.dtype()));
+    DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const functors::SoftmaxLossLayout layout =
           CheckSoftmaxLossInputs(*this, args_, X, labels, weights, 2);
@@ -159,8 +143,8 @@ class CudaAveragedLossOp final : public Operator<CUDAContext> {
 
   void RunOnDevice() override {
     const Tensor& X = Input(0);
-    EnforceOnGpu(*this, 0, X);
-    DispatchFloat(*this, 0, X, [&](auto tag) {
+    EnforceCudaInput(*this, 0, X);
+    DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = X.data<T>();
       Tensor* Y = Output(0);
@@ -179,15 +163,15 @@ class CudaAveragedLossGradientOp final : public Operator<CUDAContext> {
   void RunOnDevice() override {
     const Tensor& X = Input(0);
     const Tensor& dY = Input(1);
-    EnforceOnGpu(*this, 1, dY);
-    DOPPIO_ENFORCE(dY.numel() == 1, "op ", type(), ": gradient '", input_name(1),
-                   "' has shape ", dY.dims(), "; AveragedLoss's output is a scalar");
-    DOPPIO_ENFORCE(dY.dtype() == X.dtype(), "op ", type(), ": '", input_name(1), "' holds ",
+    EnforceCudaInput(*this, 1, dY);
+    DOPPIO_ENFORCE(dY.numel() == 1, "gradient '", input_name(1), "' has shape ", dY.dims(),
+                   "; AveragedLoss's output is a scalar");
+    DOPPIO_ENFORCE(dY.dtype() == X.dtype(), "'", input_name(1), "' holds ",
                    DataTypeName(dY.dtype()), " but '", input_name(0), "' holds ",
                    DataTypeName(X.dtype()));
     // Only X's shape is read, so X may live anywhere.
     const std::vector<int64_t> dims = X.dims();
-    DispatchFloat(*this, 0, X, [&](auto tag) {
+    DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* dy = dY.data<T>();
       Tensor* dX = Output(0);

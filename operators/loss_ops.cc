@@ -7,6 +7,7 @@
 #include "operators/elementwise_functors.h"
 #include "operators/loss_functors.h"
 #include "operators/op_cost.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -14,7 +15,7 @@ namespace doppio {
 
 void AveragedLossOp::RunOnDevice() {
   const Tensor& X = Input(0);
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     double sum = 0;
@@ -29,12 +30,11 @@ void AveragedLossOp::RunOnDevice() {
 void AveragedLossGradientOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& dY = Input(1);
-  DOPPIO_ENFORCE(dY.numel() == 1, "op ", type(), ": gradient '", input_name(1), "' has shape ",
-                 dY.dims(), "; AveragedLoss's output is a scalar");
-  DOPPIO_ENFORCE(dY.dtype() == X.dtype(), "op ", type(), ": '", input_name(1), "' holds ",
-                 DataTypeName(dY.dtype()), " but '", input_name(0), "' holds ",
-                 DataTypeName(X.dtype()));
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+  DOPPIO_ENFORCE(dY.numel() == 1, "gradient '", input_name(1), "' has shape ", dY.dims(),
+                 "; AveragedLoss's output is a scalar");
+  DOPPIO_ENFORCE(dY.dtype() == X.dtype(), "'", input_name(1), "' holds ", DataTypeName(dY.dtype()),
+                 " but '", input_name(0), "' holds ", DataTypeName(X.dtype()));
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t n = X.numel();
     const T value = functors::AveragedLossGradientValue(*dY.data<T>(), n);
@@ -53,12 +53,10 @@ namespace {
 int64_t RowCount(const Tensor& X) { return X.ndim() > 0 ? X.dim(0) : 1; }
 
 void CheckSameShape(const OperatorBase& op, int a, const Tensor& A, int b, const Tensor& B) {
-  DOPPIO_ENFORCE(A.dims() == B.dims(), "op ", op.type(), ": '", op.input_name(a),
-                 "' has shape ", A.dims(), " but '", op.input_name(b), "' has shape ",
-                 B.dims(), "; they must match");
-  DOPPIO_ENFORCE(A.dtype() == B.dtype(), "op ", op.type(), ": '", op.input_name(a), "' holds ",
-                 DataTypeName(A.dtype()), " but '", op.input_name(b), "' holds ",
-                 DataTypeName(B.dtype()));
+  DOPPIO_ENFORCE(A.dims() == B.dims(), "'", op.input_name(a), "' has shape ", A.dims(), " but '",
+                 op.input_name(b), "' has shape ", B.dims(), "; they must match");
+  DOPPIO_ENFORCE(A.dtype() == B.dtype(), "'", op.input_name(a), "' holds ", DataTypeName(A.dtype()),
+                 " but '", op.input_name(b), "' holds ", DataTypeName(B.dtype()));
 }
 
 }  // namespace
@@ -67,7 +65,7 @@ void SquaredL2DistanceOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& Y = Input(1);
   CheckSameShape(*this, 0, X, 1, Y);
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t rows = RowCount(X);
     const int64_t cols = rows > 0 ? X.numel() / rows : 0;
@@ -93,13 +91,12 @@ void SquaredL2DistanceGradientOp::RunOnDevice() {
   const Tensor& dDistance = Input(2);
   CheckSameShape(*this, 0, X, 1, Y);
   const int64_t rows = RowCount(X);
-  DOPPIO_ENFORCE(dDistance.ndim() == 1 && dDistance.dim(0) == rows, "op ", type(),
-                 ": gradient '", input_name(2), "' has shape ", dDistance.dims(),
-                 " but the distance has shape [", rows, "]");
-  DOPPIO_ENFORCE(dDistance.dtype() == X.dtype(), "op ", type(), ": '", input_name(2),
-                 "' holds ", DataTypeName(dDistance.dtype()), " but '", input_name(0),
-                 "' holds ", DataTypeName(X.dtype()));
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+  DOPPIO_ENFORCE(dDistance.ndim() == 1 && dDistance.dim(0) == rows, "gradient '", input_name(2),
+                 "' has shape ", dDistance.dims(), " but the distance has shape [", rows, "]");
+  DOPPIO_ENFORCE(dDistance.dtype() == X.dtype(), "'", input_name(2), "' holds ",
+                 DataTypeName(dDistance.dtype()), " but '", input_name(0), "' holds ",
+                 DataTypeName(X.dtype()));
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t cols = rows > 0 ? X.numel() / rows : 0;
     const T* x = X.data<T>();
@@ -125,22 +122,21 @@ void SquaredL2DistanceGradientOp::RunOnDevice() {
 
 AccuracyOp::AccuracyOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace), top_k_(GetSingleArgument<int>("top_k", 1)) {
-  DOPPIO_ENFORCE(top_k_ >= 1, "op ", type(), ": argument top_k is ", top_k_,
-                 "; it must be at least 1");
+  DOPPIO_ENFORCE(top_k_ >= 1, "argument top_k is ", top_k_, "; it must be at least 1");
 }
 
 void AccuracyOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& labels = Input(1);
-  DOPPIO_ENFORCE(X.ndim() == 2, "op ", type(), ": predictions '", input_name(0),
-                 "' have shape ", X.dims(), "; expected [N, classes]");
+  DOPPIO_ENFORCE(X.ndim() == 2, "predictions '", input_name(0), "' have shape ", X.dims(),
+                 "; expected [N, classes]");
   const int64_t rows = X.dim(0);
   const int64_t classes = X.dim(1);
-  DOPPIO_ENFORCE(labels.ndim() == 1 && labels.dim(0) == rows, "op ", type(), ": labels '",
-                 input_name(1), "' have shape ", labels.dims(), " but predictions '",
-                 input_name(0), "' have ", rows, " rows; expected [", rows, "]");
+  DOPPIO_ENFORCE(labels.ndim() == 1 && labels.dim(0) == rows, "labels '", input_name(1),
+                 "' have shape ", labels.dims(), " but predictions '", input_name(0), "' have ",
+                 rows, " rows; expected [", rows, "]");
   int64_t correct = 0;
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     loss::DispatchLabelType(*this, input_name(1), labels.dtype(), [&](auto label_tag) {

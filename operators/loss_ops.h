@@ -22,7 +22,7 @@ void DispatchLabelType(const OperatorBase& op, const std::string& blob, DataType
     case DataType::kInt64: return fn(TypeTag<int64_t>{});
     default: break;
   }
-  DOPPIO_THROW("op ", op.type(), ": labels '", blob, "' hold ", DataTypeName(dtype),
+  DOPPIO_THROW("labels '", blob, "' hold ", DataTypeName(dtype),
                "; class labels must be int32 or int64");
 }
 
@@ -36,9 +36,9 @@ void CheckLabelRange(const OperatorBase& op, const std::string& blob, const L* l
   for (int64_t i = 0; i < count; ++i) {
     const L label = labels[i];
     if (allow_ignored && label == ignored) continue;
-    DOPPIO_ENFORCE(label >= 0 && static_cast<int64_t>(label) < classes, "op ", op.type(),
-                   ": label ", static_cast<int64_t>(label), " at index ", i, " of '", blob,
-                   "' is outside [0, ", classes, ")");
+    DOPPIO_ENFORCE(label >= 0 && static_cast<int64_t>(label) < classes, "label ",
+                   static_cast<int64_t>(label), " at index ", i, " of '", blob, "' is outside [0, ",
+                   classes, ")");
   }
 }
 

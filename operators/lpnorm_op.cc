@@ -14,14 +14,14 @@ namespace {
 
 int ReadP(const OperatorBase& op) {
   const int p = op.GetSingleArgument<int>("p", 2);
-  DOPPIO_ENFORCE(p == 1 || p == 2, "op ", op.type(), ": argument p must be 1 or 2, got ", p);
+  DOPPIO_ENFORCE(p == 1 || p == 2, "argument p must be 1 or 2, got ", p);
   return p;
 }
 
 // What the sum is divided by: numel when averaging, else 1.
 double Divisor(const OperatorBase& op, bool average, const Tensor& x) {
   if (!average) return 1.0;
-  DOPPIO_ENFORCE(x.numel() > 0, "op ", op.type(), ": '", op.input_name(0),
+  DOPPIO_ENFORCE(x.numel() > 0, "'", op.input_name(0),
                  "' is empty, so its average norm is undefined");
   return static_cast<double>(x.numel());
 }

@@ -8,6 +8,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/normalization_utils.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -20,8 +21,8 @@ LRNArgs ReadLRNArgs(const OperatorBase& op) {
   args.beta = op.GetSingleArgument<float>("beta", 0.0f);
   args.bias = op.GetSingleArgument<float>("bias", 1.0f);
   args.channels_last = ReadChannelsLast(op);
-  DOPPIO_ENFORCE(args.size > 0 && args.size % 2 == 1, "op ", op.type(),
-                 ": argument 'size' is ", args.size, "; it must be a positive odd number");
+  DOPPIO_ENFORCE(args.size > 0 && args.size % 2 == 1, "argument 'size' is ", args.size,
+                 "; it must be a positive odd number");
   return args;
 }
 
@@ -40,9 +41,8 @@ struct ChannelVectors {
 
 ChannelVectors ViewChannels(const OperatorBase& op, int input, const Tensor& X,
                             bool channels_last) {
-  DOPPIO_ENFORCE(X.ndim() == 4, "op ", op.type(), ": input '", op.input_name(input),
-                 "' has shape ", X.dims(), "; LRN needs a 4-D ",
-                 channels_last ? "NHWC" : "NCHW", " tensor");
+  DOPPIO_ENFORCE(X.ndim() == 4, "input '", op.input_name(input), "' has shape ", X.dims(),
+                 "; LRN needs a 4-D ", channels_last ? "NHWC" : "NCHW", " tensor");
   const ChannelView view = ViewByChannel(op, input, X, channels_last, 4);
   return ChannelVectors{view.batch, view.channels, view.inner, channels_last};
 }
@@ -78,9 +78,8 @@ LRNOp::LRNOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace), args_(ReadLRNArgs(*this)) {}
 
 void LRNOp::RunOnDevice() {
-  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <typename T>
@@ -115,9 +114,8 @@ LRNGradientOp::LRNGradientOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace), args_(ReadLRNArgs(*this)) {}
 
 void LRNGradientOp::RunOnDevice() {
-  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <typename T>
@@ -125,9 +123,9 @@ void LRNGradientOp::Run() {
   const Tensor& X = Input(0);
   const ChannelVectors layout = ViewChannels(*this, 0, X, args_.channels_last);
   for (int k = 1; k <= 2; ++k) {
-    DOPPIO_ENFORCE(Input(k).dims() == X.dims() && Input(k).dtype() == X.dtype(), "op ",
-                   type(), ": '", input_name(k), "' is ", Input(k).DebugString(), " but '",
-                   input_name(0), "' is ", X.DebugString());
+    DOPPIO_ENFORCE(Input(k).dims() == X.dims() && Input(k).dtype() == X.dtype(), "'", input_name(k),
+                   "' is ", Input(k).DebugString(), " but '", input_name(0), "' is ",
+                   X.DebugString());
   }
   std::vector<double> scale;
   ComputeScale(X.data<T>(), layout, args_, &scale);

@@ -1,46 +1,28 @@
 // CUDA Scale, Sum and WeightedSum: the CPU ops' rules (scale_op.h,
 // sum_op.h, weighted_sum_op.h), the math of math_functors.h through the
 // kernels of math_op_gpu.cu. Schemas and gradient makers are the CPU ops'.
+#include "operators/math_op_gpu.h"
+
 #include <cstdint>
 
 #include "core/cuda/cuda_common.h"
 #include "core/cuda/cuda_context.h"
 #include "core/operator.h"
 #include "core/registry.h"
-#include "operators/math_op_gpu.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/scalar_operand_gpu.h"
 
 namespace doppio {
 namespace {
 
-void EnforceOnGpu(const OperatorBase& op, int index, const Tensor& tensor) {
-  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "op ", op.type(), " on CUDA: '",
-                 op.input_name(index), "' is not a CUDA tensor (", tensor.DebugString(),
-                 "); copy it to the GPU first");
-}
-
 // Data input i has input 0's shape and type (Sum, WeightedSum).
 void EnforceLikeFirst(const OperatorBase& op, const Tensor& first, int i, const Tensor& x) {
-  DOPPIO_ENFORCE(x.dims() == first.dims(), "op ", op.type(), ": input ", i, " ('",
-                 op.input_name(i), "') has shape ", x.dims(), " but input 0 ('",
-                 op.input_name(0), "') has shape ", first.dims(),
+  DOPPIO_ENFORCE(x.dims() == first.dims(), "input ", i, " ('", op.input_name(i), "') has shape ",
+                 x.dims(), " but input 0 ('", op.input_name(0), "') has shape ", first.dims(),
                  "; all inputs must have one shape");
-  DOPPIO_ENFORCE(x.dtype() == first.dtype(), "op ", op.type(), ": input ", i, " ('",
-                 op.input_name(i), "') holds ", DataTypeName(x.dtype()), " but input 0 ('",
-                 op.input_name(0), "') holds ", DataTypeName(first.dtype()),
-                 "; all inputs must have one type");
-}
-
-// Calls fn(TypeTag<T>) for float32 and float64.
-template <typename Fn>
-void DispatchFloat(const OperatorBase& op, int index, const Tensor& tensor, Fn&& fn) {
-  switch (tensor.dtype()) {
-    case DataType::kFloat: return fn(TypeTag<float>{});
-    case DataType::kDouble: return fn(TypeTag<double>{});
-    default: break;
-  }
-  DOPPIO_THROW("op ", op.type(), " on CUDA: '", op.input_name(index), "' holds ",
-               DataTypeName(tensor.dtype()), "; the GPU kernel supports float32 and float64");
+  DOPPIO_ENFORCE(x.dtype() == first.dtype(), "input ", i, " ('", op.input_name(i), "') holds ",
+                 DataTypeName(x.dtype()), " but input 0 ('", op.input_name(0), "') holds ",
+                 DataTypeName(first.dtype()), "; all inputs must have one type");
 }
 
 // Y = scale * X; Y may be X.
@@ -51,8 +33,8 @@ class CudaScaleOp final : public Operator<CUDAContext> {
 
   void RunOnDevice() override {
     const Tensor& X = Input(0);
-    EnforceOnGpu(*this, 0, X);
-    DispatchFloat(*this, 0, X, [&](auto tag) {
+    EnforceCudaInput(*this, 0, X);
+    DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = X.data<T>();
       Tensor* Y = Output(0);
@@ -75,7 +57,7 @@ class CudaSumOp final : public Operator<CUDAContext> {
   void RunOnDevice() override {
     const Tensor& first = Input(0);
     for (int i = 0; i < InputSize(); ++i) {
-      EnforceOnGpu(*this, i, Input(i));
+      EnforceCudaInput(*this, i, Input(i));
       if (i > 0) EnforceLikeFirst(*this, first, i, Input(i));
     }
     auto run = [&](auto tag) {
@@ -101,8 +83,7 @@ class CudaSumOp final : public Operator<CUDAContext> {
       case DataType::kInt64: return run(TypeTag<int64_t>{});
       default: break;
     }
-    DOPPIO_THROW("op ", type(), ": input 0 ('", input_name(0), "') holds ",
-                 DataTypeName(first.dtype()),
+    DOPPIO_THROW("input 0 ('", input_name(0), "') holds ", DataTypeName(first.dtype()),
                  "; supported types are float32, float64, int32 and int64");
   }
 };
@@ -117,10 +98,10 @@ class CudaWeightedSumOp final : public Operator<CUDAContext> {
   void RunOnDevice() override {
     const Tensor& X0 = Input(0);
     for (int i = 0; i < InputSize(); i += 2) {
-      EnforceOnGpu(*this, i, Input(i));
+      EnforceCudaInput(*this, i, Input(i));
       if (i > 0) EnforceLikeFirst(*this, X0, i, Input(i));
     }
-    DispatchFloat(*this, 0, X0, [&](auto tag) {
+    DispatchInput(FloatTypes{}, *this, 0, X0.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       // Every weight is checked before the output is touched.
       for (int i = 1; i < InputSize(); i += 2) CheckWeight<T>(i);
@@ -141,9 +122,8 @@ class CudaWeightedSumOp final : public Operator<CUDAContext> {
   void CheckWeight(int index) const {
     const Tensor& weight = Input(index);
     DOPPIO_ENFORCE(weight.dtype() == DataType::kFloat || weight.dtype() == DataTypeFor<T>(),
-                   "op ", type(), ": weight '", input_name(index), "' holds ",
-                   DataTypeName(weight.dtype()), "; weights are float32 or the data's type ",
-                   DataTypeName(DataTypeFor<T>()));
+                   "weight '", input_name(index), "' holds ", DataTypeName(weight.dtype()),
+                   "; weights are float32 or the data's type ", DataTypeName(DataTypeFor<T>()));
   }
 
   template <typename T>

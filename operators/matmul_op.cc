@@ -10,23 +10,10 @@
 #include "core/schema.h"
 #include "operators/matrix_utils.h"
 #include "operators/op_cost.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/shape_inference_utils.h"
 
 namespace doppio {
-
-namespace {
-
-template <typename Fn>
-void DispatchFloat(const OperatorBase& op, const Tensor& A, const Tensor& B, Fn&& fn) {
-  EnforceFloatType(op, 0, A.dtype());
-  EnforceFloatType(op, 1, B.dtype());
-  DOPPIO_ENFORCE(A.dtype() == B.dtype(), "op ", op.type(), ": A ('", op.input_name(0),
-                 "') holds ", DataTypeName(A.dtype()), " but B ('", op.input_name(1),
-                 "') holds ", DataTypeName(B.dtype()), "; both must have one type");
-  DispatchCheckedFloat(A.dtype(), fn);
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------- MatMul
 
@@ -165,12 +152,13 @@ void MatMulOp::RunOnDevice() {
   if (InputSize() == 3) {
     // The gradient form: Y takes the shape of the input it is the gradient of.
     const std::vector<int64_t>& like = Input(2).dims();
-    DOPPIO_ENFORCE(DimsProduct(like, 0, like.size()) == shape.M * shape.N, "op ", type(),
-                   ": the product is [", shape.M, ", ", shape.N, "] but input 2 ('",
-                   input_name(2), "'), whose shape it should take, has shape ", like);
+    DOPPIO_ENFORCE(DimsProduct(like, 0, like.size()) == shape.M * shape.N, "the product is [",
+                   shape.M, ", ", shape.N, "] but input 2 ('", input_name(2),
+                   "'), whose shape it should take, has shape ", like);
     y_dims = like;
   }
-  DispatchFloat(*this, A, B, [&](auto tag) {
+  const DataType dtype = EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1});
+  DispatchInput(FloatTypes{}, *this, 0, dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     Tensor* Y = Output(0);
     Y->Resize(y_dims);
@@ -192,7 +180,8 @@ void BatchMatMulOp::RunOnDevice() {
   const Tensor& B = Input(1);
   const BatchPlan plan = PlanBatchMatMul(type(), input_name(0), A.dims(), input_name(1),
                                          B.dims(), trans_a_, trans_b_, broadcast_);
-  DispatchFloat(*this, A, B, [&](auto tag) {
+  const DataType dtype = EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1});
+  DispatchInput(FloatTypes{}, *this, 0, dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     Tensor* Y = Output(0);
     Y->Resize(plan.y_dims);

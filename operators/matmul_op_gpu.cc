@@ -14,6 +14,7 @@
 #include "operators/cudnn_descriptors_gpu.h"
 #include "operators/matmul_op.h"
 #include "operators/matrix_utils.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -81,25 +82,21 @@ class CudaMatMulOp final : public Operator<CUDAContext> {
     EnforceInputsOnDevice(*this, context_.device());
     const Tensor& A = Input(0);
     const Tensor& B = Input(1);
-    EnforceFloatType(*this, 0, A.dtype());
-    EnforceFloatType(*this, 1, B.dtype());
-    DOPPIO_ENFORCE(A.dtype() == B.dtype(), "op ", type(), ": A ('", input_name(0), "') holds ",
-                   DataTypeName(A.dtype()), " but B ('", input_name(1), "') holds ",
-                   DataTypeName(B.dtype()), "; both must have one type");
+    EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1});
     const MatMulShape shape = ComputeMatMulShape(type(), input_name(0), A.dims(),
                                                  input_name(1), B.dims(), axis_a_, axis_b_,
                                                  trans_a_, trans_b_);
     std::vector<int64_t> y_dims = {shape.M, shape.N};
     if (InputSize() == 3) {
       const std::vector<int64_t>& like = Input(2).dims();
-      DOPPIO_ENFORCE(DimsProduct(like, 0, like.size()) == shape.M * shape.N, "op ", type(),
-                     ": the product is [", shape.M, ", ", shape.N, "] but input 2 ('",
-                     input_name(2), "'), whose shape it should take, has shape ", like);
+      DOPPIO_ENFORCE(DimsProduct(like, 0, like.size()) == shape.M * shape.N, "the product is [",
+                     shape.M, ", ", shape.N, "] but input 2 ('", input_name(2),
+                     "'), whose shape it should take, has shape ", like);
       y_dims = like;
     }
     Tensor* Y = Output(0);
     Y->Resize(y_dims);
-    DispatchCheckedFloat(A.dtype(), [&](auto tag) {
+    DispatchInput(FloatTypes{}, *this, 0, A.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* y = Y->template mutable_data<T>();
       if (shape.K == 0) {

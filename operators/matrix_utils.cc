@@ -16,10 +16,4 @@ int CanonicalAxisOf(const std::string& op, const char* arg, int axis, const std:
   return axis < 0 ? axis + rank : axis;
 }
 
-void EnforceFloatType(const OperatorBase& op, int input, DataType dtype) {
-  DOPPIO_ENFORCE(dtype == DataType::kFloat || dtype == DataType::kDouble, "op ", op.type(),
-                 ": input ", input, " ('", op.input_name(input), "') holds ",
-                 DataTypeName(dtype), "; ", op.type(), " supports float32 and float64");
-}
-
 }  // namespace doppio

@@ -1,6 +1,6 @@
 // Helpers for the ops that view tensors as matrices split at an axis (FC,
-// FCTransposed, MatMul, BatchMatMul): axis arguments, the float32/float64
-// type rule and the GEMM that also covers an empty inner dim.
+// FCTransposed, MatMul, BatchMatMul): axis arguments and the GEMM that also
+// covers an empty inner dim. Their dtypes go through op_type_dispatch.h.
 #pragma once
 
 #include <algorithm>
@@ -20,19 +20,6 @@ int64_t DimsProduct(const std::vector<int64_t>& dims, size_t begin, size_t end);
 // [0, rank), with an error naming all three.
 int CanonicalAxisOf(const std::string& op, const char* arg, int axis, const std::string& blob,
                     const std::vector<int64_t>& dims);
-
-// Throws unless input `input` of `op` holds float32 or float64.
-void EnforceFloatType(const OperatorBase& op, int input, DataType dtype);
-
-// Calls fn(TypeTag<T>) for a dtype EnforceFloatType has accepted.
-template <typename Fn>
-void DispatchCheckedFloat(DataType dtype, Fn&& fn) {
-  if (dtype == DataType::kDouble) {
-    fn(TypeTag<double>{});
-  } else {
-    fn(TypeTag<float>{});
-  }
-}
 
 // C[rows x cols] = op(A) op(B); an empty inner dim gives zeros (BLAS need not
 // write C then). lda/ldb follow from the stored (untransposed) shapes.

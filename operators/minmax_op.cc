@@ -16,9 +16,9 @@ void EnforceLikeInput(const OperatorBase& op, int reference, int first) {
   const Tensor& expected = TensorInput(op, reference);
   for (int i = first; i < op.InputSize(); ++i) {
     const Tensor& other = TensorInput(op, i);
-    DOPPIO_ENFORCE(other.dims() == expected.dims(), "op ", op.type(), ": input ", i, " ('",
-                   op.input_name(i), "') has shape ", other.dims(), " but input ", reference,
-                   " ('", op.input_name(reference), "') has shape ", expected.dims(),
+    DOPPIO_ENFORCE(other.dims() == expected.dims(), "input ", i, " ('", op.input_name(i),
+                   "') has shape ", other.dims(), " but input ", reference, " ('",
+                   op.input_name(reference), "') has shape ", expected.dims(),
                    "; all inputs must have one shape");
     EnforceSameType(op, reference, expected, i, other);
   }

@@ -161,12 +161,12 @@ void SparseMomentumSGDUpdateOp::RunOnDevice() {
   const int64_t rows = param.dim(0);
   const int64_t row_size = param.SizeFromDim(1);
   const int64_t count = indices.numel();
-  DOPPIO_ENFORCE(grad.numel() == count * row_size, "op ", type(), ": '", input_name(0),
-                 "' has ", grad.numel(), " elements (shape ", grad.dims(), ") but ", count,
-                 " indices in '", input_name(4), "' times rows of ", row_size, " elements of '",
-                 input_name(3), "' need ", count * row_size);
+  DOPPIO_ENFORCE(grad.numel() == count * row_size, "'", input_name(0), "' has ", grad.numel(),
+                 " elements (shape ", grad.dims(), ") but ", count, " indices in '", input_name(4),
+                 "' times rows of ", row_size, " elements of '", input_name(3), "' need ",
+                 count * row_size);
 
-  DispatchIndexType(*this, 4, indices.dtype(), [&](auto index_tag) {
+  DispatchInput(IndexTypes{}, *this, 4, indices.dtype(), [&](auto index_tag) {
     using Index = typename decltype(index_tag)::type;
     const Index* index = indices.data<Index>();
     CheckIndicesInRange(*this, 4, index, count, rows, 3);

@@ -6,15 +6,13 @@ bool ReadChannelsLast(const OperatorBase& op) {
   const std::string order = op.GetSingleArgument<std::string>("order", "NCHW");
   if (order == "NCHW") return false;
   if (order == "NHWC") return true;
-  DOPPIO_THROW("op ", op.type(), ": argument 'order' is '", order,
-               "'; it must be \"NCHW\" or \"NHWC\"");
+  DOPPIO_THROW("argument 'order' is '", order, "'; it must be \"NCHW\" or \"NHWC\"");
 }
 
 ChannelView ViewByChannel(const OperatorBase& op, int input, const Tensor& X,
                           bool channels_last, int min_rank) {
-  DOPPIO_ENFORCE(X.ndim() >= min_rank, "op ", op.type(), ": input '", op.input_name(input),
-                 "' has shape ", X.dims(), " (rank ", X.ndim(), "); it needs rank ",
-                 min_rank, " or more");
+  DOPPIO_ENFORCE(X.ndim() >= min_rank, "input '", op.input_name(input), "' has shape ", X.dims(),
+                 " (rank ", X.ndim(), "); it needs rank ", min_rank, " or more");
   ChannelView view;
   view.batch = X.dim(0);
   view.channels = channels_last ? X.dim(X.ndim() - 1) : X.dim(1);
@@ -24,17 +22,11 @@ ChannelView ViewByChannel(const OperatorBase& op, int input, const Tensor& X,
 
 void CheckParameter(const OperatorBase& op, int input, const Tensor& parameter,
                     int64_t count, DataType dtype, const char* what) {
-  DOPPIO_ENFORCE(parameter.dtype() == dtype, "op ", op.type(), ": ", what, " '",
-                 op.input_name(input), "' holds ", DataTypeName(parameter.dtype()),
-                 " but the input holds ", DataTypeName(dtype));
-  DOPPIO_ENFORCE(parameter.numel() == count, "op ", op.type(), ": ", what, " '",
-                 op.input_name(input), "' has shape ", parameter.dims(), " (",
-                 parameter.numel(), " elements); it needs ", count, " elements");
-}
-
-void ThrowUnsupportedFloatType(const OperatorBase& op, int input, DataType dtype) {
-  DOPPIO_THROW("op ", op.type(), ": input '", op.input_name(input), "' holds ",
-               DataTypeName(dtype), "; supported types are float32 and float64");
+  DOPPIO_ENFORCE(parameter.dtype() == dtype, what, " '", op.input_name(input), "' holds ",
+                 DataTypeName(parameter.dtype()), " but the input holds ", DataTypeName(dtype));
+  DOPPIO_ENFORCE(parameter.numel() == count, what, " '", op.input_name(input), "' has shape ",
+                 parameter.dims(), " (", parameter.numel(), " elements); it needs ", count,
+                 " elements");
 }
 
 }  // namespace doppio

@@ -35,18 +35,5 @@ void CheckParameter(const OperatorBase& op, int input, const Tensor& parameter,
                     int64_t count, DataType dtype, const char* what);
 
 // Throws the error for an input dtype the normalization ops do not support.
-[[noreturn]] void ThrowUnsupportedFloatType(const OperatorBase& op, int input,
-                                            DataType dtype);
-
-// Calls fn(TypeTag<T>) with T float or double, the dtype of input `input`.
-template <typename Fn>
-void DispatchFloating(const OperatorBase& op, int input, DataType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DataType::kFloat: return fn(TypeTag<float>{});
-    case DataType::kDouble: return fn(TypeTag<double>{});
-    default: break;
-  }
-  ThrowUnsupportedFloatType(op, input, dtype);
-}
 
 }  // namespace doppio

@@ -297,8 +297,8 @@ void WhereOp::RunOnDevice() {
   const Tensor& C = Input(0);
   const Tensor& X = Input(1);
   const Tensor& Y = Input(2);
-  DOPPIO_ENFORCE(C.dtype() == DataType::kBool, "op ", type(), ": condition '", input_name(0),
-                 "' holds ", DataTypeName(C.dtype()), "; it must be bool");
+  DOPPIO_ENFORCE(C.dtype() == DataType::kBool, "condition '", input_name(0), "' holds ",
+                 DataTypeName(C.dtype()), "; it must be bool");
   EnforceSameType(*this, 1, X, 2, Y);
   const std::vector<int64_t> cx =
       NumpyBroadcastDims(*this, {input_name(0), C.dims()}, {input_name(1), X.dims()});
@@ -377,14 +377,14 @@ SHOULD_NOT_DO_GRADIENT(Where, "the gradient of a broadcast select is not impleme
 void ExpandOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& shape = Input(1);
-  DOPPIO_ENFORCE(shape.ndim() == 1, "op ", type(), ": shape '", input_name(1),
-                 "' must be 1-D, got shape ", shape.dims());
+  DOPPIO_ENFORCE(shape.ndim() == 1, "shape '", input_name(1), "' must be 1-D, got shape ",
+                 shape.dims());
   std::vector<int64_t> requested;
   DispatchTypes(TypeList<int32_t, int64_t>{}, *this, input_name(1), shape.dtype(), [&](auto tag) {
     using Index = typename decltype(tag)::type;
     const Index* values = shape.data<Index>();
     for (int64_t i = 0; i < shape.numel(); ++i) {
-      DOPPIO_ENFORCE(values[i] >= 0, "op ", type(), ": shape '", input_name(1), "' holds ",
+      DOPPIO_ENFORCE(values[i] >= 0, "shape '", input_name(1), "' holds ",
                      static_cast<int64_t>(values[i]), " at position ", i,
                      "; dims must not be negative");
       requested.push_back(static_cast<int64_t>(values[i]));
@@ -407,14 +407,13 @@ void ExpandOp::RunOnDevice() {
 void ExpandGradientOp::RunOnDevice() {
   const Tensor& dY = Input(0);
   const Tensor& X = Input(1);
-  DOPPIO_ENFORCE(dY.ndim() >= X.ndim(), "op ", type(), ": gradient '", input_name(0),
-                 "' of shape ", dY.dims(), " has fewer dims than '", input_name(1),
-                 "' of shape ", X.dims());
+  DOPPIO_ENFORCE(dY.ndim() >= X.ndim(), "gradient '", input_name(0), "' of shape ", dY.dims(),
+                 " has fewer dims than '", input_name(1), "' of shape ", X.dims());
   const std::vector<int64_t> x_dims = AtRank(X.dims(), dY.dims().size());
   for (size_t i = 0; i < x_dims.size(); ++i) {
-    DOPPIO_ENFORCE(x_dims[i] == dY.dims()[i] || x_dims[i] == 1, "op ", type(), ": '",
-                   input_name(1), "' of shape ", X.dims(), " does not expand to the shape ",
-                   dY.dims(), " of '", input_name(0), "'");
+    DOPPIO_ENFORCE(x_dims[i] == dY.dims()[i] || x_dims[i] == 1, "'", input_name(1), "' of shape ",
+                   X.dims(), " does not expand to the shape ", dY.dims(), " of '", input_name(0),
+                   "'");
   }
   DispatchTypes(FloatTypes{}, *this, input_name(0), dY.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

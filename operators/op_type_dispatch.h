@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "core/enforce.h"
 #include "core/operator.h"
@@ -19,6 +21,7 @@ struct TypeList {};
 
 using FloatTypes = TypeList<float, double>;
 using NumericTypes = TypeList<float, double, int32_t, int64_t>;
+using IndexTypes = TypeList<int32_t, int64_t>;
 using BoolTypes = TypeList<bool>;
 
 template <typename... Ts>
@@ -30,23 +33,44 @@ std::string TypeListNames(TypeList<Ts...>) {
 }
 
 // Calls fn(TypeTag<T>{}) for the T in `types` whose dtype is `dtype`; throws
-// "op <type>: '<blob>' holds <dtype>; supported types are ..." otherwise.
+// "'<blob>' holds <dtype>; supported types are ..." otherwise (the net adds
+// the op). Every op dispatches its dtypes through this, CPU and CUDA alike.
 template <typename... Ts, typename Fn>
 void DispatchTypes(TypeList<Ts...> types, const OperatorBase& op, const std::string& blob,
                    DataType dtype, Fn&& fn) {
   const bool matched =
       ((dtype == DataTypeFor<Ts>() ? (fn(TypeTag<Ts>{}), true) : false) || ...);
   if (!matched) {
-    DOPPIO_THROW("op ", op.type(), ": '", blob, "' holds ", DataTypeName(dtype),
-                 "; supported types are ", TypeListNames(types));
+    DOPPIO_THROW("'", blob, "' holds ", DataTypeName(dtype), "; supported types are ",
+                 TypeListNames(types));
   }
+}
+
+// DispatchTypes for input `index` of `op`, whose dtype is `dtype`.
+template <typename... Ts, typename Fn>
+void DispatchInput(TypeList<Ts...> types, const OperatorBase& op, int index, DataType dtype,
+                   Fn&& fn) {
+  DispatchTypes(types, op, op.input_name(index), dtype, std::forward<Fn>(fn));
+}
+
+// Input `index` holds one of `types`; the same error as DispatchInput's.
+template <typename... Ts>
+void EnforceInputType(TypeList<Ts...> types, const OperatorBase& op, int index, DataType dtype) {
+  DispatchInput(types, op, index, dtype, [](auto) {});
+}
+
+// Input `index` of a CUDA kernel is a CUDA tensor: a blob fed on the host
+// cannot be read there.
+inline void EnforceCudaInput(const OperatorBase& op, int index, const Tensor& tensor) {
+  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "CUDA kernel: '", op.input_name(index),
+                 "' is not a CUDA tensor (", tensor.DebugString(), "); copy it to the GPU first");
 }
 
 // Input i of `op` as a tensor, for helpers that hold the op as an
 // OperatorBase (where Operator::Input is out of reach).
 inline const Tensor& TensorInput(const OperatorBase& op, int i) {
   const Blob& blob = op.InputBlob(i);
-  DOPPIO_ENFORCE(blob.IsTensor(), "op ", op.type(), ": input ", i, " ('", op.input_name(i),
+  DOPPIO_ENFORCE(blob.IsTensor(), "input ", i, " ('", op.input_name(i),
                  "') should be a tensor but holds ", blob.TypeName());
   return blob.GetTensor();
 }
@@ -54,9 +78,24 @@ inline const Tensor& TensorInput(const OperatorBase& op, int i) {
 // Both inputs of a binary op must hold one dtype.
 inline void EnforceSameType(const OperatorBase& op, int first, const Tensor& a, int second,
                             const Tensor& b) {
-  DOPPIO_ENFORCE(a.dtype() == b.dtype(), "op ", op.type(), ": '", op.input_name(first),
-                 "' holds ", DataTypeName(a.dtype()), " but '", op.input_name(second),
-                 "' holds ", DataTypeName(b.dtype()), "; both must have one type");
+  DOPPIO_ENFORCE(a.dtype() == b.dtype(), "'", op.input_name(first), "' holds ",
+                 DataTypeName(a.dtype()), " but '", op.input_name(second), "' holds ",
+                 DataTypeName(b.dtype()), "; both must have one type");
+}
+
+// Inputs `indices` of `op` each hold one of `types`, all one dtype, which
+// is returned; the first input breaking either rule is named.
+template <typename... Ts>
+DataType EnforceInputsOfOneType(TypeList<Ts...> types, const OperatorBase& op,
+                                std::initializer_list<int> indices) {
+  const int first = *indices.begin();
+  const Tensor& reference = TensorInput(op, first);
+  for (int i : indices) {
+    const Tensor& tensor = TensorInput(op, i);
+    EnforceInputType(types, op, i, tensor.dtype());
+    EnforceSameType(op, first, reference, i, tensor);
+  }
+  return reference.dtype();
 }
 
 }  // namespace doppio

@@ -24,11 +24,10 @@ namespace {
 
 // Throws unless input `index` is a float32 tensor on a GPU.
 void EnforceGpuFloat(const OperatorBase& op, int index, const Tensor& tensor) {
-  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "op ", op.type(), " on CUDA: '",
-                 op.input_name(index), "' is not a CUDA tensor");
-  DOPPIO_ENFORCE(tensor.dtype() == DataType::kFloat, "op ", op.type(), " on CUDA: '",
-                 op.input_name(index), "' holds ", DataTypeName(tensor.dtype()),
-                 "; the GPU kernel supports float32");
+  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "CUDA kernel: '", op.input_name(index),
+                 "' is not a CUDA tensor");
+  DOPPIO_ENFORCE(tensor.dtype() == DataType::kFloat, "CUDA kernel: '", op.input_name(index),
+                 "' holds ", DataTypeName(tensor.dtype()), "; the GPU kernel supports float32");
 }
 
 class CudaIterOp final : public Operator<CUDAContext> {
@@ -42,12 +41,12 @@ class CudaIterOp final : public Operator<CUDAContext> {
       counter->Resize({1});
       counter->mutable_data<int64_t>()[0] = 0;
     }
-    DOPPIO_ENFORCE(counter->dtype() == DataType::kInt64 && counter->numel() == 1, "op ", type(),
-                   ": the iteration counter '", output_name(0),
-                   "' must be one int64 element, not ", counter->DebugString());
+    DOPPIO_ENFORCE(counter->dtype() == DataType::kInt64 && counter->numel() == 1,
+                   "the iteration counter '", output_name(0), "' must be one int64 element, not ",
+                   counter->DebugString());
     int64_t* value = counter->mutable_data<int64_t>();
-    DOPPIO_ENFORCE(*value >= 0 && *value < std::numeric_limits<int64_t>::max(), "op ", type(),
-                   ": the iteration counter '", output_name(0), "' is ", *value,
+    DOPPIO_ENFORCE(*value >= 0 && *value < std::numeric_limits<int64_t>::max(),
+                   "the iteration counter '", output_name(0), "' is ", *value,
                    "; it must be non-negative and below the int64 maximum");
     ++*value;
   }
@@ -57,11 +56,9 @@ class CudaLearningRateOp final : public Operator<CUDAContext> {
  public:
   CudaLearningRateOp(const OperatorDef& def, Workspace* workspace)
       : Operator<CUDAContext>(def, workspace) {
-    DOPPIO_ENFORCE(HasArgument("base_lr"), "op ", type(),
-                   ": the base learning rate (argument base_lr) must be set");
+    DOPPIO_ENFORCE(HasArgument("base_lr"), "the base learning rate (argument base_lr) must be set");
     const std::string policy = GetSingleArgument<std::string>("policy", "");
-    DOPPIO_ENFORCE(!policy.empty(), "op ", type(),
-                   ": a learning rate policy (argument policy) must be given");
+    DOPPIO_ENFORCE(!policy.empty(), "a learning rate policy (argument policy) must be given");
     base_lr_ = GetSingleArgument<float>("base_lr", 0.0f) *
                static_cast<double>(GetSingleArgument<float>("lr_scale", 1.0f));
     multiplier_ = MakeLearningRateMultiplier(*this, policy, "");
@@ -69,9 +66,8 @@ class CudaLearningRateOp final : public Operator<CUDAContext> {
 
   void RunOnDevice() override {
     const Tensor& iteration = Input(0);
-    DOPPIO_ENFORCE(iteration.device().kind == DeviceKind::kCPU, "op ", type(),
-                   ": the iteration counter '", input_name(0),
-                   "' must be a CPU tensor (as Iter keeps it)");
+    DOPPIO_ENFORCE(iteration.device().kind == DeviceKind::kCPU, "the iteration counter '",
+                   input_name(0), "' must be a CPU tensor (as Iter keeps it)");
     const int64_t iter = ReadIteration(*this, 0, iteration);
     // A member, not a local: the copy below is queued and reads it later.
     host_rate_ = static_cast<float>(base_lr_ * multiplier_(iter));
@@ -159,9 +155,8 @@ class CudaAdamOp final : public Operator<CUDAContext> {
     EnforceSameSizeAndType(*this, 0, param, 1, moment_1);
     EnforceSameSizeAndType(*this, 0, param, 2, moment_2);
     EnforceSameSizeAndType(*this, 0, param, 3, grad);
-    DOPPIO_ENFORCE(iteration.device().kind == DeviceKind::kCPU, "op ", type(),
-                   ": the iteration counter '", input_name(5),
-                   "' must be a CPU tensor (as Iter keeps it)");
+    DOPPIO_ENFORCE(iteration.device().kind == DeviceKind::kCPU, "the iteration counter '",
+                   input_name(5), "' must be a CPU tensor (as Iter keeps it)");
     const double t = static_cast<double>(ReadIteration(*this, 5, iteration)) + 1.0;
     const double beta1 = beta1_, beta2 = beta2_;
     const functors::AdamStep adam{
@@ -197,24 +192,22 @@ class CudaAccuracyOp final : public Operator<CUDAContext> {
  public:
   CudaAccuracyOp(const OperatorDef& def, Workspace* workspace)
       : Operator<CUDAContext>(def, workspace), top_k_(GetSingleArgument<int>("top_k", 1)) {
-    DOPPIO_ENFORCE(top_k_ >= 1, "op ", type(), ": argument top_k is ", top_k_,
-                   "; it must be at least 1");
+    DOPPIO_ENFORCE(top_k_ >= 1, "argument top_k is ", top_k_, "; it must be at least 1");
   }
 
   void RunOnDevice() override {
     const Tensor& X = Input(0);
     const Tensor& labels = Input(1);
     EnforceGpuFloat(*this, 0, X);
-    DOPPIO_ENFORCE(X.ndim() == 2, "op ", type(), ": predictions '", input_name(0),
-                   "' have shape ", X.dims(), "; expected [N, classes]");
+    DOPPIO_ENFORCE(X.ndim() == 2, "predictions '", input_name(0), "' have shape ", X.dims(),
+                   "; expected [N, classes]");
     const int64_t rows = X.dim(0);
-    DOPPIO_ENFORCE(labels.ndim() == 1 && labels.dim(0) == rows, "op ", type(), ": labels '",
-                   input_name(1), "' have shape ", labels.dims(), " but predictions '",
-                   input_name(0), "' have ", rows, " rows; expected [", rows, "]");
-    DOPPIO_ENFORCE(labels.dtype() == DataType::kInt32 &&
-                       labels.device().kind == DeviceKind::kCUDA,
-                   "op ", type(), " on CUDA: labels '", input_name(1),
-                   "' must be an int32 CUDA tensor, not ", labels.DebugString());
+    DOPPIO_ENFORCE(labels.ndim() == 1 && labels.dim(0) == rows, "labels '", input_name(1),
+                   "' have shape ", labels.dims(), " but predictions '", input_name(0), "' have ",
+                   rows, " rows; expected [", rows, "]");
+    DOPPIO_ENFORCE(labels.dtype() == DataType::kInt32 && labels.device().kind == DeviceKind::kCUDA,
+                   "CUDA kernel: labels '", input_name(1), "' must be an int32 CUDA tensor, not ",
+                   labels.DebugString());
     Tensor* accuracy = Output(0);
     accuracy->Resize({});
     LaunchAccuracyCuda(rows, X.dim(1), top_k_, X.data<float>(), labels.data<int32_t>(),

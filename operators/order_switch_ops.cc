@@ -29,9 +29,8 @@ std::vector<int> OrderSwitchAxes(const std::string& op_type, int ndim) {
 
 void OrderSwitchOp::RunOnDevice() {
   const Tensor& X = Input(0);
-  DOPPIO_ENFORCE(X.ndim() >= 3, "op ", type(), ": '", input_name(0),
-                 "' must have rank >= 3 (batch, channels and spatial dims), not shape ",
-                 X.dims());
+  DOPPIO_ENFORCE(X.ndim() >= 3, "'", input_name(0),
+                 "' must have rank >= 3 (batch, channels and spatial dims), not shape ", X.dims());
   PermuteTensor(X, OrderSwitchAxes(type(), X.ndim()), Output(0));
 }
 

@@ -11,6 +11,7 @@
 #include "core/schema.h"
 #include "operators/normalization_utils.h"
 #include "operators/op_cost.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/parallel_for.h"
 
 namespace doppio {
@@ -180,23 +181,20 @@ PoolOpBase::PoolOpBase(const OperatorDef& def, Workspace* workspace)
 
 ConvPoolGeometry PoolOpBase::PoolGeometry(const Tensor& X) const {
   if (required_spatial_dims_ > 0) {
-    DOPPIO_ENFORCE(X.ndim() == required_spatial_dims_ + 2, "op ", type(), ": input '",
-                   input_name(0), "' has shape ", X.dims(), "; ", type(), " needs ",
-                   required_spatial_dims_ + 2, " dims (batch, channels and ",
-                   required_spatial_dims_, " spatial)");
+    DOPPIO_ENFORCE(X.ndim() == required_spatial_dims_ + 2, "input '", input_name(0), "' has shape ",
+                   X.dims(), "; ", type(), " needs ", required_spatial_dims_ + 2,
+                   " dims (batch, channels and ", required_spatial_dims_, " spatial)");
   }
   const ConvPoolGeometry g = Geometry(X);
   if (conv_args().global_pooling()) return g;
   const int spatial = g.num_spatial();
   for (int64_t d : g.dilation) {
-    DOPPIO_ENFORCE(d == 1, "op ", type(), ": pooling does not support dilation, got ",
-                   g.dilation);
+    DOPPIO_ENFORCE(d == 1, "pooling does not support dilation, got ", g.dilation);
   }
   const std::vector<int64_t> pads = conv_args().Pads(spatial, input_name(0));
   for (int axis = 0; axis < spatial; ++axis) {
-    DOPPIO_ENFORCE(pads[axis] < g.kernel[axis] && pads[spatial + axis] < g.kernel[axis],
-                   "op ", type(), ": pads ", pads, " must be smaller than the kernel ",
-                   g.kernel);
+    DOPPIO_ENFORCE(pads[axis] < g.kernel[axis] && pads[spatial + axis] < g.kernel[axis], "pads ",
+                   pads, " must be smaller than the kernel ", g.kernel);
   }
   return g;
 }
@@ -205,9 +203,8 @@ ConvPoolGeometry PoolOpBase::PoolGeometry(const Tensor& X) const {
 
 template <PoolKind kKind>
 void PoolOp<kKind>::RunOnDevice() {
-  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <PoolKind kKind>
@@ -281,9 +278,8 @@ void PoolOp<kKind>::Run() {
 
 template <PoolKind kKind>
 void PoolGradientOp<kKind>::RunOnDevice() {
-  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <PoolKind kKind>
@@ -298,9 +294,9 @@ void PoolGradientOp<kKind>::Run() {
   const std::vector<int64_t> y_dims = g.OutputDims(C);
   for (int k = 1; k <= 2; ++k) {
     const Tensor& t = Input(k);
-    DOPPIO_ENFORCE(t.dims() == y_dims && t.dtype() == X.dtype(), "op ", type(), ": '",
-                   input_name(k), "' is ", t.DebugString(), " but pooling '", input_name(0),
-                   "' (", X.DebugString(), ") gives ", DataTypeName(X.dtype()), y_dims);
+    DOPPIO_ENFORCE(t.dims() == y_dims && t.dtype() == X.dtype(), "'", input_name(k), "' is ",
+                   t.DebugString(), " but pooling '", input_name(0), "' (", X.DebugString(),
+                   ") gives ", DataTypeName(X.dtype()), y_dims);
   }
   const int64_t kernel_size = s.kernel[0] * s.kernel[1] * s.kernel[2];
   const bool include_pad = count_include_pad();

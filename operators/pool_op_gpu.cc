@@ -53,9 +53,9 @@ class CudnnPoolOpBase : public Operator<CUDAContext> {
  protected:
   // Validates X and sets the descriptors; returns the plan.
   CudnnPoolPlan Prepare(const Tensor& X) {
-    DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble, "op ",
-                   type(), ": the CUDA pooling takes float32 or float64; input '",
-                   input_name(0), "' holds ", DataTypeName(X.dtype()));
+    DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble,
+                   "the CUDA pooling takes float32 or float64; input '", input_name(0), "' holds ",
+                   DataTypeName(X.dtype()));
     const CudnnPoolPlan plan = ResolveCudnnPool(args_, input_name(0), X.dims());
     const ConvPoolGeometry& g = plan.geometry;
     type_ = CudnnDataTypeOf(X.dtype(), type().c_str());
@@ -110,10 +110,10 @@ class CudnnPoolGradientOp final : public CudnnPoolOpBase {
     const CudnnPoolPlan plan = Prepare(X);
     for (int k = 1; k <= 2; ++k) {
       const Tensor& t = Input(k);
-      DOPPIO_ENFORCE(t.dims() == plan.output_dims && t.dtype() == X.dtype(), "op ", type(),
-                     ": input ", k, " ('", input_name(k), "') is ", DataTypeName(t.dtype()),
-                     " of shape ", t.dims(), " but the pooled output of '", input_name(0),
-                     "' is ", DataTypeName(X.dtype()), " of shape ", plan.output_dims);
+      DOPPIO_ENFORCE(t.dims() == plan.output_dims && t.dtype() == X.dtype(), "input ", k, " ('",
+                     input_name(k), "') is ", DataTypeName(t.dtype()), " of shape ", t.dims(),
+                     " but the pooled output of '", input_name(0), "' is ", DataTypeName(X.dtype()),
+                     " of shape ", plan.output_dims);
     }
     Tensor* dX = Output(0);
     dX->Resize(X.dims());

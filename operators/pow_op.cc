@@ -18,11 +18,11 @@ PowOp::PowOp(const OperatorDef& def, Workspace* workspace)
       exponent_(GetSingleArgument<float>("exponent", 0.0f)),
       args_(ReadBroadcastArgs(*this)) {
   if (InputSize() == 1) {
-    DOPPIO_ENFORCE(has_exponent_argument_, "op ", type(),
-                   ": give the exponent as argument 'exponent' or as a second input");
+    DOPPIO_ENFORCE(has_exponent_argument_,
+                   "give the exponent as argument 'exponent' or as a second input");
   } else {
-    DOPPIO_ENFORCE(!has_exponent_argument_, "op ", type(), ": the exponent is input '",
-                   input_name(1), "'; do not also pass argument 'exponent'");
+    DOPPIO_ENFORCE(!has_exponent_argument_, "the exponent is input '", input_name(1),
+                   "'; do not also pass argument 'exponent'");
   }
 }
 
@@ -59,9 +59,9 @@ void PowOp::RunWithTensorExponent() {
   EnforceSameType(*this, 0, X, 1, E);
   if (!args_.legacy) {
     // Caffe2's rule: without broadcast=1 the exponent has X's shape.
-    DOPPIO_ENFORCE(X.dims() == E.dims(), "op ", type(), ": exponent '", input_name(1),
-                   "' has shape ", E.dims(), " but '", input_name(0), "' has shape ",
-                   X.dims(), "; pass broadcast=1 to broadcast the exponent");
+    DOPPIO_ENFORCE(X.dims() == E.dims(), "exponent '", input_name(1), "' has shape ", E.dims(),
+                   " but '", input_name(0), "' has shape ", X.dims(),
+                   "; pass broadcast=1 to broadcast the exponent");
   }
   const BroadcastPlan plan = PlanBinaryOutput(*this, args_, X, E);
   DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {

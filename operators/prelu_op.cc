@@ -4,6 +4,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/activation_ops.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -11,8 +12,8 @@ namespace {
 
 bool ReadChannelsLast(const OperatorBase& op) {
   const std::string order = op.GetSingleArgument<std::string>("order", "NCHW");
-  DOPPIO_ENFORCE(order == "NCHW" || order == "NHWC", "op ", op.type(), ": argument order is '",
-                 order, "'; expected NCHW or NHWC");
+  DOPPIO_ENFORCE(order == "NCHW" || order == "NHWC", "argument order is '", order,
+                 "'; expected NCHW or NHWC");
   return order == "NHWC";
 }
 
@@ -25,8 +26,8 @@ struct ChannelLayout {
 ChannelLayout LayoutOf(const OperatorBase& op, const Tensor& X, const std::string& x_name,
                        const Tensor& slope, const std::string& slope_name,
                        bool channels_last) {
-  DOPPIO_ENFORCE(slope.dtype() == X.dtype(), "op ", op.type(), ": slope '", slope_name,
-                 "' holds ", DataTypeName(slope.dtype()), " but '", x_name, "' holds ",
+  DOPPIO_ENFORCE(slope.dtype() == X.dtype(), "slope '", slope_name, "' holds ",
+                 DataTypeName(slope.dtype()), " but '", x_name, "' holds ",
                  DataTypeName(X.dtype()));
   ChannelLayout layout;
   if (slope.numel() == 1) {
@@ -34,16 +35,15 @@ ChannelLayout LayoutOf(const OperatorBase& op, const Tensor& X, const std::strin
     return layout;
   }
   const int channel_axis = channels_last ? X.ndim() - 1 : 1;
-  DOPPIO_ENFORCE(X.ndim() > channel_axis && channel_axis >= 0, "op ", op.type(), ": input '",
-                 x_name, "' has shape ", X.dims(), ", too few dims for a ",
-                 channels_last ? "NHWC" : "NCHW", " channel axis; a per-channel slope '",
-                 slope_name, "' needs one");
+  DOPPIO_ENFORCE(X.ndim() > channel_axis && channel_axis >= 0, "input '", x_name, "' has shape ",
+                 X.dims(), ", too few dims for a ", channels_last ? "NHWC" : "NCHW",
+                 " channel axis; a per-channel slope '", slope_name, "' needs one");
   layout.outer = X.SizeToDim(channel_axis);
   layout.channels = X.dim(channel_axis);
   layout.inner = X.SizeFromDim(channel_axis + 1);
-  DOPPIO_ENFORCE(slope.numel() == layout.channels, "op ", op.type(), ": slope '", slope_name,
-                 "' has ", slope.numel(), " elements but '", x_name, "' (shape ", X.dims(),
-                 ") has ", layout.channels, " channels; give 1 or one per channel");
+  DOPPIO_ENFORCE(slope.numel() == layout.channels, "slope '", slope_name, "' has ", slope.numel(),
+                 " elements but '", x_name, "' (shape ", X.dims(), ") has ", layout.channels,
+                 " channels; give 1 or one per channel");
   return layout;
 }
 
@@ -55,7 +55,7 @@ PReluOp::PReluOp(const OperatorDef& def, Workspace* workspace)
 void PReluOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& slope = Input(1);
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const ChannelLayout layout =
         LayoutOf(*this, X, input_name(0), slope, input_name(1), channels_last_);
@@ -79,21 +79,20 @@ PReluGradientOp::PReluGradientOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace), channels_last_(ReadChannelsLast(*this)) {}
 
 void PReluGradientOp::RunOnDevice() {
-  DOPPIO_ENFORCE(&InputBlob(0) != &InputBlob(2), "op ", type(), ": Y ('", input_name(0),
-                 "') and X ('", input_name(2),
+  DOPPIO_ENFORCE(&InputBlob(0) != &InputBlob(2), "Y ('", input_name(0), "') and X ('",
+                 input_name(2),
                  "') are one blob; PRelu ran in place, so its input is lost and its "
                  "gradient cannot be computed");
   const Tensor& Y = Input(0);
   const Tensor& dY = Input(1);
   const Tensor& X = Input(2);
   const Tensor& slope = Input(3);
-  DOPPIO_ENFORCE(dY.dims() == X.dims() && Y.dims() == X.dims(), "op ", type(),
-                 ": shapes differ: Y '", input_name(0), "' ", Y.dims(), ", dY '", input_name(1),
-                 "' ", dY.dims(), ", X '", input_name(2), "' ", X.dims());
-  DOPPIO_ENFORCE(dY.dtype() == X.dtype(), "op ", type(), ": '", input_name(1), "' holds ",
-                 DataTypeName(dY.dtype()), " but '", input_name(2), "' holds ",
-                 DataTypeName(X.dtype()));
-  activation::DispatchFloat(*this, input_name(2), X.dtype(), [&](auto tag) {
+  DOPPIO_ENFORCE(dY.dims() == X.dims() && Y.dims() == X.dims(), "shapes differ: Y '", input_name(0),
+                 "' ", Y.dims(), ", dY '", input_name(1), "' ", dY.dims(), ", X '", input_name(2),
+                 "' ", X.dims());
+  DOPPIO_ENFORCE(dY.dtype() == X.dtype(), "'", input_name(1), "' holds ", DataTypeName(dY.dtype()),
+                 " but '", input_name(2), "' holds ", DataTypeName(X.dtype()));
+  DispatchTypes(FloatTypes{}, *this, input_name(2), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const ChannelLayout layout =
         LayoutOf(*this, X, input_name(2), slope, input_name(3), channels_last_);

@@ -9,29 +9,12 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/shape_inference_utils.h"
 
 namespace doppio {
 
 namespace {
-
-template <typename Fn>
-void DispatchFloat(const OperatorBase& op, int input, DataType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DataType::kFloat: return fn(TypeTag<float>{});
-    case DataType::kDouble: return fn(TypeTag<double>{});
-    default: break;
-  }
-  DOPPIO_THROW("op ", op.type(), ": input ", input, " ('", op.input_name(input), "') holds ",
-               DataTypeName(dtype), "; ", op.type(), " supports float32 and float64");
-}
-
-void EnforceSameType(const OperatorBase& op, int input, const Tensor& tensor,
-                     DataType expected) {
-  DOPPIO_ENFORCE(tensor.dtype() == expected, "op ", op.type(), ": input ", input, " ('",
-                 op.input_name(input), "') holds ", DataTypeName(tensor.dtype()),
-                 " but input 0 ('", op.input_name(0), "') holds ", DataTypeName(expected));
-}
 
 // X viewed as B matrices [M, N]; Y holds one max per row (rowwise) or per
 // column.
@@ -80,7 +63,7 @@ SumElementsOp::SumElementsOp(const OperatorDef& def, Workspace* workspace)
 
 void SumElementsOp::RunOnDevice() {
   const Tensor& X = Input(0);
-  DispatchFloat(*this, 0, X.dtype(), [&](auto tag) {
+  DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     // Accumulate in double: float sums of many elements drift.
@@ -99,10 +82,10 @@ SumElementsGradientOp::SumElementsGradientOp(const OperatorDef& def, Workspace* 
 void SumElementsGradientOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& dSum = Input(1);
-  DOPPIO_ENFORCE(dSum.numel() == 1, "op ", type(), ": the gradient of the sum ('",
-                 input_name(1), "') should hold one element but has shape ", dSum.dims());
-  EnforceSameType(*this, 1, dSum, X.dtype());
-  DispatchFloat(*this, 0, X.dtype(), [&](auto tag) {
+  DOPPIO_ENFORCE(dSum.numel() == 1, "the gradient of the sum ('", input_name(1),
+                 "') should hold one element but has shape ", dSum.dims());
+  EnforceSameType(*this, 0, X, 1, dSum);
+  DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T value = *dSum.data<T>();
     if (average_) value /= static_cast<T>(X.numel());
@@ -118,7 +101,7 @@ void SumElementsGradientOp::RunOnDevice() {
 void MatrixMaxOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const MatrixMaxPlan plan = PlanMatrixMax(type(), input_name(0), X.dims(), rowwise_);
-  DispatchFloat(*this, 0, X.dtype(), [&](auto tag) {
+  DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     Tensor* Y = Output(0);
@@ -137,13 +120,12 @@ void MatrixMaxGradientOp::RunOnDevice() {
   const MatrixMaxPlan plan = PlanMatrixMax(type(), input_name(0), X.dims(), rowwise_);
   for (int i = 1; i < 3; ++i) {
     const Tensor& given = Input(i);
-    DOPPIO_ENFORCE(given.numel() == plan.y_count(), "op ", type(), ": input ", i, " ('",
-                   input_name(i), "') has shape ", given.dims(), " but the ",
-                   rowwise_ ? "row" : "column", " maxima of X ('", input_name(0), "') ",
-                   X.dims(), " have shape ", plan.y_dims);
-    EnforceSameType(*this, i, given, X.dtype());
+    DOPPIO_ENFORCE(given.numel() == plan.y_count(), "input ", i, " ('", input_name(i),
+                   "') has shape ", given.dims(), " but the ", rowwise_ ? "row" : "column",
+                   " maxima of X ('", input_name(0), "') ", X.dims(), " have shape ", plan.y_dims);
+    EnforceSameType(*this, 0, X, i, given);
   }
-  DispatchFloat(*this, 0, X.dtype(), [&](auto tag) {
+  DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     const T* y = Y.data<T>();

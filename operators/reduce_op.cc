@@ -120,10 +120,10 @@ void DispatchReduceType(const OperatorBase& op, ReduceKind kind, int input, Data
       break;
     default: break;
   }
-  DOPPIO_THROW("op ", op.type(), ": input ", input, " ('", op.input_name(input), "') holds ",
-               DataTypeName(dtype), "; supported types are ",
-               kind == ReduceKind::kMean ? "float32 and float64"
-                                         : "float32, float64, int32 and int64");
+  DOPPIO_THROW(
+      "input ", input, " ('", op.input_name(input), "') holds ", DataTypeName(dtype),
+      "; supported types are ",
+      kind == ReduceKind::kMean ? "float32 and float64" : "float32, float64, int32 and int64");
 }
 
 std::vector<int> ReadAxes(const OperatorBase& op) {
@@ -146,9 +146,9 @@ void ReduceOp::RunOnDevice() {
   DispatchReduceType(*this, kind_, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (kind_ == ReduceKind::kMax) {
-      DOPPIO_ENFORCE(plan.reduced_count > 0 || plan.y_count == 0, "op ", type(),
-                     ": the max over an empty set is undefined; '", input_name(0),
-                     "' has shape ", X.dims(), " and the reduced dims hold no elements");
+      DOPPIO_ENFORCE(plan.reduced_count > 0 || plan.y_count == 0,
+                     "the max over an empty set is undefined; '", input_name(0), "' has shape ",
+                     X.dims(), " and the reduced dims hold no elements");
     }
     const T* x = X.data<T>();
     Tensor* Y = Output(0);
@@ -183,17 +183,16 @@ void ReduceGradientOp::RunOnDevice() {
   const Tensor& X = Input(1);
   const Tensor& Y = Input(2);
   const ReducePlan plan = PlanReduce(type(), input_name(1), X.dims(), axes_, keepdims_);
-  DOPPIO_ENFORCE(dY.numel() == plan.y_count, "op ", type(), ": output gradient dY ('",
-                 input_name(0), "') has shape ", dY.dims(), " but ", KindName(kind_),
-                 " of '", input_name(1), "' ", X.dims(), " gives shape ", plan.y_dims);
-  DOPPIO_ENFORCE(dY.dtype() == X.dtype(), "op ", type(), ": dY ('", input_name(0),
-                 "') holds ", DataTypeName(dY.dtype()), " but X ('", input_name(1),
-                 "') holds ", DataTypeName(X.dtype()));
+  DOPPIO_ENFORCE(dY.numel() == plan.y_count, "output gradient dY ('", input_name(0),
+                 "') has shape ", dY.dims(), " but ", KindName(kind_), " of '", input_name(1), "' ",
+                 X.dims(), " gives shape ", plan.y_dims);
+  DOPPIO_ENFORCE(dY.dtype() == X.dtype(), "dY ('", input_name(0), "') holds ",
+                 DataTypeName(dY.dtype()), " but X ('", input_name(1), "') holds ",
+                 DataTypeName(X.dtype()));
   if (kind_ == ReduceKind::kMax) {
-    DOPPIO_ENFORCE(Y.numel() == plan.y_count && Y.dtype() == X.dtype(), "op ", type(),
-                   ": forward output Y ('", input_name(2), "') is ",
-                   Y.DebugString(), " but ReduceMax of '", input_name(1), "' ",
-                   X.DebugString(), " gives shape ", plan.y_dims);
+    DOPPIO_ENFORCE(Y.numel() == plan.y_count && Y.dtype() == X.dtype(), "forward output Y ('",
+                   input_name(2), "') is ", Y.DebugString(), " but ReduceMax of '", input_name(1),
+                   "' ", X.DebugString(), " gives shape ", plan.y_dims);
   }
   DispatchReduceType(*this, kind_, 0, dY.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -51,11 +51,11 @@ ReshapeOp::ReshapeOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       new_shape_(GetRepeatedArgument<int64_t>("shape")) {
   if (InputSize() == 2) {
-    DOPPIO_ENFORCE(!HasArgument("shape"), "op ", type(), ": the new shape is input '",
-                   input_name(1), "'; do not also pass argument 'shape'");
+    DOPPIO_ENFORCE(!HasArgument("shape"), "the new shape is input '", input_name(1),
+                   "'; do not also pass argument 'shape'");
   } else {
-    DOPPIO_ENFORCE(HasArgument("shape"), "op ", type(),
-                   ": give the new shape as argument 'shape' or as a second input");
+    DOPPIO_ENFORCE(HasArgument("shape"),
+                   "give the new shape as argument 'shape' or as a second input");
   }
 }
 
@@ -67,8 +67,8 @@ void ReshapeOp::RunOnDevice() {
   DataType shape_type = DataType::kInt64;
   if (InputSize() == 2) {
     const Tensor& shape = Input(1);
-    DOPPIO_ENFORCE(shape.ndim() == 1, "op ", type(), ": new shape '", input_name(1),
-                   "' must be 1-D, not of shape ", shape.dims());
+    DOPPIO_ENFORCE(shape.ndim() == 1, "new shape '", input_name(1), "' must be 1-D, not of shape ",
+                   shape.dims());
     shape_type = shape.dtype();
     DispatchTypes(TypeList<int32_t, int64_t>{}, *this, input_name(1), shape_type,
                   [&](auto tag) {
@@ -97,9 +97,8 @@ void ReshapeOp::RunOnDevice() {
 void FlattenOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const int ndim = X.ndim();
-  DOPPIO_ENFORCE(axis_ >= -ndim && axis_ <= ndim, "op ", type(), ": axis ", axis_,
-                 " is outside [", -ndim, ", ", ndim, "] for '", input_name(0), "' of shape ",
-                 X.dims());
+  DOPPIO_ENFORCE(axis_ >= -ndim && axis_ <= ndim, "axis ", axis_, " is outside [", -ndim, ", ",
+                 ndim, "] for '", input_name(0), "' of shape ", X.dims());
   const int axis = axis_ < 0 ? axis_ + ndim : axis_;
   const std::vector<int64_t> dims = {X.SizeToDim(axis), X.SizeFromDim(axis)};
   Tensor* Y = Output(0);
@@ -109,8 +108,8 @@ void FlattenOp::RunOnDevice() {
 
 void FlattenToVecOp::RunOnDevice() {
   const Tensor& X = Input(0);
-  DOPPIO_ENFORCE(X.ndim() >= 1, "op ", type(), ": '", input_name(0),
-                 "' must have at least one dim, not shape ", X.dims());
+  DOPPIO_ENFORCE(X.ndim() >= 1, "'", input_name(0), "' must have at least one dim, not shape ",
+                 X.dims());
   Tensor* Y = Output(0);
   Y->CopyFrom(X);
   Y->Reshape({X.numel()});
@@ -119,9 +118,9 @@ void FlattenToVecOp::RunOnDevice() {
 void ResizeLikeOp::RunOnDevice() {
   const Tensor& data = Input(0);
   const std::vector<int64_t> dims = Input(1).dims();
-  DOPPIO_ENFORCE(data.numel() == CheckedNumElements(dims), "op ", type(), ": '",
-                 input_name(0), "' of shape ", data.dims(), " cannot take the shape ", dims,
-                 " of '", input_name(1), "': the element counts differ");
+  DOPPIO_ENFORCE(data.numel() == CheckedNumElements(dims), "'", input_name(0), "' of shape ",
+                 data.dims(), " cannot take the shape ", dims, " of '", input_name(1),
+                 "': the element counts differ");
   Tensor* Y = Output(0);
   Y->CopyFrom(data);
   Y->Reshape(dims);

@@ -18,17 +18,17 @@ template <typename T>
 functors::ScalarOperand<T> ScalarOperandOf(const OperatorBase& op, int index,
                                            const Tensor& tensor, Device device,
                                            const char* what) {
-  DOPPIO_ENFORCE(tensor.numel() == 1, "op ", op.type(), ": ", what, " '", op.input_name(index),
+  DOPPIO_ENFORCE(tensor.numel() == 1, what, " '", op.input_name(index),
                  "' must hold one element, but has shape ", tensor.dims());
-  DOPPIO_ENFORCE(tensor.dtype() == DataTypeFor<T>(), "op ", op.type(), " on CUDA: ", what, " '",
+  DOPPIO_ENFORCE(tensor.dtype() == DataTypeFor<T>(), "CUDA kernel: ", what, " '",
                  op.input_name(index), "' holds ", DataTypeName(tensor.dtype()), ", not ",
                  DataTypeName(DataTypeFor<T>()));
   if (tensor.device().kind == DeviceKind::kCPU) {
     return functors::ScalarOperand<T>{nullptr, tensor.data<T>()[0]};
   }
-  DOPPIO_ENFORCE(tensor.device() == device, "op ", op.type(), " on CUDA device ", device.id,
-                 ": ", what, " '", op.input_name(index), "' lives on CUDA device ",
-                 tensor.device().id, "; keep it on the host or on the op's GPU");
+  DOPPIO_ENFORCE(tensor.device() == device, "CUDA device ", device.id, ": ", what, " '",
+                 op.input_name(index), "' lives on CUDA device ", tensor.device().id,
+                 "; keep it on the host or on the op's GPU");
   return functors::ScalarOperand<T>{tensor.data<T>(), T(0)};
 }
 

@@ -30,8 +30,8 @@ void ScaleOp::RunOnDevice() {
     case DataType::kDouble: return run(TypeTag<double>{});
     default: break;
   }
-  DOPPIO_THROW("op ", type(), ": input '", input_name(0), "' holds ",
-               DataTypeName(X.dtype()), "; Scale supports float32 and float64");
+  DOPPIO_THROW("input '", input_name(0), "' holds ", DataTypeName(X.dtype()),
+               "; Scale supports float32 and float64");
 }
 
 REGISTER_CPU_OPERATOR(Scale, ScaleOp);

@@ -29,16 +29,15 @@ void ChunkOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const std::vector<int64_t> dims = X.dims();
   const int ndim = static_cast<int>(dims.size());
-  DOPPIO_ENFORCE(ndim > 0, "op ", type(), ": input '", input_name(0),
-                 "' is a scalar; there is no axis to split");
-  DOPPIO_ENFORCE(axis_ >= -ndim && axis_ < ndim, "op ", type(), ": axis ", axis_,
-                 " is out of range for input '", input_name(0), "' of shape ", dims);
+  DOPPIO_ENFORCE(ndim > 0, "input '", input_name(0), "' is a scalar; there is no axis to split");
+  DOPPIO_ENFORCE(axis_ >= -ndim && axis_ < ndim, "axis ", axis_, " is out of range for input '",
+                 input_name(0), "' of shape ", dims);
   const int axis = axis_ < 0 ? axis_ + ndim : axis_;
   // Every replica needs at least one example: a smaller batch is a user
   // error (PyTorch would silently use fewer devices; a net cannot).
-  DOPPIO_ENFORCE(dims[axis] >= OutputSize(), "op ", type(), ": input '", input_name(0),
-                 "' of shape ", dims, " has ", dims[axis], " along axis ", axis,
-                 ", fewer than the ", OutputSize(), " outputs (devices) it is split into");
+  DOPPIO_ENFORCE(dims[axis] >= OutputSize(), "input '", input_name(0), "' of shape ", dims, " has ",
+                 dims[axis], " along axis ", axis, ", fewer than the ", OutputSize(),
+                 " outputs (devices) it is split into");
   const std::vector<int64_t> sizes = ChunkSizes(dims[axis], OutputSize());
   int64_t before = 1;
   for (int d = 0; d < axis; ++d) before *= dims[d];

@@ -17,11 +17,11 @@ namespace {
 std::vector<int64_t> ReadSegmentIds(const OperatorBase& op, const Tensor& ids,
                                     int64_t rows, int rows_input) {
   EnforceVector(op, 1, ids);
-  DOPPIO_ENFORCE(ids.dim(0) == rows, "op ", op.type(), ": '", op.input_name(1), "' has ",
-                 ids.dim(0), " segment ids but '", op.input_name(rows_input), "' has ",
-                 rows, " rows; there must be one id per row");
+  DOPPIO_ENFORCE(ids.dim(0) == rows, "'", op.input_name(1), "' has ", ids.dim(0),
+                 " segment ids but '", op.input_name(rows_input), "' has ", rows,
+                 " rows; there must be one id per row");
   std::vector<int64_t> values(static_cast<size_t>(rows));
-  DispatchIndexType(op, 1, ids.dtype(), [&](auto tag) {
+  DispatchInput(IndexTypes{}, op, 1, ids.dtype(), [&](auto tag) {
     using Index = typename decltype(tag)::type;
     const Index* data = ids.data<Index>();
     std::copy(data, data + rows, values.begin());
@@ -36,8 +36,10 @@ std::vector<int64_t> ReadSegmentIds(const OperatorBase& op, const Tensor& ids,
 UnsortedSegmentSumOp::UnsortedSegmentSumOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       num_segments_(GetSingleArgument<int64_t>("num_segments", -1)) {
-  DOPPIO_ENFORCE(num_segments_ >= -1, "op ", type(), ": num_segments must be >= 0 (or -1 "
-                 "for one past the largest id), got ", num_segments_);
+  DOPPIO_ENFORCE(num_segments_ >= -1,
+                 "num_segments must be >= 0 (or -1 "
+                 "for one past the largest id), got ",
+                 num_segments_);
 }
 
 void UnsortedSegmentSumOp::RunOnDevice() {
@@ -51,9 +53,8 @@ void UnsortedSegmentSumOp::RunOnDevice() {
     for (int64_t id : ids) segments = std::max(segments, id + 1);
   }
   for (size_t i = 0; i < ids.size(); ++i) {
-    DOPPIO_ENFORCE(ids[i] >= 0 && ids[i] < segments, "op ", type(), ": segment id ", ids[i],
-                   " at position ", i, " of '", input_name(1), "' is out of range [0, ",
-                   segments, ")");
+    DOPPIO_ENFORCE(ids[i] >= 0 && ids[i] < segments, "segment id ", ids[i], " at position ", i,
+                   " of '", input_name(1), "' is out of range [0, ", segments, ")");
   }
   const int64_t row_size = data.SizeFromDim(1);
   const std::vector<int64_t> output_dims = ShapeOfRows({segments}, data);
@@ -110,9 +111,9 @@ void UnsortedSegmentSumGradientOp::RunOnDevice() {
   const std::vector<int64_t> ids = ReadSegmentIds(*this, ids_tensor, rows, 1);
   const int64_t segments = output_grad.dim(0);
   for (size_t i = 0; i < ids.size(); ++i) {
-    DOPPIO_ENFORCE(ids[i] >= 0 && ids[i] < segments, "op ", type(), ": segment id ", ids[i],
-                   " at position ", i, " of '", input_name(1), "' is out of range [0, ",
-                   segments, ") of the rows of '", input_name(0), "'");
+    DOPPIO_ENFORCE(ids[i] >= 0 && ids[i] < segments, "segment id ", ids[i], " at position ", i,
+                   " of '", input_name(1), "' is out of range [0, ", segments, ") of the rows of '",
+                   input_name(0), "'");
   }
   const int64_t row_size = output_grad.SizeFromDim(1);
   const std::vector<int64_t> grad_dims = ShapeOfRows({rows}, output_grad);

@@ -14,9 +14,9 @@ void ShapeOp::RunOnDevice() {
     values = dims;
   } else {
     for (int axis : axes_) {
-      DOPPIO_ENFORCE(axis >= 0 && axis < static_cast<int>(dims.size()), "op ", type(),
-                     ": axis ", axis, " in argument 'axes' is out of range for '",
-                     input_name(0), "' of shape ", dims);
+      DOPPIO_ENFORCE(axis >= 0 && axis < static_cast<int>(dims.size()), "axis ", axis,
+                     " in argument 'axes' is out of range for '", input_name(0), "' of shape ",
+                     dims);
       values.push_back(dims[axis]);
     }
   }

@@ -71,18 +71,18 @@ SliceOpBase::SliceOpBase(const OperatorDef& def, Workspace* workspace, int bound
       starts_(GetRepeatedArgument<int64_t>("starts")),
       ends_(GetRepeatedArgument<int64_t>("ends")) {
   if (bounds_input_ < 0) {
-    DOPPIO_ENFORCE(HasArgument("starts") && HasArgument("ends"), "op ", type(),
-                   ": give the bounds as arguments 'starts' and 'ends' or as inputs");
+    DOPPIO_ENFORCE(HasArgument("starts") && HasArgument("ends"),
+                   "give the bounds as arguments 'starts' and 'ends' or as inputs");
   } else {
-    DOPPIO_ENFORCE(!HasArgument("starts") && !HasArgument("ends"), "op ", type(),
-                   ": the bounds are inputs; do not also pass arguments 'starts'/'ends'");
+    DOPPIO_ENFORCE(!HasArgument("starts") && !HasArgument("ends"),
+                   "the bounds are inputs; do not also pass arguments 'starts'/'ends'");
   }
 }
 
 std::vector<int64_t> SliceOpBase::ReadBoundsInput(int index) {
   const Tensor& tensor = Input(index);
-  DOPPIO_ENFORCE(tensor.ndim() == 1, "op ", type(), ": bounds '", input_name(index),
-                 "' must be 1-D, not of shape ", tensor.dims());
+  DOPPIO_ENFORCE(tensor.ndim() == 1, "bounds '", input_name(index), "' must be 1-D, not of shape ",
+                 tensor.dims());
   std::vector<int64_t> values;
   DispatchTypes(TypeList<int32_t, int64_t>{}, *this, input_name(index), tensor.dtype(),
                 [&](auto tag) {
@@ -119,9 +119,8 @@ void SliceGradientOp::RunOnDevice() {
   const std::vector<int64_t> dims = Input(0).dims();
   const Tensor& dY = Input(InputSize() - 1);
   const SliceBounds bounds = Bounds(dims);
-  DOPPIO_ENFORCE(dY.dims() == bounds.size, "op ", type(), ": gradient '",
-                 input_name(InputSize() - 1), "' has shape ", dY.dims(),
-                 " but the slice has shape ", bounds.size);
+  DOPPIO_ENFORCE(dY.dims() == bounds.size, "gradient '", input_name(InputSize() - 1),
+                 "' has shape ", dY.dims(), " but the slice has shape ", bounds.size);
   DispatchTypes(NumericTypes{}, *this, input_name(InputSize() - 1), dY.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* dy = dY.data<T>();

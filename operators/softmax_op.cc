@@ -9,6 +9,7 @@
 #include "core/schema.h"
 #include "operators/activation_ops.h"
 #include "operators/op_cost.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -43,9 +44,8 @@ template void SoftmaxRows<double>(int64_t, int64_t, const double*, double*, bool
 RowsAndCols SplitAtAxis(const OperatorBase& op, const std::string& blob, const Tensor& tensor,
                         int axis) {
   const int ndim = tensor.ndim();
-  DOPPIO_ENFORCE(axis >= -ndim && axis < ndim, "op ", op.type(), ": axis ", axis,
-                 " is out of range for '", blob, "' of shape ", tensor.dims(), " (rank ", ndim,
-                 ")");
+  DOPPIO_ENFORCE(axis >= -ndim && axis < ndim, "axis ", axis, " is out of range for '", blob,
+                 "' of shape ", tensor.dims(), " (rank ", ndim, ")");
   const int canonical = axis < 0 ? axis + ndim : axis;
   return {tensor.SizeToDim(canonical), tensor.SizeFromDim(canonical)};
 }
@@ -77,7 +77,7 @@ void SoftmaxFamilyGradientOp<kLog>::RunOnDevice() {
   const Tensor& Y = Input(0);
   const Tensor& dY = Input(1);
   activation::CheckGradientMatchesOutput(*this, Y, dY);
-  activation::DispatchFloat(*this, input_name(0), Y.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, *this, input_name(0), Y.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const RowsAndCols shape = SplitAtAxis(*this, input_name(0), Y, axis_);
     const T* y = Y.data<T>();

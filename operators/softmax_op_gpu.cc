@@ -16,9 +16,9 @@ namespace doppio {
 namespace {
 
 void EnforceSoftmaxType(const OperatorBase& op, const Tensor& X) {
-  DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble, "op ",
-                 op.type(), ": the CUDA softmax takes float32 or float64; input '",
-                 op.input_name(0), "' holds ", DataTypeName(X.dtype()));
+  DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble,
+                 "the CUDA softmax takes float32 or float64; input '", op.input_name(0), "' holds ",
+                 DataTypeName(X.dtype()));
 }
 
 template <bool kLog>

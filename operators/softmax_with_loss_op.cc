@@ -9,6 +9,7 @@
 #include "operators/activation_ops.h"
 #include "operators/loss_ops.h"
 #include "operators/op_cost.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/softmax_op.h"
 
 namespace doppio {
@@ -20,15 +21,12 @@ SoftmaxLossArgs ReadSoftmaxLossArgs(const OperatorBase& op) {
   args.spatial = op.GetSingleArgument<int>("spatial", 0) != 0;
   args.axis = op.GetSingleArgument<int>("axis", 1);
   const std::string order = op.GetSingleArgument<std::string>("order", "NCHW");
-  DOPPIO_ENFORCE(args.scale >= 0.0f, "op ", op.type(), ": argument scale is ", args.scale,
-                 "; it must be >= 0");
-  DOPPIO_ENFORCE(order == "NCHW", "op ", op.type(), ": argument order is '", order,
-                 "'; only NCHW is supported");
+  DOPPIO_ENFORCE(args.scale >= 0.0f, "argument scale is ", args.scale, "; it must be >= 0");
+  DOPPIO_ENFORCE(order == "NCHW", "argument order is '", order, "'; only NCHW is supported");
   if (args.spatial) {
-    DOPPIO_ENFORCE(args.axis == 1, "op ", op.type(), ": argument axis is ", args.axis,
+    DOPPIO_ENFORCE(args.axis == 1, "argument axis is ", args.axis,
                    "; spatial=1 supports only axis 1 (the channels of NCHW)");
-    DOPPIO_ENFORCE(!args.label_prob, "op ", op.type(),
-                   ": label_prob=1 is not supported with spatial=1");
+    DOPPIO_ENFORCE(!args.label_prob, "label_prob=1 is not supported with spatial=1");
   }
   return args;
 }
@@ -41,12 +39,11 @@ functors::SoftmaxLossLayout CheckSoftmaxLossInputs(const OperatorBase& op,
   const std::string& label_name = op.input_name(1);
   functors::SoftmaxLossLayout layout;
   if (args.spatial) {
-    DOPPIO_ENFORCE(X.ndim() == 4, "op ", op.type(), ": with spatial=1 logits '", x_name,
+    DOPPIO_ENFORCE(X.ndim() == 4, "with spatial=1 logits '", x_name,
                    "' must be [N, D, H, W] but have shape ", X.dims());
     const std::vector<int64_t> want = {X.dim(0), X.dim(2), X.dim(3)};
-    DOPPIO_ENFORCE(labels.dims() == want, "op ", op.type(), ": labels '", label_name,
-                   "' have shape ", labels.dims(), "; with spatial=1 they must be [N, H, W] = ",
-                   want);
+    DOPPIO_ENFORCE(labels.dims() == want, "labels '", label_name, "' have shape ", labels.dims(),
+                   "; with spatial=1 they must be [N, H, W] = ", want);
     layout = {X.dim(0), X.dim(1), X.dim(2) * X.dim(3)};
   } else {
     const RowsAndCols split = SplitAtAxis(op, x_name, X, args.axis);
@@ -56,13 +53,12 @@ functors::SoftmaxLossLayout CheckSoftmaxLossInputs(const OperatorBase& op,
     if (args.label_prob) {
       const bool ok = labels.ndim() >= 2 && labels.ndim() >= axis &&
                       labels.SizeToDim(axis) == n && labels.SizeFromDim(axis) == split.cols;
-      DOPPIO_ENFORCE(ok, "op ", op.type(), ": with label_prob=1 labels '", label_name,
-                     "' have shape ", labels.dims(), " but must have 2 or more dims and ",
-                     "split at axis ", axis, " into ", n, " rows of ", split.cols,
-                     " probabilities like logits '", x_name, "' of shape ", X.dims());
-      DOPPIO_ENFORCE(labels.dtype() == X.dtype(), "op ", op.type(),
-                     ": with label_prob=1 labels '", label_name, "' hold ",
-                     DataTypeName(labels.dtype()), " but logits '", x_name, "' hold ",
+      DOPPIO_ENFORCE(ok, "with label_prob=1 labels '", label_name, "' have shape ", labels.dims(),
+                     " but must have 2 or more dims and ", "split at axis ", axis, " into ", n,
+                     " rows of ", split.cols, " probabilities like logits '", x_name, "' of shape ",
+                     X.dims());
+      DOPPIO_ENFORCE(labels.dtype() == X.dtype(), "with label_prob=1 labels '", label_name,
+                     "' hold ", DataTypeName(labels.dtype()), " but logits '", x_name, "' hold ",
                      DataTypeName(X.dtype()));
     } else {
       bool ok = false;
@@ -71,19 +67,19 @@ functors::SoftmaxLossLayout CheckSoftmaxLossInputs(const OperatorBase& op,
       } else if (labels.ndim() > axis) {
         ok = labels.SizeToDim(axis) == n && labels.SizeFromDim(axis) == 1;
       }
-      DOPPIO_ENFORCE(ok, "op ", op.type(), ": labels '", label_name, "' have shape ",
-                     labels.dims(), " but logits '", x_name, "' of shape ", X.dims(), " have ", n,
+      DOPPIO_ENFORCE(ok, "labels '", label_name, "' have shape ", labels.dims(), " but logits '",
+                     x_name, "' of shape ", X.dims(), " have ", n,
                      " rows; expected one label per row, e.g. [", n, "]");
     }
   }
   if (weights != nullptr) {
     const std::string& w_name = op.input_name(weights_index);
-    DOPPIO_ENFORCE(weights->numel() == layout.samples(), "op ", op.type(), ": weights '", w_name,
-                   "' have shape ", weights->dims(), " (", weights->numel(),
-                   " elements) but there are ", layout.samples(), " samples to weight");
-    DOPPIO_ENFORCE(weights->dtype() == X.dtype(), "op ", op.type(), ": weights '", w_name,
-                   "' hold ", DataTypeName(weights->dtype()), " but logits '", x_name,
-                   "' hold ", DataTypeName(X.dtype()));
+    DOPPIO_ENFORCE(weights->numel() == layout.samples(), "weights '", w_name, "' have shape ",
+                   weights->dims(), " (", weights->numel(), " elements) but there are ",
+                   layout.samples(), " samples to weight");
+    DOPPIO_ENFORCE(weights->dtype() == X.dtype(), "weights '", w_name, "' hold ",
+                   DataTypeName(weights->dtype()), " but logits '", x_name, "' hold ",
+                   DataTypeName(X.dtype()));
   }
   return layout;
 }
@@ -101,13 +97,12 @@ void CheckProbabilityRows(const OperatorBase& op, const functors::SoftmaxLossLay
     double total = 0;
     for (int64_t c = 0; c < layout.classes; ++c) {
       const T value = t[layout.at(o, c, 0)];
-      DOPPIO_ENFORCE(value >= T(0), "op ", op.type(), ": label probability ", value,
-                     " at row ", o, ", class ", c, " of '", op.input_name(1),
-                     "' is negative");
+      DOPPIO_ENFORCE(value >= T(0), "label probability ", value, " at row ", o, ", class ", c,
+                     " of '", op.input_name(1), "' is negative");
       total += value;
     }
-    DOPPIO_THROW("op ", op.type(), ": label probabilities of row ", o, " of '",
-                 op.input_name(1), "' sum to ", total, ", not 1");
+    DOPPIO_THROW("label probabilities of row ", o, " of '", op.input_name(1), "' sum to ", total,
+                 ", not 1");
   }
 }
 
@@ -143,7 +138,7 @@ void SoftmaxWithLossOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& labels = Input(1);
   const Tensor* weights = InputSize() > 2 ? &Input(2) : nullptr;
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const functors::SoftmaxLossLayout layout =
         CheckSoftmaxLossInputs(*this, args_, X, labels, weights, 2);
@@ -176,13 +171,13 @@ void SoftmaxWithLossGradientOp::RunOnDevice() {
   const int p_index = InputSize() - 2;
   const Tensor& P = Input(p_index);
   const Tensor& d_loss = Input(InputSize() - 1);
-  DOPPIO_ENFORCE(P.dims() == X.dims() && P.dtype() == X.dtype(), "op ", type(), ": softmax '",
-                 input_name(p_index), "' is ", P.DebugString(), " but logits '", input_name(0),
-                 "' are ", X.DebugString());
-  DOPPIO_ENFORCE(d_loss.numel() == 1 && d_loss.dtype() == X.dtype(), "op ", type(),
-                 ": loss gradient '", input_name(InputSize() - 1), "' is ",
-                 d_loss.DebugString(), "; expected one ", DataTypeName(X.dtype()));
-  activation::DispatchFloat(*this, input_name(0), X.dtype(), [&](auto tag) {
+  DOPPIO_ENFORCE(P.dims() == X.dims() && P.dtype() == X.dtype(), "softmax '", input_name(p_index),
+                 "' is ", P.DebugString(), " but logits '", input_name(0), "' are ",
+                 X.DebugString());
+  DOPPIO_ENFORCE(d_loss.numel() == 1 && d_loss.dtype() == X.dtype(), "loss gradient '",
+                 input_name(InputSize() - 1), "' is ", d_loss.DebugString(), "; expected one ",
+                 DataTypeName(X.dtype()));
+  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const functors::SoftmaxLossLayout layout =
         CheckSoftmaxLossInputs(*this, args_, X, labels, weights, 2);

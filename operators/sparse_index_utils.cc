@@ -3,13 +3,13 @@
 namespace doppio {
 
 void EnforceHasRows(const OperatorBase& op, int input, const Tensor& tensor) {
-  DOPPIO_ENFORCE(tensor.ndim() >= 1, "op ", op.type(), ": '", op.input_name(input),
+  DOPPIO_ENFORCE(tensor.ndim() >= 1, "'", op.input_name(input),
                  "' must have at least one dimension (its rows are indexed), but it is a "
                  "scalar");
 }
 
 void EnforceVector(const OperatorBase& op, int input, const Tensor& tensor) {
-  DOPPIO_ENFORCE(tensor.ndim() == 1, "op ", op.type(), ": '", op.input_name(input),
+  DOPPIO_ENFORCE(tensor.ndim() == 1, "'", op.input_name(input),
                  "' must be a vector, but has shape ", tensor.dims());
 }
 

@@ -12,21 +12,9 @@
 
 #include "core/operator.h"
 #include "core/schema.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
-
-// Calls fn(TypeTag<int32_t>) or fn(TypeTag<int64_t>) for the dtype of input
-// `input` of `op`; any other dtype is an error naming the blob.
-template <typename Fn>
-void DispatchIndexType(const OperatorBase& op, int input, DataType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DataType::kInt32: return fn(TypeTag<int32_t>{});
-    case DataType::kInt64: return fn(TypeTag<int64_t>{});
-    default: break;
-  }
-  DOPPIO_THROW("op ", op.type(), ": '", op.input_name(input), "' holds ",
-               DataTypeName(dtype), "; indices must be int32 or int64");
-}
 
 // Throws unless indices[0..count) all lie in [0, bound), where bound is the
 // first dimension of input `bound_input`.
@@ -36,9 +24,9 @@ void CheckIndicesInRange(const OperatorBase& op, int indices_input, const Index*
   for (int64_t i = 0; i < count; ++i) {
     const int64_t index = static_cast<int64_t>(indices[i]);
     if (index < 0 || index >= bound) {
-      DOPPIO_THROW("op ", op.type(), ": index ", index, " at position ", i, " of '",
-                   op.input_name(indices_input), "' is out of range [0, ", bound,
-                   ") of the first dimension of '", op.input_name(bound_input), "'");
+      DOPPIO_THROW("index ", index, " at position ", i, " of '", op.input_name(indices_input),
+                   "' is out of range [0, ", bound, ") of the first dimension of '",
+                   op.input_name(bound_input), "'");
     }
   }
 }

@@ -24,9 +24,9 @@ namespace doppio {
 template <typename Index>
 void CheckCudaIndicesInRange(const OperatorBase& op, CUDAContext& context, int indices_input,
                              const Tensor& indices, int64_t bound, int bound_input) {
-  DOPPIO_ENFORCE(indices.device() == context.device(), "op ", op.type(), " on CUDA device ",
-                 context.cuda_gpu_id(), ": indices '", op.input_name(indices_input),
-                 "' must live on the op's GPU, not ", indices.DebugString());
+  DOPPIO_ENFORCE(indices.device() == context.device(), "CUDA device ", context.cuda_gpu_id(),
+                 ": indices '", op.input_name(indices_input), "' must live on the op's GPU, not ",
+                 indices.DebugString());
   const int64_t count = indices.numel();
   if (count == 0) return;
   std::vector<Index> host(static_cast<size_t>(count));
@@ -38,9 +38,9 @@ void CheckCudaIndicesInRange(const OperatorBase& op, CUDAContext& context, int i
 // Throws unless input `index` of `op` is a tensor on the op's GPU.
 inline void EnforceOnOpGpu(const OperatorBase& op, const CUDAContext& context, int index,
                            const Tensor& tensor) {
-  DOPPIO_ENFORCE(tensor.device() == context.device(), "op ", op.type(), " on CUDA device ",
-                 context.cuda_gpu_id(), ": input '", op.input_name(index),
-                 "' must live on the op's GPU, not ", tensor.DebugString());
+  DOPPIO_ENFORCE(tensor.device() == context.device(), "CUDA device ", context.cuda_gpu_id(),
+                 ": input '", op.input_name(index), "' must live on the op's GPU, not ",
+                 tensor.DebugString());
 }
 
 }  // namespace doppio

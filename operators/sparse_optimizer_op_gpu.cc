@@ -46,11 +46,10 @@ functors::ScalarOperand<float> CheckSparseUpdate(const OperatorBase& op,
   }
   const int64_t row_size = param.SizeFromDim(1);
   const int64_t count = indices.numel();
-  DOPPIO_ENFORCE(grad.numel() == count * row_size, "op ", op.type(), ": '",
-                 op.input_name(grad_input), "' has ", grad.numel(), " elements (shape ",
-                 grad.dims(), ") but ", count, " indices in '", op.input_name(indices_input),
-                 "' times rows of ", row_size, " elements of '", op.input_name(param_input),
-                 "' need ", count * row_size);
+  DOPPIO_ENFORCE(grad.numel() == count * row_size, "'", op.input_name(grad_input), "' has ",
+                 grad.numel(), " elements (shape ", grad.dims(), ") but ", count, " indices in '",
+                 op.input_name(indices_input), "' times rows of ", row_size, " elements of '",
+                 op.input_name(param_input), "' need ", count * row_size);
   return ScalarOperandOf<float>(op, lr_in.input, lr_in.tensor, context.device(),
                                 "the learning rate");
 }
@@ -73,7 +72,7 @@ class CudaSparseMomentumSgdUpdateOp final : public Operator<CUDAContext> {
                           {2, Input(2)});
     const int64_t rows = param.dim(0);
     const int64_t row_size = param.SizeFromDim(1);
-    DispatchIndexType(*this, 4, indices.dtype(), [&](auto index_tag) {
+    DispatchInput(IndexTypes{}, *this, 4, indices.dtype(), [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;
       CheckCudaIndicesInRange<Index>(*this, context_, 4, indices, rows, 3);
       DispatchTypes(FloatTypes{}, *this, input_name(3), param.dtype(), [&](auto tag) {
@@ -109,7 +108,7 @@ class CudaSparseAdagradOp final : public Operator<CUDAContext> {
                           {4, Input(4)});
     const int64_t rows = param.dim(0);
     const int64_t row_size = param.SizeFromDim(1);
-    DispatchIndexType(*this, 2, indices.dtype(), [&](auto index_tag) {
+    DispatchInput(IndexTypes{}, *this, 2, indices.dtype(), [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;
       CheckCudaIndicesInRange<Index>(*this, context_, 2, indices, rows, 0);
       DispatchTypes(FloatTypes{}, *this, input_name(0), param.dtype(), [&](auto tag) {

@@ -9,6 +9,7 @@
 #include "core/schema.h"
 #include "operators/normalization_utils.h"
 #include "operators/op_cost.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -19,15 +20,13 @@ SpatialBNArgs ReadSpatialBNArgs(const OperatorBase& op) {
   args.momentum = op.GetSingleArgument<float>("momentum", 0.9f);
   args.channels_last = ReadChannelsLast(op);
   args.num_batches = op.GetSingleArgument<int>("num_batches", 1);
-  DOPPIO_ENFORCE(args.epsilon > 0, "op ", op.type(), ": argument 'epsilon' is ",
-                 args.epsilon, "; it must be positive");
-  DOPPIO_ENFORCE(args.momentum >= 0 && args.momentum <= 1, "op ", op.type(),
-                 ": argument 'momentum' is ", args.momentum, "; it must lie in [0, 1]");
-  DOPPIO_ENFORCE(args.num_batches >= 1, "op ", op.type(), ": argument 'num_batches' is ",
-                 args.num_batches, "; it must be at least 1");
+  DOPPIO_ENFORCE(args.epsilon > 0, "argument 'epsilon' is ", args.epsilon, "; it must be positive");
+  DOPPIO_ENFORCE(args.momentum >= 0 && args.momentum <= 1, "argument 'momentum' is ", args.momentum,
+                 "; it must lie in [0, 1]");
+  DOPPIO_ENFORCE(args.num_batches >= 1, "argument 'num_batches' is ", args.num_batches,
+                 "; it must be at least 1");
   if (args.num_batches > 1) {
-    DOPPIO_ENFORCE(!args.is_test && op.InputSize() == 7, "op ", op.type(),
-                   ": num_batches=", args.num_batches,
+    DOPPIO_ENFORCE(!args.is_test && op.InputSize() == 7, "num_batches=", args.num_batches,
                    " needs training mode and 7 inputs (the last two the per-channel "
                    "aggregates), got ",
                    op.InputSize(), " inputs", args.is_test ? " with is_test=1" : "");
@@ -187,14 +186,13 @@ T* RunningStatistic(Operator<CPUContext>& op, Tensor* running, int input,
 SpatialBNOp::SpatialBNOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace), args_(ReadSpatialBNArgs(*this)) {
   const int want = args_.is_test ? 1 : 5;
-  DOPPIO_ENFORCE(OutputSize() == want, "op ", type(), ": with is_test=",
-                 args_.is_test ? 1 : 0, " it has ", want, " output(s), got ", OutputSize());
+  DOPPIO_ENFORCE(OutputSize() == want, "with is_test=", args_.is_test ? 1 : 0, " it has ", want,
+                 " output(s), got ", OutputSize());
 }
 
 void SpatialBNOp::RunOnDevice() {
-  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <typename T>
@@ -284,9 +282,9 @@ void SpatialBNOp::Run() {
       Output(0)->mutable_data<T>();
       return;
     }
-    DOPPIO_ENFORCE(reduce_size > 1, "op ", type(), ": training needs more than one value ",
-                   "per channel to estimate a variance, but '", input_name(0),
-                   "' has shape ", X.dims());
+    DOPPIO_ENFORCE(reduce_size > 1, "training needs more than one value ",
+                   "per channel to estimate a variance, but '", input_name(0), "' has shape ",
+                   X.dims());
     BatchMoments<T>(X, N, C, inner, mean.data(), var.data());
     const double unbias = static_cast<double>(reduce_size) / (reduce_size - 1);
     const double m = args_.momentum;
@@ -319,9 +317,8 @@ SpatialBNGradientOp::SpatialBNGradientOp(const OperatorDef& def, Workspace* work
     : Operator<CPUContext>(def, workspace), args_(ReadSpatialBNArgs(*this)) {}
 
 void SpatialBNGradientOp::RunOnDevice() {
-  DispatchFloating(*this, 0, Input(0).dtype(), [&](auto tag) {
-    Run<typename decltype(tag)::type>();
-  });
+  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                [&](auto tag) { Run<typename decltype(tag)::type>(); });
 }
 
 template <typename T>
@@ -332,9 +329,8 @@ void SpatialBNGradientOp::Run() {
   const ChannelView view = ViewByChannel(*this, 0, X, args_.channels_last, 2);
   const int64_t N = view.batch, C = view.channels, inner = view.inner;
   CheckParameter(*this, 1, scale, C, X.dtype(), "scale");
-  DOPPIO_ENFORCE(dY.dims() == X.dims() && dY.dtype() == X.dtype(), "op ", type(),
-                 ": gradient '", input_name(2), "' is ", dY.DebugString(), " but '",
-                 input_name(0), "' is ", X.DebugString());
+  DOPPIO_ENFORCE(dY.dims() == X.dims() && dY.dtype() == X.dtype(), "gradient '", input_name(2),
+                 "' is ", dY.DebugString(), " but '", input_name(0), "' is ", X.DebugString());
   CheckParameter(*this, 3, Input(3), C, X.dtype(), args_.is_test ? "mean" : "saved mean");
   CheckParameter(*this, 4, Input(4), C, X.dtype(),
                  args_.is_test ? "var" : "saved inverse std");

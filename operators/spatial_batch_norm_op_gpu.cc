@@ -22,9 +22,9 @@ class CudnnBNDescriptors {
  public:
   // Returns the channel view after setting the descriptors for X.
   ChannelView Set(const OperatorBase& op, const Tensor& X, bool channels_last) {
-    DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble, "op ",
-                   op.type(), ": the CUDA SpatialBN takes float32 or float64; input '",
-                   op.input_name(0), "' holds ", DataTypeName(X.dtype()));
+    DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble,
+                   "the CUDA SpatialBN takes float32 or float64; input '", op.input_name(0),
+                   "' holds ", DataTypeName(X.dtype()));
     const ChannelView view = ViewByChannel(op, 0, X, channels_last, 2);
     type_ = CudnnDataTypeOf(X.dtype(), op.type().c_str());
     x_.Set4d(channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, type_, view.batch,
@@ -54,10 +54,10 @@ class CudnnSpatialBNOp final : public Operator<CUDAContext> {
   CudnnSpatialBNOp(const OperatorDef& def, Workspace* workspace)
       : Operator<CUDAContext>(def, workspace), args_(ReadSpatialBNArgs(*this)) {
     const int want = args_.is_test ? 1 : 5;
-    DOPPIO_ENFORCE(OutputSize() == want, "op ", type(), ": with is_test=",
-                   args_.is_test ? 1 : 0, " it has ", want, " output(s), got ", OutputSize());
-    DOPPIO_ENFORCE(args_.num_batches == 1, "op ", type(), ": num_batches=",
-                   args_.num_batches, " (aggregated statistics) runs on CPU only");
+    DOPPIO_ENFORCE(OutputSize() == want, "with is_test=", args_.is_test ? 1 : 0, " it has ", want,
+                   " output(s), got ", OutputSize());
+    DOPPIO_ENFORCE(args_.num_batches == 1, "num_batches=", args_.num_batches,
+                   " (aggregated statistics) runs on CPU only");
   }
 
   void RunOnDevice() override {
@@ -95,9 +95,10 @@ class CudnnSpatialBNOp final : public Operator<CUDAContext> {
       ZeroFill(saved_inv_std, X.dtype(), stream);
       return;
     }
-    DOPPIO_ENFORCE(view.batch * view.inner > 1, "op ", type(),
-                   ": training needs more than one value per channel to estimate a variance, "
-                   "but '", input_name(0), "' has shape ", X.dims());
+    DOPPIO_ENFORCE(view.batch * view.inner > 1,
+                   "training needs more than one value per channel to estimate a variance, "
+                   "but '",
+                   input_name(0), "' has shape ", X.dims());
     DOPPIO_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
         handle, CudnnBNDescriptors::kMode, s.one(), s.zero(), desc_.x(), X.raw_data(),
         desc_.x(), y, desc_.param(), Input(1).raw_data(), Input(2).raw_data(),
@@ -129,10 +130,9 @@ class CudnnSpatialBNGradientOp final : public Operator<CUDAContext> {
  public:
   CudnnSpatialBNGradientOp(const OperatorDef& def, Workspace* workspace)
       : Operator<CUDAContext>(def, workspace), args_(ReadSpatialBNArgs(*this)) {
-    DOPPIO_ENFORCE(!args_.is_test, "op ", type(),
-                   ": the gradient through is_test statistics runs on CPU only");
-    DOPPIO_ENFORCE(args_.num_batches == 1, "op ", type(), ": num_batches=",
-                   args_.num_batches, " (aggregated statistics) runs on CPU only");
+    DOPPIO_ENFORCE(!args_.is_test, "the gradient through is_test statistics runs on CPU only");
+    DOPPIO_ENFORCE(args_.num_batches == 1, "num_batches=", args_.num_batches,
+                   " (aggregated statistics) runs on CPU only");
   }
 
   void RunOnDevice() override {
@@ -143,9 +143,8 @@ class CudnnSpatialBNGradientOp final : public Operator<CUDAContext> {
     const ChannelView view = desc_.Set(*this, X, args_.channels_last);
     const int64_t C = view.channels;
     CheckParameter(*this, 1, scale, C, X.dtype(), "scale");
-    DOPPIO_ENFORCE(dY.dims() == X.dims() && dY.dtype() == X.dtype(), "op ", type(),
-                   ": gradient '", input_name(2), "' is ", dY.DebugString(), " but '",
-                   input_name(0), "' is ", X.DebugString());
+    DOPPIO_ENFORCE(dY.dims() == X.dims() && dY.dtype() == X.dtype(), "gradient '", input_name(2),
+                   "' is ", dY.DebugString(), " but '", input_name(0), "' is ", X.DebugString());
     CheckParameter(*this, 3, Input(3), C, X.dtype(), "saved mean");
     CheckParameter(*this, 4, Input(4), C, X.dtype(), "saved inverse std");
     Tensor* dX = Output(0);

@@ -14,13 +14,11 @@ void SumOp::RunOnDevice() {
   const Tensor& first = Input(0);
   for (int i = 1; i < InputSize(); ++i) {
     const Tensor& other = Input(i);
-    DOPPIO_ENFORCE(other.dims() == first.dims(), "op ", type(), ": input ", i, " ('",
-                   input_name(i), "') has shape ", other.dims(), " but input 0 ('",
-                   input_name(0), "') has shape ", first.dims(),
+    DOPPIO_ENFORCE(other.dims() == first.dims(), "input ", i, " ('", input_name(i), "') has shape ",
+                   other.dims(), " but input 0 ('", input_name(0), "') has shape ", first.dims(),
                    "; all inputs must have one shape");
-    DOPPIO_ENFORCE(other.dtype() == first.dtype(), "op ", type(), ": input ", i, " ('",
-                   input_name(i), "') holds ", DataTypeName(other.dtype()),
-                   " but input 0 ('", input_name(0), "') holds ",
+    DOPPIO_ENFORCE(other.dtype() == first.dtype(), "input ", i, " ('", input_name(i), "') holds ",
+                   DataTypeName(other.dtype()), " but input 0 ('", input_name(0), "') holds ",
                    DataTypeName(first.dtype()), "; all inputs must have one type");
   }
   auto run = [&](auto tag) {
@@ -41,8 +39,7 @@ void SumOp::RunOnDevice() {
     case DataType::kInt64: return run(TypeTag<int64_t>{});
     default: break;
   }
-  DOPPIO_THROW("op ", type(), ": input 0 ('", input_name(0), "') holds ",
-               DataTypeName(first.dtype()),
+  DOPPIO_THROW("input 0 ('", input_name(0), "') holds ", DataTypeName(first.dtype()),
                "; supported types are float32, float64, int32 and int64");
 }
 

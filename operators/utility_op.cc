@@ -13,8 +13,7 @@ namespace doppio {
 namespace {
 
 const Tensor& HostInput(const OperatorBase& op, const Tensor& input) {
-  DOPPIO_ENFORCE(input.device().kind == DeviceKind::kCPU, "op ", op.type(),
-                 ": input '", op.input_name(0),
+  DOPPIO_ENFORCE(input.device().kind == DeviceKind::kCPU, "input '", op.input_name(0),
                  "' is not on the CPU; this build copies host tensors only");
   return input;
 }
@@ -50,16 +49,13 @@ PrintOp::PrintOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       limit_(GetSingleArgument<int64_t>("limit", 0)),
       every_n_(GetSingleArgument<int>("every_n", 1)) {
-  DOPPIO_ENFORCE(every_n_ >= 1, "op ", type(), ": argument 'every_n' must be at least 1, got ",
-                 every_n_);
-  DOPPIO_ENFORCE(limit_ >= 0, "op ", type(), ": argument 'limit' must not be negative, got ",
-                 limit_);
+  DOPPIO_ENFORCE(every_n_ >= 1, "argument 'every_n' must be at least 1, got ", every_n_);
+  DOPPIO_ENFORCE(limit_ >= 0, "argument 'limit' must not be negative, got ", limit_);
   if (limit_ == 0) limit_ = kDefaultPrintLimit;
   if (GetSingleArgument<bool>("to_file", false)) {
     const std::string path = LogFileName(input_name(0));
     file_ = std::make_unique<std::ofstream>(path, std::ios::app);
-    DOPPIO_ENFORCE(file_->good(), "op ", type(), ": cannot open '", path,
-                   "' to print blob '", input_name(0), "'");
+    DOPPIO_ENFORCE(file_->good(), "cannot open '", path, "' to print blob '", input_name(0), "'");
   }
 }
 
@@ -105,7 +101,7 @@ void PrintOp::RunOnDevice() {
   }
   std::ostream& out = Stream();
   out << line.str() << std::endl;
-  DOPPIO_ENFORCE(out.good(), "op ", type(), ": writing blob '", input_name(0), "' failed");
+  DOPPIO_ENFORCE(out.good(), "writing blob '", input_name(0), "' failed");
 }
 
 // ---- registration ----

@@ -14,21 +14,20 @@ namespace {
 template <typename T>
 T ReadWeight(const OperatorBase& op, int i) {
   const Tensor& weight = TensorInput(op, i);
-  DOPPIO_ENFORCE(weight.numel() == 1, "op ", op.type(), ": weight '", op.input_name(i),
+  DOPPIO_ENFORCE(weight.numel() == 1, "weight '", op.input_name(i),
                  "' must hold one element, not shape ", weight.dims());
   if (weight.dtype() == DataType::kFloat) return static_cast<T>(weight.data<float>()[0]);
-  DOPPIO_ENFORCE(weight.dtype() == DataTypeFor<T>(), "op ", op.type(), ": weight '",
-                 op.input_name(i), "' holds ", DataTypeName(weight.dtype()),
-                 "; weights are float32 or the data's type ", DataTypeName(DataTypeFor<T>()));
+  DOPPIO_ENFORCE(weight.dtype() == DataTypeFor<T>(), "weight '", op.input_name(i), "' holds ",
+                 DataTypeName(weight.dtype()), "; weights are float32 or the data's type ",
+                 DataTypeName(DataTypeFor<T>()));
   return weight.data<T>()[0];
 }
 
 // Data input i has input 0's shape and type.
 void EnforceLikeFirst(const OperatorBase& op, const Tensor& first, int i) {
   const Tensor& x = TensorInput(op, i);
-  DOPPIO_ENFORCE(x.dims() == first.dims(), "op ", op.type(), ": input ", i, " ('",
-                 op.input_name(i), "') has shape ", x.dims(), " but '", op.input_name(0),
-                 "' has shape ", first.dims());
+  DOPPIO_ENFORCE(x.dims() == first.dims(), "input ", i, " ('", op.input_name(i), "') has shape ",
+                 x.dims(), " but '", op.input_name(0), "' has shape ", first.dims());
   EnforceSameType(op, 0, first, i, x);
 }
 
@@ -60,9 +59,8 @@ WeightedSumGradientOp::WeightedSumGradientOp(const OperatorDef& def, Workspace* 
     : Operator<CPUContext>(def, workspace),
       grad_on_w_(GetSingleArgument<bool>("grad_on_w", false)) {
   const int pairs = InputSize() / 2;
-  DOPPIO_ENFORCE_EQ(OutputSize(), grad_on_w_ ? 2 * pairs : pairs, "op ", type(),
-                    ": with grad_on_w=", grad_on_w_, " and ", pairs,
-                    " (X, w) pairs the op has one output per ",
+  DOPPIO_ENFORCE_EQ(OutputSize(), grad_on_w_ ? 2 * pairs : pairs, "with grad_on_w=", grad_on_w_,
+                    " and ", pairs, " (X, w) pairs the op has one output per ",
                     grad_on_w_ ? "X and per w" : "X");
 }
 
@@ -71,9 +69,8 @@ void WeightedSumGradientOp::RunOnDevice() {
   const int pairs = InputSize() / 2;
   for (int p = 0; p < pairs; ++p) {
     const Tensor& x = Input(1 + 2 * p);
-    DOPPIO_ENFORCE(x.dims() == dY.dims(), "op ", type(), ": input '", input_name(1 + 2 * p),
-                   "' has shape ", x.dims(), " but '", input_name(0), "' has shape ",
-                   dY.dims());
+    DOPPIO_ENFORCE(x.dims() == dY.dims(), "input '", input_name(1 + 2 * p), "' has shape ",
+                   x.dims(), " but '", input_name(0), "' has shape ", dY.dims());
     EnforceSameType(*this, 0, dY, 1 + 2 * p, x);
   }
   DispatchTypes(FloatTypes{}, *this, input_name(0), dY.dtype(), [&](auto tag) {

@@ -80,7 +80,7 @@ def test_gather_out_of_range_index(bad):
 def test_gather_bad_inputs():
     op = h.make_op("Gather", ["DATA", "INDICES"], ["OUTPUT"])
     h.assert_op_error(op, [np.zeros((3, 2), np.float32), np.array([0.0, 1.0])],
-                      "'INDICES'", "int32 or int64")
+                      "'INDICES'", "supported types are int32, int64")
     h.assert_op_error(op, [np.array(1.0, np.float32), np.array([0], np.int32)],
                       "'DATA'", "at least one dimension")
     axis = h.make_op("Gather", ["DATA", "INDICES"], ["OUTPUT"], axis=1)

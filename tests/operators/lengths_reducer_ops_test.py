@@ -116,7 +116,7 @@ def test_lengths_errors():
     h.assert_op_error(sparse, [data, np.array([0], np.int64), np.array([[1]], np.int32)],
                       "'LENGTHS' must be a vector")
     h.assert_op_error(sparse, [data, np.array([0], np.int64), np.array([1.0])],
-                      "'LENGTHS'", "int32 or int64")
+                      "'LENGTHS'", "supported types are int32, int64")
     h.assert_op_error(sparse, [data.astype(np.int32), np.array([0], np.int64),
                                np.array([1], np.int32)], "'DATA'", "supported types are float32, float64")
     dense = h.make_op("LengthsSum", ["DATA", "LENGTHS"], ["OUTPUT"])
