@@ -105,12 +105,7 @@ class CudaSoftmaxWithLossGradientOp final : public Operator<CUDAContext> {
     const Tensor& P = Input(p_index);
     const Tensor& d_loss = Input(InputSize() - 1);
     for (int i = 0; i < InputSize(); ++i) EnforceCudaInput(*this, i, Input(i));
-    DOPPIO_ENFORCE(P.dims() == X.dims() && P.dtype() == X.dtype(), "softmax '", input_name(p_index),
-                   "' is ", P.DebugString(), " but logits '", input_name(0), "' are ",
-                   X.DebugString());
-    DOPPIO_ENFORCE(d_loss.numel() == 1 && d_loss.dtype() == X.dtype(), "loss gradient '",
-                   input_name(InputSize() - 1), "' is ", d_loss.DebugString(), "; expected one ",
-                   DataTypeName(X.dtype()));
+    CheckSoftmaxLossGradientInputs(*this, X, P, p_index, d_loss);
     DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const functors::SoftmaxLossLayout layout =

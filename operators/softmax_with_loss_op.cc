@@ -31,6 +31,16 @@ SoftmaxLossArgs ReadSoftmaxLossArgs(const OperatorBase& op) {
   return args;
 }
 
+void CheckSoftmaxLossGradientInputs(const OperatorBase& op, const Tensor& X, const Tensor& P,
+                                    int p_index, const Tensor& d_loss) {
+  DOPPIO_ENFORCE(P.dims() == X.dims() && P.dtype() == X.dtype(), "softmax '",
+                 op.input_name(p_index), "' is ", P.DebugString(), " but logits '",
+                 op.input_name(0), "' are ", X.DebugString());
+  DOPPIO_ENFORCE(d_loss.numel() == 1 && d_loss.dtype() == X.dtype(), "loss gradient '",
+                 op.input_name(op.InputSize() - 1), "' is ", d_loss.DebugString(),
+                 "; expected one ", DataTypeName(X.dtype()));
+}
+
 functors::SoftmaxLossLayout CheckSoftmaxLossInputs(const OperatorBase& op,
                                                    const SoftmaxLossArgs& args, const Tensor& X,
                                                    const Tensor& labels, const Tensor* weights,
@@ -171,12 +181,7 @@ void SoftmaxWithLossGradientOp::RunOnDevice() {
   const int p_index = InputSize() - 2;
   const Tensor& P = Input(p_index);
   const Tensor& d_loss = Input(InputSize() - 1);
-  DOPPIO_ENFORCE(P.dims() == X.dims() && P.dtype() == X.dtype(), "softmax '", input_name(p_index),
-                 "' is ", P.DebugString(), " but logits '", input_name(0), "' are ",
-                 X.DebugString());
-  DOPPIO_ENFORCE(d_loss.numel() == 1 && d_loss.dtype() == X.dtype(), "loss gradient '",
-                 input_name(InputSize() - 1), "' is ", d_loss.DebugString(), "; expected one ",
-                 DataTypeName(X.dtype()));
+  CheckSoftmaxLossGradientInputs(*this, X, P, p_index, d_loss);
   DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const functors::SoftmaxLossLayout layout =

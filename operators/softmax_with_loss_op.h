@@ -32,6 +32,12 @@ functors::SoftmaxLossLayout CheckSoftmaxLossInputs(const OperatorBase& op,
                                                    const Tensor& labels, const Tensor* weights,
                                                    int weights_index);
 
+// The gradient op's softmax P (input `p_index`) has the logits' shape and
+// type, and its loss gradient (the last input) is one value of that type
+// (shared with the CUDA op).
+void CheckSoftmaxLossGradientInputs(const OperatorBase& op, const Tensor& X, const Tensor& P,
+                                    int p_index, const Tensor& d_loss);
+
 // Inputs logits, labels, [weight_tensor]; outputs softmax (X's shape) and
 // loss (a scalar of X's type).
 class SoftmaxWithLossOp final : public Operator<CPUContext> {
