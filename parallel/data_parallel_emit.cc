@@ -153,6 +153,14 @@ void SetExternalOutputs(const NetDef& template_net, const Cloner& cloner, NetDef
   }
 }
 
+// An empty net with the template net's name and arguments.
+NetDef EmptyNetLike(const NetDef& template_net) {
+  NetDef net;
+  net.set_name(template_net.name());
+  *net.mutable_arg() = template_net.arg();
+  return net;
+}
+
 // The collectives of one net, in emission order (both chain their ops).
 struct NetCollectives {
   NetCollectives(const ParallelPlan& plan, const ParallelizeOptions& options)
@@ -226,9 +234,7 @@ NetDef EmitTrainNet(const ParallelPlan& plan, const DataParallelTemplate& model,
                     const ParallelizeOptions& options) {
   const Cloner cloner(plan);
   NetCollectives collectives(plan, options);
-  NetDef net;
-  net.set_name(model.net.name());
-  *net.mutable_arg() = model.net.arg();
+  NetDef net = EmptyNetLike(model.net);
   // Op-major: op i on every replica before op i + 1, so the reductions after
   // op i precede every replica's later backward ops in the listed order
   // (the last layer's gradients are summed while the first layer's are
@@ -264,9 +270,7 @@ NetDef EmitInitNet(const ParallelPlan& plan, const DataParallelTemplate& model,
                    const ParallelizeOptions& options) {
   const Cloner cloner(plan);
   NetCollectives collectives(plan, options);
-  NetDef init;
-  init.set_name(model.param_init_net.name());
-  *init.mutable_arg() = model.param_init_net.arg();
+  NetDef init = EmptyNetLike(model.param_init_net);
   if (model.param_init_net.has_type()) init.set_type(model.param_init_net.type());
   cloner.AppendReplicaMajor(OpsOf(model.param_init_net),
                             "param_init_net '" + model.param_init_net.name() + "'",

@@ -61,7 +61,7 @@ def logs(testlogs, labels):
                 yield label, path
         return
     for root, _, files in os.walk(testlogs):
-        if "test.log" in files and os.path.basename(os.path.dirname(root)) != "shard":
+        if "test.log" in files:
             relative = os.path.relpath(root, testlogs)
             package, name = os.path.split(relative)
             yield "//%s:%s" % (package, name), os.path.join(root, "test.log")
