@@ -35,9 +35,7 @@ inline AdagradResult Adagrad(double grad, double moment, double lr, double epsil
 // ---- Adagrad ----
 
 AdagradOp::AdagradOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      epsilon_(GetSingleArgument<float>("epsilon", 1e-5f)),
-      decay_(GetSingleArgument<float>("decay", 1.0f)) {}
+    : Operator<CPUContext>(def, workspace), args_(ReadAdagradArgs(*this)) {}
 
 void AdagradOp::RunOnDevice() {
   const Tensor& param = Input(0);
@@ -47,7 +45,7 @@ void AdagradOp::RunOnDevice() {
   EnforceSameSizeAndType(*this, 0, param, 2, grad);
   const double lr = ReadLearningRate(*this, 3, Input(3));
 
-  DispatchTypes(FloatTypes{}, *this, input_name(0), param.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), param.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* w = param.data<T>();
     const T* h = moment.data<T>();
@@ -69,7 +67,7 @@ void AdagradOp::RunOnDevice() {
       update = Output(3)->mutable_data<T>();
     }
     for (int64_t i = 0; i < param.numel(); ++i) {
-      const AdagradResult step = Adagrad(g[i], h[i], lr, epsilon_, decay_);
+      const AdagradResult step = Adagrad(g[i], h[i], lr, args_.epsilon, args_.decay);
       nw[i] = static_cast<T>(w[i] + step.update);
       nh[i] = static_cast<T>(step.moment);
       if (effective_lr != nullptr) effective_lr[i] = static_cast<T>(step.effective_lr);
@@ -81,8 +79,7 @@ void AdagradOp::RunOnDevice() {
 // ---- SparseAdagrad ----
 
 SparseAdagradOp::SparseAdagradOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      epsilon_(GetSingleArgument<float>("epsilon", 1e-5f)) {}
+    : Operator<CPUContext>(def, workspace), args_(ReadAdagradArgs(*this)) {}
 
 void SparseAdagradOp::RunOnDevice() {
   const Tensor& param = Input(0);
@@ -105,7 +102,7 @@ void SparseAdagradOp::RunOnDevice() {
     using Index = typename decltype(index_tag)::type;
     const Index* index = indices.data<Index>();
     CheckIndicesInRange(*this, 2, index, count, rows, 0);
-    DispatchTypes(FloatTypes{}, *this, input_name(0), param.dtype(), [&](auto tag) {
+    DispatchTypes(FloatTypes{}, input_name(0), param.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* g = grad.data<T>();
       // Outputs 0 and 1 are param and moment themselves (EnforceInplace).
@@ -116,7 +113,7 @@ void SparseAdagradOp::RunOnDevice() {
         const int64_t offset = static_cast<int64_t>(index[k]) * row_size;
         for (int64_t j = 0; j < row_size; ++j) {
           const AdagradResult step =
-              Adagrad(g[k * row_size + j], h[offset + j], lr, epsilon_, 1.0);
+              Adagrad(g[k * row_size + j], h[offset + j], lr, args_.epsilon, 1.0);
           h[offset + j] = static_cast<T>(step.moment);
           w[offset + j] = static_cast<T>(w[offset + j] + step.update);
         }

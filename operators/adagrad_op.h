@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/operator.h"
+#include "operators/optimizer_utils.h"
 
 namespace doppio {
 
@@ -17,8 +18,7 @@ class AdagradOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
-  float epsilon_;
-  float decay_;
+  AdagradArgs args_;
 };
 
 class SparseAdagradOp final : public Operator<CPUContext> {
@@ -27,7 +27,7 @@ class SparseAdagradOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
-  float epsilon_;
+  AdagradArgs args_;
 };
 
 }  // namespace doppio

@@ -12,10 +12,7 @@
 namespace doppio {
 
 AdamOp::AdamOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      beta1_(GetSingleArgument<float>("beta1", 0.9f)),
-      beta2_(GetSingleArgument<float>("beta2", 0.999f)),
-      epsilon_(GetSingleArgument<float>("epsilon", 1e-5f)) {}
+    : Operator<CPUContext>(def, workspace), args_(ReadAdamArgs(*this)) {}
 
 void AdamOp::RunOnDevice() {
   const Tensor& param = Input(0);
@@ -27,11 +24,10 @@ void AdamOp::RunOnDevice() {
   EnforceSameSizeAndType(*this, 0, param, 3, grad);
   const double lr = ReadLearningRate(*this, 4, Input(4));
   const int64_t iteration = ReadIteration(*this, 5, Input(5));
-  const double t = static_cast<double>(iteration) + 1.0;
-  const double beta1 = beta1_, beta2 = beta2_, epsilon = epsilon_;
-  const double correction = std::sqrt(1.0 - std::pow(beta2, t)) / (1.0 - std::pow(beta1, t));
+  const double beta1 = args_.beta1, beta2 = args_.beta2, epsilon = args_.epsilon;
+  const double correction = args_.Correction(iteration);
 
-  DispatchTypes(FloatTypes{}, *this, input_name(0), param.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), param.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* w = param.data<T>();
     const T* m1 = moment_1.data<T>();

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/operator.h"
+#include "operators/optimizer_utils.h"
 
 namespace doppio {
 
@@ -17,9 +18,7 @@ class AdamOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
-  float beta1_;
-  float beta2_;
-  float epsilon_;
+  AdamArgs args_;
 };
 
 }  // namespace doppio

@@ -24,7 +24,7 @@ void ClipTensorByScalingOp::RunOnDevice() {
   if (InputSize() > 2) {
     threshold *= ReadScalar(*this, 2, Input(2), "the additional threshold");
   }
-  DispatchTypes(FloatTypes{}, *this, input_name(0), input.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), input.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (value <= threshold) {
       if (!IsInputOutputAlias(0, 0)) Output(0)->CopyFrom(input);

@@ -51,8 +51,17 @@ int ConcatAxisArgument(const std::string& op_type, const ArgumentHelper& args) {
   DOPPIO_THROW("op ", op_type, ": argument 'order' is '", order, "', not NCHW or NHWC");
 }
 
+ConcatArgs ReadConcatArgs(const OperatorBase& op) {
+  ConcatArgs args;
+  args.axis = ConcatAxisArgument(op.type(), ArgumentHelper(op.def()));
+  args.add_axis = op.HasArgument("axis") && op.GetSingleArgument<int>("add_axis", 0) != 0;
+  return args;
+}
+
 ConcatLayout PlanConcat(const OperatorBase& op, const std::vector<const Tensor*>& inputs,
-                        int axis_argument, bool add_axis, Tensor* split_info) {
+                        const ConcatArgs& args, Tensor* split_info) {
+  const int axis_argument = args.axis;
+  const bool add_axis = args.add_axis;
   const Tensor& X0 = *inputs.at(0);
   const std::vector<int64_t>& dims0 = X0.dims();
   const int ndim = X0.ndim();
@@ -92,16 +101,13 @@ ConcatLayout PlanConcat(const OperatorBase& op, const std::vector<const Tensor*>
 }
 
 ConcatOp::ConcatOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      axis_(ConcatAxisArgument(type(), ArgumentHelper(def))),
-      // add_axis counts only with an explicit axis, as in Caffe2.
-      add_axis_(HasArgument("axis") && GetSingleArgument<int>("add_axis", 0) != 0) {}
+    : Operator<CPUContext>(def, workspace), args_(ReadConcatArgs(*this)) {}
 
 void ConcatOp::RunOnDevice() {
   std::vector<const Tensor*> inputs;
   for (int i = 0; i < InputSize(); ++i) inputs.push_back(&Input(i));
   Tensor* split_info = Output(1);
-  const ConcatLayout layout = PlanConcat(*this, inputs, axis_, add_axis_, split_info);
+  const ConcatLayout layout = PlanConcat(*this, inputs, args_, split_info);
   const int32_t* sizes = split_info->data<int32_t>();
   Tensor* Y = Output(0);
   Y->Resize(layout.out_dims);
@@ -122,8 +128,7 @@ void ConcatOp::RunOnDevice() {
 
 SplitOp::SplitOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
-      axis_(ConcatAxisArgument(type(), ArgumentHelper(def))),
-      add_axis_(HasArgument("axis") && GetSingleArgument<int>("add_axis", 0) != 0),
+      args_(ReadConcatArgs(*this)),
       split_(GetRepeatedArgument<int64_t>("split")) {
   if (InputSize() == 2) {
     DOPPIO_ENFORCE(split_.empty(), "the sizes are input '", input_name(1),
@@ -140,20 +145,19 @@ std::vector<int64_t> SplitOp::Sizes(int64_t axis_dim) {
     const Tensor& split = Input(1);
     DOPPIO_ENFORCE(split.numel() == OutputSize(), "split input '", input_name(1), "' has ",
                    split.numel(), " sizes for ", OutputSize(), " outputs");
-    DispatchTypes(TypeList<int32_t, int64_t>{}, *this, input_name(1), split.dtype(),
-                  [&](auto tag) {
-                    using I = typename decltype(tag)::type;
-                    const I* values = split.data<I>();
-                    sizes.assign(values, values + split.numel());
-                  });
-  } else if (sizes.empty() && !add_axis_) {
+    DispatchTypes(TypeList<int32_t, int64_t>{}, input_name(1), split.dtype(), [&](auto tag) {
+      using I = typename decltype(tag)::type;
+      const I* values = split.data<I>();
+      sizes.assign(values, values + split.numel());
+    });
+  } else if (sizes.empty() && !args_.add_axis) {
     DOPPIO_ENFORCE(axis_dim % OutputSize() == 0,
                    "without 'split', the "
                    "axis size ",
                    axis_dim, " must divide into ", OutputSize(), " equal parts");
     sizes.assign(OutputSize(), axis_dim / OutputSize());
   }
-  if (add_axis_) {
+  if (args_.add_axis) {
     // Each output is one slice along the axis, which it drops.
     DOPPIO_ENFORCE(axis_dim == OutputSize(),
                    "with add_axis=1 the axis "
@@ -173,7 +177,7 @@ std::vector<int64_t> SplitOp::Sizes(int64_t axis_dim) {
 void SplitOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const std::vector<int64_t> dims = X.dims();
-  const int axis = CanonicalAxis(type(), axis_, X.ndim(), dims);
+  const int axis = CanonicalAxis(type(), args_.axis, X.ndim(), dims);
   const std::vector<int64_t> sizes = Sizes(dims[axis]);
   const int64_t before = Product(dims, 0, axis);
   const int64_t after = Product(dims, axis + 1, dims.size());
@@ -183,7 +187,7 @@ void SplitOp::RunOnDevice() {
     int64_t offset = 0;
     for (int i = 0; i < OutputSize(); ++i) {
       std::vector<int64_t> out_dims = dims;
-      if (add_axis_) {
+      if (args_.add_axis) {
         out_dims.erase(out_dims.begin() + axis);
       } else {
         out_dims[axis] = sizes[i];

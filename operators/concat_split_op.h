@@ -17,6 +17,15 @@ namespace doppio {
 // `order` (NCHW: 1, NHWC: 3) when only the order is given; NCHW by default.
 int ConcatAxisArgument(const std::string& op_type, const ArgumentHelper& args);
 
+// Concat's and Split's arguments, read once for the CPU and CUDA ops:
+// the axis (ConcatAxisArgument) and add_axis, which counts only with an
+// explicit axis, as in Caffe2.
+struct ConcatArgs {
+  int axis = -1;
+  bool add_axis = false;
+};
+ConcatArgs ReadConcatArgs(const OperatorBase& op);
+
 // Concat's layout, shared by the CPU and CUDA ops: every input checked
 // against input 0 (type, and shape but along the axis), the sizes along the
 // axis written to `split_info` (host int32, for Concat's gradient), and the
@@ -28,7 +37,7 @@ struct ConcatLayout {
   int64_t after = 1;
 };
 ConcatLayout PlanConcat(const OperatorBase& op, const std::vector<const Tensor*>& inputs,
-                        int axis_argument, bool add_axis, Tensor* split_info);
+                        const ConcatArgs& args, Tensor* split_info);
 
 class ConcatOp final : public Operator<CPUContext> {
  public:
@@ -36,8 +45,7 @@ class ConcatOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
-  int axis_;
-  bool add_axis_;
+  ConcatArgs args_;
 };
 
 class SplitOp final : public Operator<CPUContext> {
@@ -49,8 +57,7 @@ class SplitOp final : public Operator<CPUContext> {
   // The size of each output along the axis.
   std::vector<int64_t> Sizes(int64_t axis_dim);
 
-  int axis_;
-  bool add_axis_;
+  ConcatArgs args_;
   std::vector<int64_t> split_;
 };
 

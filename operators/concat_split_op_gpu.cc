@@ -36,10 +36,7 @@ void CopyDeviceRows(int64_t rows, size_t width, const char* from, size_t from_pi
 class CudaConcatOp final : public Operator<CUDAContext> {
  public:
   CudaConcatOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace),
-        axis_(ConcatAxisArgument(type(), ArgumentHelper(def))),
-        // add_axis counts only with an explicit axis, as in Caffe2.
-        add_axis_(HasArgument("axis") && GetSingleArgument<int>("add_axis", 0) != 0) {}
+      : Operator<CUDAContext>(def, workspace), args_(ReadConcatArgs(*this)) {}
 
   void RunOnDevice() override {
     const Tensor& X0 = Input(0);
@@ -47,11 +44,11 @@ class CudaConcatOp final : public Operator<CUDAContext> {
                    "' holds strings, which live only on the host");
     std::vector<const Tensor*> inputs;
     for (int i = 0; i < InputSize(); ++i) {
-      EnforceOnOpGpu(*this, context_, i, Input(i));
+      EnforceInputOnDevice(*this, i, Input(i), context_.device());
       inputs.push_back(&Input(i));
     }
     Tensor* split_info = OutputBlob(1)->GetMutableTensor(Device{DeviceKind::kCPU, 0});
-    const ConcatLayout layout = PlanConcat(*this, inputs, axis_, add_axis_, split_info);
+    const ConcatLayout layout = PlanConcat(*this, inputs, args_, split_info);
     const int32_t* sizes = split_info->data<int32_t>();
     const size_t itemsize = X0.itemsize();
     Tensor* Y = Output(0);
@@ -68,8 +65,7 @@ class CudaConcatOp final : public Operator<CUDAContext> {
   }
 
  private:
-  const int axis_;
-  const bool add_axis_;
+  const ConcatArgs args_;
 };
 
 }  // namespace

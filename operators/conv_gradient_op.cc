@@ -37,7 +37,7 @@ void ConvGradientOp::RunOnDevice() {
       return;
     }
   }
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     RunIm2Col<T>(p, X, filter, dY, out.dfilter, out.dbias, out.dX);
   });

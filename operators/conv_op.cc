@@ -217,7 +217,7 @@ void ConvOp::RunOnDevice() {
       return;
     }
   }
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     RunIm2Col<T>(p, X, filter, bias, Y);
     if (fuse_relu_) ReluInPlace<T>(Y->numel(), Y->template mutable_data<T>());

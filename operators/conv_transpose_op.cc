@@ -34,34 +34,43 @@ std::vector<int64_t> ConvTransposeProblem::OutputDims() const {
 }
 
 ConvTransposeOpBase::ConvTransposeOpBase(const OperatorDef& def, Workspace* workspace)
-    : ConvPoolOpBase(def, workspace) {
+    : ConvPoolOpBase(def, workspace), adj_(def) {
   DOPPIO_ENFORCE(!conv_args().global_pooling() &&
                      conv_args().legacy_pad() != LegacyPadding::kCaffeLegacyPooling,
                  "global_pooling and CAFFE_LEGACY_POOLING do not apply to ",
                  "transposed convolution");
-  const int forms = (HasArgument("adj") ? 1 : 0) + (HasArgument("adjs") ? 1 : 0) +
-                    ((HasArgument("adj_h") || HasArgument("adj_w")) ? 1 : 0);
-  DOPPIO_ENFORCE(forms <= 1, "give only one of 'adj', 'adjs' and adj_h/adj_w");
-  if (HasArgument("adj")) {
-    adj_ = {GetSingleArgument<int>("adj", 0)};
-    adj_scalar_ = true;
-  } else if (HasArgument("adjs")) {
-    const std::vector<int> adjs = GetRepeatedArgument<int>("adjs");
-    adj_.assign(adjs.begin(), adjs.end());
-  } else if (forms == 1) {
-    DOPPIO_ENFORCE(HasArgument("adj_h") && HasArgument("adj_w"),
-                   "give both adj_h and adj_w or neither");
-    adj_ = {GetSingleArgument<int>("adj_h", 0), GetSingleArgument<int>("adj_w", 0)};
-  }
-  for (int64_t a : adj_) DOPPIO_ENFORCE(a >= 0, "adj values must be >= 0, got ", adj_);
 }
 
-std::vector<int64_t> ConvTransposeOpBase::Adj(int num_spatial) const {
-  if (adj_.empty()) return std::vector<int64_t>(num_spatial, 0);
-  if (adj_scalar_) return std::vector<int64_t>(num_spatial, adj_[0]);
-  DOPPIO_ENFORCE(static_cast<int>(adj_.size()) == num_spatial, "adj values ", adj_,
-                 " do not fit input '", input_name(0), "' with ", num_spatial, " spatial dims");
-  return adj_;
+ConvTransposeAdj::ConvTransposeAdj(const OperatorDef& def) {
+  const ArgumentHelper args(def);
+  const bool has_hw = args.Has("adj_h") || args.Has("adj_w");
+  const int forms = (args.Has("adj") ? 1 : 0) + (args.Has("adjs") ? 1 : 0) + (has_hw ? 1 : 0);
+  // Parsed from the OperatorDef alone (plans are made outside a net too):
+  // the op's type is part of the message.
+  DOPPIO_ENFORCE(forms <= 1, "op ", def.type(), ": give only one of 'adj', 'adjs' and adj_h/adj_w");
+  if (args.Has("adj")) {
+    values_ = {args.GetSingle<int64_t>("adj", 0)};
+    scalar_ = true;
+  } else if (args.Has("adjs")) {
+    values_ = args.GetRepeated<int64_t>("adjs");
+  } else if (has_hw) {
+    DOPPIO_ENFORCE(args.Has("adj_h") && args.Has("adj_w"), "op ", def.type(),
+                   ": give both adj_h and adj_w or neither");
+    values_ = {args.GetSingle<int64_t>("adj_h", 0), args.GetSingle<int64_t>("adj_w", 0)};
+  }
+  for (int64_t value : values_) {
+    DOPPIO_ENFORCE(value >= 0, "op ", def.type(), ": adj values must be >= 0, got ", values_);
+  }
+}
+
+std::vector<int64_t> ConvTransposeAdj::PerAxis(int num_spatial, const std::string& op,
+                                               const std::string& input_name) const {
+  if (values_.empty()) return std::vector<int64_t>(num_spatial, 0);
+  if (scalar_) return std::vector<int64_t>(num_spatial, values_[0]);
+  DOPPIO_ENFORCE(static_cast<int>(values_.size()) == num_spatial, "op ", op, ": adj values ",
+                 values_, " do not fit input '", input_name, "' with ", num_spatial,
+                 " spatial dims");
+  return values_;
 }
 
 ConvTransposeProblem ConvTransposeOpBase::Resolve(const Tensor& X, const Tensor& filter,
@@ -89,7 +98,7 @@ ConvTransposeProblem ConvTransposeOpBase::Resolve(const Tensor& X, const Tensor&
   if (conv_args().legacy_pad() == LegacyPadding::kNotSet) {
     pads = conv_args().Pads(num_spatial, input_name(0));
   }
-  const std::vector<int64_t> adj = Adj(num_spatial);
+  const std::vector<int64_t> adj = adj_.PerAxis(num_spatial, type(), input_name(0));
 
   p.group = group();
   DOPPIO_ENFORCE(p.in_channels > 0 && p.in_channels % p.group == 0, "group ", p.group,
@@ -135,7 +144,7 @@ void ConvTransposeOp::RunOnDevice() {
   const ConvTransposeProblem p = Resolve(X, filter, bias);
   Tensor* Y = Output(0);
   Y->Resize(p.OutputDims());
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Compute<T>(p, X, filter, bias, Y);
   });
@@ -190,7 +199,7 @@ void ConvTransposeGradientOp::RunOnDevice() {
   CheckOutputGradient(*this, X, dY, p.OutputDims(), "the transposed convolution's output");
   const ConvGradientOutputs out = ResizeConvGradientOutputs(
       *this, no_bias_, X, filter, p.out_channels, [this](int i) { return Output(i); });
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Compute<T>(p, X, filter, dY, out.dfilter, out.dbias, out.dX);
   });
@@ -274,7 +283,6 @@ std::vector<TensorShape> InferConvTranspose(const OperatorDef& def,
   if (rank < 3 || rank > 5 || inputs[1].dims_size() != rank) return outputs;
   try {
     const ConvPoolArgs args(def);
-    const ArgumentHelper helper(def);
     const int num_spatial = rank - 2;
     const bool nchw = args.order() == StorageOrder::kNCHW;
     const auto& x = inputs[0].dims();
@@ -283,12 +291,8 @@ std::vector<TensorShape> InferConvTranspose(const OperatorDef& def,
     const std::vector<int64_t> dilation = args.Dilation(num_spatial, def.input(0));
     std::vector<int64_t> pads(2 * num_spatial, 0);
     if (args.legacy_pad() == LegacyPadding::kNotSet) pads = args.Pads(num_spatial, def.input(0));
-    std::vector<int64_t> adj(num_spatial, 0);
-    if (helper.Has("adj")) adj.assign(num_spatial, helper.GetSingle<int64_t>("adj", 0));
-    if (helper.Has("adjs")) adj = helper.GetRepeated<int64_t>("adjs");
-    if (helper.Has("adj_h") && helper.Has("adj_w"))
-      adj = {helper.GetSingle<int64_t>("adj_h", 0), helper.GetSingle<int64_t>("adj_w", 0)};
-    if (static_cast<int>(adj.size()) != num_spatial) return outputs;
+    const std::vector<int64_t> adj =
+        ConvTransposeAdj(def).PerAxis(num_spatial, def.type(), def.input(0));
     const int64_t out_channels = (nchw ? f[1] : f[rank - 1]) * args.group();
     TensorShape shape;
     shape.add_dims(x[0]);

@@ -41,6 +41,20 @@ struct ConvTransposeProblem {
   std::vector<int64_t> OutputDims() const;
 };
 
+// Caffe2's adj | adjs | adj_h + adj_w (default 0), read and checked once
+// from the OperatorDef, for the CPU and CUDA ops and shape inference.
+class ConvTransposeAdj {
+ public:
+  explicit ConvTransposeAdj(const OperatorDef& def);
+  // One value per spatial axis; errors name `op` and `input_name`.
+  std::vector<int64_t> PerAxis(int num_spatial, const std::string& op,
+                               const std::string& input_name) const;
+
+ private:
+  std::vector<int64_t> values_;  // as given: empty, one value, or one per axis
+  bool scalar_ = false;
+};
+
 class ConvTransposeOpBase : public ConvPoolOpBase {
  public:
   ConvTransposeOpBase(const OperatorDef& def, Workspace* workspace);
@@ -52,9 +66,7 @@ class ConvTransposeOpBase : public ConvPoolOpBase {
                                const Tensor* bias) const;
 
  private:
-  std::vector<int64_t> Adj(int num_spatial) const;
-  std::vector<int64_t> adj_;  // as given: empty, one value, or one per axis
-  bool adj_scalar_ = false;
+  ConvTransposeAdj adj_;
 };
 
 class ConvTransposeOp final : public ConvTransposeOpBase {

@@ -18,39 +18,6 @@
 
 namespace doppio {
 
-ConvTransposeAdj::ConvTransposeAdj(const OperatorDef& def) {
-  const ArgumentHelper args(def);
-  const bool has_hw = args.Has("adj_h") || args.Has("adj_w");
-  const int forms = (args.Has("adj") ? 1 : 0) + (args.Has("adjs") ? 1 : 0) + (has_hw ? 1 : 0);
-  // Parsed from the OperatorDef alone (plans are made outside a net too):
-  // the op's type is part of the message.
-  DOPPIO_ENFORCE(forms <= 1, "op ", def.type(),
-                 ": give only one of 'adj', 'adjs' and adj_h/adj_w");
-  if (args.Has("adj")) {
-    values_ = {args.GetSingle<int64_t>("adj", 0)};
-    scalar_ = true;
-  } else if (args.Has("adjs")) {
-    values_ = args.GetRepeated<int64_t>("adjs");
-  } else if (has_hw) {
-    DOPPIO_ENFORCE(args.Has("adj_h") && args.Has("adj_w"), "op ", def.type(),
-                   ": give both adj_h and adj_w or neither");
-    values_ = {args.GetSingle<int64_t>("adj_h", 0), args.GetSingle<int64_t>("adj_w", 0)};
-  }
-  for (int64_t value : values_) {
-    DOPPIO_ENFORCE(value >= 0, "op ", def.type(), ": adj values must be >= 0, got ", values_);
-  }
-}
-
-std::vector<int64_t> ConvTransposeAdj::PerAxis(int num_spatial, const std::string& op,
-                                               const std::string& input_name) const {
-  if (values_.empty()) return std::vector<int64_t>(num_spatial, 0);
-  if (scalar_) return std::vector<int64_t>(num_spatial, values_[0]);
-  DOPPIO_ENFORCE(static_cast<int>(values_.size()) == num_spatial, "op ", op, ": adj values ",
-                 values_, " do not fit input '", input_name, "' with ", num_spatial,
-                 " spatial dims");
-  return values_;
-}
-
 CudnnConvTransposePlan ResolveCudnnConvTranspose(const ConvPoolArgs& args,
                                                  const ConvTransposeAdj& adj_arg,
                                                  const std::string& x_name,

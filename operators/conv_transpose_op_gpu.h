@@ -21,21 +21,9 @@
 
 #include "core/operator.h"
 #include "operators/conv_pool_op_base.h"
+#include "operators/conv_transpose_op.h"
 
 namespace doppio {
-
-// Caffe2's adj | adjs | adj_h + adj_w (default 0), read and checked once.
-class ConvTransposeAdj {
- public:
-  explicit ConvTransposeAdj(const OperatorDef& def);
-  // One value per spatial axis; errors name `op` and `input_name`.
-  std::vector<int64_t> PerAxis(int num_spatial, const std::string& op,
-                               const std::string& input_name) const;
-
- private:
-  std::vector<int64_t> values_;  // as given: empty, one value, or one per axis
-  bool scalar_ = false;
-};
 
 struct CudnnConvTransposePlan {
   StorageOrder order = StorageOrder::kNCHW;

@@ -74,9 +74,9 @@ void CheckRowGradient(const OperatorBase& op, int index, const Tensor& dY, int64
 template <typename Fn>
 void DispatchClassLabels(const OperatorBase& op, const Tensor& X, const Tensor& label,
                          const BatchShape& shape, Fn&& fn) {
-  DispatchTypes(FloatTypes{}, op, op.input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, op.input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    loss::DispatchLabelType(op, op.input_name(1), label.dtype(), [&](auto label_tag) {
+    DispatchInput(IndexTypes{}, op, 1, label.dtype(), [&](auto label_tag) {
       using L = typename decltype(label_tag)::type;
       const L* labels = label.data<L>();
       loss::CheckLabelRange(op, op.input_name(1), labels, shape.n, shape.d);
@@ -134,7 +134,7 @@ void CrossEntropyOp::RunOnDevice() {
   const Tensor& label = Input(1);
   const BatchShape shape = BatchShapeOf(*this, X);
   CheckSoftLabelShape(*this, X, label, shape);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     const T* t = label.data<T>();
@@ -165,7 +165,7 @@ void CrossEntropyGradientOp::RunOnDevice() {
   const BatchShape shape = BatchShapeOf(*this, X);
   CheckSoftLabelShape(*this, X, label, shape);
   CheckRowGradient(*this, 2, dY, shape.n, X.dtype());
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     const T* t = label.data<T>();
@@ -253,7 +253,7 @@ void SigmoidCrossEntropyWithLogitsOp::RunOnDevice() {
   const Tensor& logits = Input(0);
   const Tensor& targets = Input(1);
   const RowsOfLast rows = CheckLogitsAndTargets(*this, logits, 0, targets, 1);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), logits.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), logits.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = logits.data<T>();
     const T* t = targets.data<T>();
@@ -288,7 +288,7 @@ void SigmoidCrossEntropyWithLogitsGradientOp::RunOnDevice() {
   DOPPIO_ENFORCE(g.dtype() == logits.dtype(), "gradient '", input_name(0), "' holds ",
                  DataTypeName(g.dtype()), " but logits '", input_name(1), "' hold ",
                  DataTypeName(logits.dtype()));
-  DispatchTypes(FloatTypes{}, *this, input_name(1), logits.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(1), logits.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* gy = g.data<T>();
     const T* x = logits.data<T>();

@@ -27,20 +27,6 @@ std::vector<int> ToCudnnInts(const std::vector<int64_t>& values, const char* wha
 
 }  // namespace
 
-void EnforceInputsOnDevice(const OperatorBase& op, Device device) {
-  for (int i = 0; i < op.InputSize(); ++i) {
-    const Blob& blob = op.InputBlob(i);
-    if (!blob.IsTensor()) continue;
-    const Device actual = blob.GetTensor().device();
-    DOPPIO_ENFORCE(actual == device, "op ", op.DisplayName(), ": input ", i, " ('",
-                   op.input_name(i), "') lives on ",
-                   actual.kind == DeviceKind::kCUDA ? "CUDA device " : "the CPU ",
-                   actual.kind == DeviceKind::kCUDA ? std::to_string(actual.id) : "",
-                   " but the op runs on CUDA device ", device.id,
-                   "; copy it there first (CopyCPUToGPU / feed it under the op's device)");
-  }
-}
-
 cudnnDataType_t CudnnDataTypeOf(DataType dtype, const char* what) {
   switch (dtype) {
     case DataType::kFloat:

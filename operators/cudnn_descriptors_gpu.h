@@ -10,19 +10,16 @@
 // used from different threads.
 #pragma once
 
+#include <cudnn.h>
+
 #include <cstdint>
 #include <vector>
 
-#include <cudnn.h>
-
 #include "core/operator.h"
 #include "core/types.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
-
-// Throws, naming the op and the blob, when a tensor input of `op` does not
-// live on `device`: a kernel handed a host pointer would fault the GPU.
-void EnforceInputsOnDevice(const OperatorBase& op, Device device);
 
 // cuDNN's data type for a Doppio dtype; throws for types cuDNN does not take
 // (`what` names the op and blob in the message).

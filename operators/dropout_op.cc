@@ -10,26 +10,26 @@
 
 namespace doppio {
 
-namespace {
-
-float ReadRatio(const OperatorBase& op) {
-  const float ratio = op.GetSingleArgument<float>("ratio", 0.5f);
+DropoutArgs ReadDropoutArgs(const OperatorBase& op, bool gradient) {
+  DropoutArgs args;
+  args.ratio = op.GetSingleArgument<float>("ratio", 0.5f);
   // ratio 1 would drop everything and scale by infinity.
-  DOPPIO_ENFORCE(ratio >= 0.0f && ratio < 1.0f, "argument ratio is ", ratio,
+  DOPPIO_ENFORCE(args.ratio >= 0.0f && args.ratio < 1.0f, "argument ratio is ", args.ratio,
                  "; it must be in [0, 1)");
-  return ratio;
+  args.is_test = op.GetSingleArgument<int>("is_test", 0) != 0;
+  if (gradient) {
+    DOPPIO_ENFORCE(args.is_test || op.InputSize() == 2,
+                   "training mode (is_test=0) needs Dropout's mask as the second input");
+  } else {
+    DOPPIO_ENFORCE(args.is_test || op.OutputSize() == 2,
+                   "training mode (is_test=0) needs the mask output, which the gradient "
+                   "reads; give two outputs or set is_test=1");
+  }
+  return args;
 }
-
-}  // namespace
 
 DropoutOp::DropoutOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      ratio_(ReadRatio(*this)),
-      is_test_(GetSingleArgument<int>("is_test", 0) != 0) {
-  DOPPIO_ENFORCE(is_test_ || OutputSize() == 2,
-                 "training mode (is_test=0) needs the mask output, which the gradient "
-                 "reads; give two outputs or set is_test=1");
-}
+    : Operator<CPUContext>(def, workspace), args_(ReadDropoutArgs(*this, /*gradient=*/false)) {}
 
 void DropoutOp::RunOnDevice() {
   const Tensor& X = Input(0);
@@ -41,7 +41,7 @@ void DropoutOp::RunOnDevice() {
       mask_tensor->Resize(X.dims());
       mask = mask_tensor->template mutable_data<bool>();
     }
-    if (is_test_) {
+    if (args_.is_test) {
       if (y != x) {
         for (int64_t i = 0; i < n; ++i) y[i] = x[i];
       }
@@ -51,8 +51,8 @@ void DropoutOp::RunOnDevice() {
       }
       return;
     }
-    const T scale = static_cast<T>(1.0 / (1.0 - static_cast<double>(ratio_)));
-    std::bernoulli_distribution keep(1.0 - static_cast<double>(ratio_));
+    const T scale = static_cast<T>(1.0 / (1.0 - static_cast<double>(args_.ratio)));
+    std::bernoulli_distribution keep(1.0 - static_cast<double>(args_.ratio));
     std::mt19937& generator = context_.RandGenerator();
     for (int64_t i = 0; i < n; ++i) {
       mask[i] = keep(generator);
@@ -62,17 +62,12 @@ void DropoutOp::RunOnDevice() {
 }
 
 DropoutGradientOp::DropoutGradientOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      ratio_(ReadRatio(*this)),
-      is_test_(GetSingleArgument<int>("is_test", 0) != 0) {
-  DOPPIO_ENFORCE(is_test_ || InputSize() == 2,
-                 "training mode (is_test=0) needs Dropout's mask as the second input");
-}
+    : Operator<CPUContext>(def, workspace), args_(ReadDropoutArgs(*this, /*gradient=*/true)) {}
 
 void DropoutGradientOp::RunOnDevice() {
   const Tensor& dY = Input(0);
   const bool* mask = nullptr;
-  if (!is_test_) {
+  if (!args_.is_test) {
     const Tensor& mask_tensor = Input(1);
     DOPPIO_ENFORCE(mask_tensor.dtype() == DataType::kBool, "mask '", input_name(1), "' holds ",
                    DataTypeName(mask_tensor.dtype()), "; Dropout's mask is bool");
@@ -82,13 +77,13 @@ void DropoutGradientOp::RunOnDevice() {
   }
   activation::DispatchFloatLikeInput(*this, dY, Output(0), [&](auto dy, auto dx, int64_t n) {
     using T = std::remove_pointer_t<decltype(dx)>;
-    if (is_test_) {
+    if (args_.is_test) {
       if (dx != dy) {
         for (int64_t i = 0; i < n; ++i) dx[i] = dy[i];
       }
       return;
     }
-    const T scale = static_cast<T>(1.0 / (1.0 - static_cast<double>(ratio_)));
+    const T scale = static_cast<T>(1.0 / (1.0 - static_cast<double>(args_.ratio)));
     for (int64_t i = 0; i < n; ++i) dx[i] = mask[i] ? dy[i] * scale : T(0);
   });
 }

@@ -11,6 +11,15 @@
 
 namespace doppio {
 
+// The arguments of Dropout and DropoutGrad, CPU and CUDA: `ratio` in
+// [0, 1) (default 0.5) and `is_test`. Training mode needs the mask: as
+// Dropout's second output, or DropoutGrad's second input when `gradient`.
+struct DropoutArgs {
+  float ratio = 0.5f;
+  bool is_test = false;
+};
+DropoutArgs ReadDropoutArgs(const OperatorBase& op, bool gradient);
+
 // Input X (float32 or float64); outputs Y (may be X) and, optionally in
 // test mode and required in training, mask.
 class DropoutOp final : public Operator<CPUContext> {
@@ -19,8 +28,7 @@ class DropoutOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
-  float ratio_;
-  bool is_test_;
+  DropoutArgs args_;
 };
 
 // Inputs dY and (in training) mask; output dX (may be dY). Takes Dropout's
@@ -31,8 +39,7 @@ class DropoutGradientOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
-  float ratio_;
-  bool is_test_;
+  DropoutArgs args_;
 };
 
 }  // namespace doppio

@@ -7,34 +7,17 @@
 #include "core/cuda/cuda_context.h"
 #include "core/operator.h"
 #include "core/registry.h"
+#include "operators/dropout_op.h"
 #include "operators/elementwise_op_gpu.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 namespace {
 
-float ReadRatio(const OperatorBase& op) {
-  const float ratio = op.GetSingleArgument<float>("ratio", 0.5f);
-  DOPPIO_ENFORCE(ratio >= 0.0f && ratio < 1.0f, "argument ratio is ", ratio,
-                 "; it must be in [0, 1)");
-  return ratio;
-}
-
-void EnforceFloat(const OperatorBase& op, int index, const Tensor& tensor) {
-  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "CUDA kernel: '", op.input_name(index),
-                 "' is not a CUDA tensor");
-  DOPPIO_ENFORCE(tensor.dtype() == DataType::kFloat, "CUDA kernel: '", op.input_name(index),
-                 "' holds ", DataTypeName(tensor.dtype()), "; the GPU kernel supports float32");
-}
-
 class CudaDropoutOp final : public Operator<CUDAContext> {
  public:
   CudaDropoutOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace),
-        ratio_(ReadRatio(*this)),
-        is_test_(GetSingleArgument<int>("is_test", 0) != 0) {
-    DOPPIO_ENFORCE(is_test_ || OutputSize() == 2,
-                   "training mode (is_test=0) needs the mask output, which the gradient "
-                   "reads; give two outputs or set is_test=1");
+      : Operator<CUDAContext>(def, workspace), args_(ReadDropoutArgs(*this, /*gradient=*/false)) {
     if (def.device_option().has_random_seed()) {
       seed_ = def.device_option().random_seed();
     } else {
@@ -45,7 +28,7 @@ class CudaDropoutOp final : public Operator<CUDAContext> {
 
   void RunOnDevice() override {
     const Tensor& X = Input(0);
-    EnforceFloat(*this, 0, X);
+    EnforceDeviceInput(TypeList<float>{}, *this, 0, X, context_.device());
     const float* x = X.data<float>();
     const int64_t n = X.numel();
     Tensor* Y = Output(0);
@@ -57,7 +40,7 @@ class CudaDropoutOp final : public Operator<CUDAContext> {
       mask_tensor->Resize(X.dims());
       mask = mask_tensor->mutable_data<bool>();
     }
-    if (is_test_) {
+    if (args_.is_test) {
       // Nothing is dropped at test time: ratio 0 keeps every element unscaled.
       if (mask != nullptr) {
         LaunchDropoutCuda(functors::DropoutKeep{{seed_, 0}, 0.0f}, 1.0f, n, x, y, mask,
@@ -69,14 +52,13 @@ class CudaDropoutOp final : public Operator<CUDAContext> {
       }
       return;
     }
-    const float scale = static_cast<float>(1.0 / (1.0 - static_cast<double>(ratio_)));
-    LaunchDropoutCuda(functors::DropoutKeep{{seed_, offset_++}, ratio_}, scale, n, x, y, mask,
+    const float scale = static_cast<float>(1.0 / (1.0 - static_cast<double>(args_.ratio)));
+    LaunchDropoutCuda(functors::DropoutKeep{{seed_, offset_++}, args_.ratio}, scale, n, x, y, mask,
                       context_.cuda_stream());
   }
 
  private:
-  float ratio_;
-  bool is_test_;
+  DropoutArgs args_;
   uint64_t seed_ = 0;
   uint64_t offset_ = 0;
 };
@@ -84,22 +66,17 @@ class CudaDropoutOp final : public Operator<CUDAContext> {
 class CudaDropoutGradientOp final : public Operator<CUDAContext> {
  public:
   CudaDropoutGradientOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace),
-        ratio_(ReadRatio(*this)),
-        is_test_(GetSingleArgument<int>("is_test", 0) != 0) {
-    DOPPIO_ENFORCE(is_test_ || InputSize() == 2,
-                   "training mode (is_test=0) needs Dropout's mask as the second input");
-  }
+      : Operator<CUDAContext>(def, workspace), args_(ReadDropoutArgs(*this, /*gradient=*/true)) {}
 
   void RunOnDevice() override {
     const Tensor& dY = Input(0);
-    EnforceFloat(*this, 0, dY);
+    EnforceDeviceInput(TypeList<float>{}, *this, 0, dY, context_.device());
     const float* dy = dY.data<float>();
     const int64_t n = dY.numel();
     Tensor* dX = Output(0);
     dX->Resize(dY.dims());
     float* dx = dX->mutable_data<float>();
-    if (is_test_) {
+    if (args_.is_test) {
       if (dx != dy && n > 0) {
         DOPPIO_ENFORCE(cudaMemcpyAsync(dx, dy, n * sizeof(float), cudaMemcpyDeviceToDevice,
                                        context_.cuda_stream()) == cudaSuccess,
@@ -112,13 +89,12 @@ class CudaDropoutGradientOp final : public Operator<CUDAContext> {
                    DataTypeName(mask.dtype()), "; Dropout's mask is bool");
     DOPPIO_ENFORCE(mask.dims() == dY.dims(), "mask '", input_name(1), "' has shape ", mask.dims(),
                    " but '", input_name(0), "' has shape ", dY.dims());
-    const float scale = static_cast<float>(1.0 / (1.0 - static_cast<double>(ratio_)));
+    const float scale = static_cast<float>(1.0 / (1.0 - static_cast<double>(args_.ratio)));
     LaunchDropoutGradientCuda(scale, n, dy, mask.data<bool>(), dx, context_.cuda_stream());
   }
 
  private:
-  float ratio_;
-  bool is_test_;
+  DropoutArgs args_;
 };
 
 }  // namespace

@@ -171,7 +171,7 @@ class SumReduceLikeOp final : public Operator<CPUContext> {
     const std::vector<int64_t> b_dims = Input(1).dims();
     const BroadcastPlan plan =
         PlanBroadcast(*this, args_, {input_name(0), A.dims()}, {input_name(1), b_dims});
-    DispatchTypes(NumericTypes{}, *this, input_name(0), A.dtype(), [&](auto tag) {
+    DispatchTypes(NumericTypes{}, input_name(0), A.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* a = A.data<T>();
       Tensor* C = Output(0);

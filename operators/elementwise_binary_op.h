@@ -69,7 +69,7 @@ class BinaryElementwiseOp final : public Operator<CPUContext> {
     const Tensor& B = Input(1);
     EnforceSameType(*this, 0, A, 1, B);
     const BroadcastPlan plan = PlanBinaryOutput(*this, args_, A, B);
-    DispatchTypes(typename Functor::Types{}, *this, input_name(0), A.dtype(), [&](auto tag) {
+    DispatchTypes(typename Functor::Types{}, input_name(0), A.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using R = typename Functor::template Output<T>;
       Functor::template Validate<T>(*this, B);
@@ -135,11 +135,10 @@ class BinaryElementwiseGradientOp final : public Operator<CPUContext> {
     DOPPIO_ENFORCE(dC.dims() == plan.output_dims, "gradient '", input_name(slots_.dc),
                    "' has shape ", dC.dims(), " but the forward output has shape ",
                    plan.output_dims);
-    DispatchTypes(typename Functor::GradTypes{}, *this, input_name(slots_.dc), dC.dtype(),
-                  [&](auto tag) {
-                    using T = typename decltype(tag)::type;
-                    Run<T>(plan, a_dims, b_dims);
-                  });
+    DispatchTypes(typename Functor::GradTypes{}, input_name(slots_.dc), dC.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Run<T>(plan, a_dims, b_dims);
+    });
   }
 
  private:

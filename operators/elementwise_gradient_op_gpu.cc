@@ -47,15 +47,6 @@ GradientSlots SlotsOf(CudaBinaryGradientKind kind, int num_inputs) {
   return {2, -1, 0, 1};
 }
 
-void EnforceGpuLike(const OperatorBase& op, int index, const Tensor& tensor, int like_index,
-                    const Tensor& like) {
-  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "CUDA kernel: '", op.input_name(index),
-                 "' is not a CUDA tensor (", tensor.DebugString(), "); copy it to the GPU first");
-  DOPPIO_ENFORCE(tensor.dtype() == like.dtype(), "'", op.input_name(index), "' holds ",
-                 DataTypeName(tensor.dtype()), " but '", op.input_name(like_index), "' holds ",
-                 DataTypeName(like.dtype()));
-}
-
 functors::BroadcastReducer ReducerOnto(const OperatorBase& op, const std::vector<int64_t>& target,
                                        const std::vector<int64_t>& out) {
   functors::BroadcastReducer reducer;
@@ -94,12 +85,13 @@ class CudaBinaryGradientOp final : public Operator<CUDAContext> {
                    functors::BroadcastIndexMapper::kMaxDims, " dims, got ", plan.out.size());
     const functors::BroadcastReducer onto_a = ReducerOnto(*this, plan.a, plan.out);
     const functors::BroadcastReducer onto_b = ReducerOnto(*this, plan.b, plan.out);
-    EnforceGpuLike(*this, slots_.dc, dC, slots_.dc, dC);
+    EnforceInputOnDevice(*this, slots_.dc, dC, context_.device());
     const bool needed[] = {kNeeds.a, kNeeds.b, kNeeds.c};
     const int slots[] = {slots_.a, slots_.b, slots_.c};
     for (int k = 0; k < 3; ++k) {
       if (needed[k] && slots[k] >= 0) {
-        EnforceGpuLike(*this, slots[k], Input(slots[k]), slots_.dc, dC);
+        EnforceInputOnDevice(*this, slots[k], Input(slots[k]), context_.device());
+        EnforceSameType(*this, slots_.dc, dC, slots[k], Input(slots[k]));
       }
     }
     DispatchInput(FloatTypes{}, *this, slots_.dc, dC.dtype(), [&](auto tag) {
@@ -151,7 +143,7 @@ class CudaSumReduceLikeOp final : public Operator<CUDAContext> {
 
   void RunOnDevice() override {
     const Tensor& A = Input(0);
-    EnforceGpuLike(*this, 0, A, 0, A);
+    EnforceInputOnDevice(*this, 0, A, context_.device());
     const std::vector<int64_t> b_dims = Input(1).dims();
     const BroadcastPlan plan =
         PlanBroadcast(*this, args_, {input_name(0), A.dims()}, {input_name(1), b_dims});

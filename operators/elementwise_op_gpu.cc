@@ -21,7 +21,7 @@ class CudaUnaryOp final : public Operator<CUDAContext> {
 
   void RunOnDevice() override {
     const Tensor& X = Input(0);
-    EnforceCudaInput(*this, 0, X);
+    EnforceInputOnDevice(*this, 0, X, context_.device());
     DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = X.data<T>();
@@ -44,7 +44,7 @@ class CudaUnaryGradientOp final : public Operator<CUDAContext> {
     EnforceSameType(*this, 0, Y, 1, dY);
     DOPPIO_ENFORCE(Y.dims() == dY.dims(), "gradient '", input_name(1), "' has shape ", dY.dims(),
                    " but the forward output '", input_name(0), "' has shape ", Y.dims());
-    EnforceCudaInput(*this, 0, Y);
+    EnforceInputOnDevice(*this, 0, Y, context_.device());
     DispatchInput(FloatTypes{}, *this, 0, Y.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* y = Y.data<T>();
@@ -81,7 +81,7 @@ class CudaBinaryOp final : public Operator<CUDAContext> {
                    "CUDA kernel: in place on a broadcast input needs that input to "
                    "have the output's shape ",
                    plan.output_dims);
-    EnforceCudaInput(*this, 0, A);
+    EnforceInputOnDevice(*this, 0, A, context_.device());
     DispatchInput(FloatTypes{}, *this, 0, A.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* a = A.data<T>();

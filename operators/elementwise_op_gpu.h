@@ -45,7 +45,9 @@ void LaunchLabelCrossEntropyGradientCuda(int64_t rows, int64_t d, const float* x
 
 // ---- fills and random (filler_op_gpu.cu) ----
 
-void LaunchConstantFillCuda(int64_t n, float value, float* y, cudaStream_t stream);
+// y[i] = value; instantiated for float, double, int32 and int64.
+template <typename T>
+void LaunchConstantFillCuda(int64_t n, T value, T* y, cudaStream_t stream);
 void LaunchUniformFillCuda(const functors::UniformFill& fill, int64_t n, float* y,
                            cudaStream_t stream);
 void LaunchGaussianFillCuda(const functors::GaussianFill& fill, int64_t n, float* y,

@@ -37,7 +37,7 @@ class UnaryElementwiseOp final : public Operator<CPUContext> {
 
   void RunOnDevice() override {
     const Tensor& X = Input(0);
-    DispatchTypes(typename Functor::Types{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+    DispatchTypes(typename Functor::Types{}, input_name(0), X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = X.data<T>();
       Tensor* Y = Output(0);
@@ -66,17 +66,16 @@ class UnaryGradientOp final : public Operator<CPUContext> {
     DOPPIO_ENFORCE(forward.dims() == dY.dims(), "'", input_name(1), "' has shape ", dY.dims(),
                    " but '", input_name(0), "' has shape ", forward.dims());
     EnforceSameType(*this, 0, forward, 1, dY);
-    DispatchTypes(typename Functor::Types{}, *this, input_name(0), forward.dtype(),
-                  [&](auto tag) {
-                    using T = typename decltype(tag)::type;
-                    const T* v = forward.data<T>();
-                    const T* dy = dY.data<T>();
-                    Tensor* dX = Output(0);
-                    dX->Resize(dY.dims());
-                    T* dx = dX->mutable_data<T>();
-                    const int64_t count = dY.numel();
-                    for (int64_t i = 0; i < count; ++i) dx[i] = functor_(v[i], dy[i]);
-                  });
+    DispatchTypes(typename Functor::Types{}, input_name(0), forward.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* v = forward.data<T>();
+      const T* dy = dY.data<T>();
+      Tensor* dX = Output(0);
+      dX->Resize(dY.dims());
+      T* dx = dX->mutable_data<T>();
+      const int64_t count = dY.numel();
+      for (int64_t i = 0; i < count; ++i) dx[i] = functor_(v[i], dy[i]);
+    });
   }
 
  private:

@@ -46,35 +46,60 @@ namespace {
 constexpr int kFCFusionNone = 0;
 constexpr int kFCFusionRelu = 1;
 
+// Which Relu fusion FC runs, from fusion_type.
 bool ReadFCFuseRelu(const OperatorBase& op) {
   const int fusion_type = op.GetSingleArgument<int>("fusion_type", kFCFusionNone);
-  DOPPIO_ENFORCE(fusion_type == kFCFusionNone || fusion_type == kFCFusionRelu, "op ",
-                 op.DisplayName(), ": fusion_type ", fusion_type,
-                 " is not supported; 0 (none) or 1 (Relu)");
+  DOPPIO_ENFORCE(fusion_type == kFCFusionNone || fusion_type == kFCFusionRelu, "fusion_type ",
+                 fusion_type, " is not supported; 0 (none) or 1 (Relu)");
   return fusion_type == kFCFusionRelu;
 }
 
 }  // namespace
 
+FCArgs ReadFCArgs(const OperatorBase& op, bool weight_is_k_by_n) {
+  FCArgs args;
+  args.axis = op.GetSingleArgument<int>("axis", args.axis);
+  args.axis_w = op.GetSingleArgument<int>("axis_w", args.axis_w);
+  args.weight_is_k_by_n = weight_is_k_by_n;
+  args.fuse_relu = ReadFCFuseRelu(op);
+  return args;
+}
+
+FCShape CheckFCInputs(const OperatorBase& op, const FCArgs& args) {
+  EnforceInputsOfOneType(FloatTypes{}, op, {0, 1, 2});
+  const Tensor& W = TensorInput(op, 1);
+  const Tensor& b = TensorInput(op, 2);
+  FCShape shape =
+      ComputeFCShape(op.type(), op.input_name(0), TensorInput(op, 0).dims(), op.input_name(1),
+                     W.dims(), args.axis, args.axis_w, args.weight_is_k_by_n);
+  DOPPIO_ENFORCE(b.ndim() == 1 && b.dim(0) == shape.N, "bias b ('", op.input_name(2),
+                 "') has shape ", b.dims(), " but should be [", shape.N,
+                 "], one entry per output unit N of weight W ('", op.input_name(1), "') ",
+                 W.dims());
+  return shape;
+}
+
+FCShape CheckFCGradientInputs(const OperatorBase& op, const FCArgs& args) {
+  EnforceInputsOfOneType(FloatTypes{}, op, {0, 1, 2});
+  const Tensor& dY = TensorInput(op, 2);
+  FCShape shape =
+      ComputeFCShape(op.type(), op.input_name(0), TensorInput(op, 0).dims(), op.input_name(1),
+                     TensorInput(op, 1).dims(), args.axis, args.axis_w, args.weight_is_k_by_n);
+  DOPPIO_ENFORCE(dY.numel() == shape.M * shape.N, "output gradient dY ('", op.input_name(2),
+                 "') has shape ", dY.dims(), " but the FC output has shape ", shape.y_dims);
+  return shape;
+}
+
 // ---- FC / FCTransposed ----
 
 FCOp::FCOp(const OperatorDef& def, Workspace* workspace, bool weight_is_k_by_n)
-    : Operator<CPUContext>(def, workspace),
-      axis_(GetSingleArgument<int>("axis", 1)),
-      axis_w_(GetSingleArgument<int>("axis_w", 1)),
-      weight_is_k_by_n_(weight_is_k_by_n),
-      fuse_relu_(ReadFCFuseRelu(*this)) {}
+    : Operator<CPUContext>(def, workspace), args_(ReadFCArgs(*this, weight_is_k_by_n)) {}
 
 void FCOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& W = Input(1);
   const Tensor& b = Input(2);
-  EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1, 2});
-  const FCShape shape = ComputeFCShape(type(), input_name(0), X.dims(), input_name(1),
-                                       W.dims(), axis_, axis_w_, weight_is_k_by_n_);
-  DOPPIO_ENFORCE(b.ndim() == 1 && b.dim(0) == shape.N, "bias b ('", input_name(2), "') has shape ",
-                 b.dims(), " but should be [", shape.N,
-                 "], one entry per output unit N of weight W ('", input_name(1), "') ", W.dims());
+  const FCShape shape = CheckFCInputs(*this, args_);
   if (X.dtype() == DataType::kFloat && shape.M > 0 && shape.N > 0 && shape.K > 0) {
     Tensor* Y = Output(0);
     Y->Resize(shape.y_dims);
@@ -82,8 +107,8 @@ void FCOp::RunOnDevice() {
     product.M = shape.M;
     product.K = shape.K;
     product.N = shape.N;
-    product.trans_b = !weight_is_k_by_n_;
-    product.relu = fuse_relu_;
+    product.trans_b = !args_.weight_is_k_by_n;
+    product.relu = args_.fuse_relu;
     if (dnnl_.Run(product, X.data<float>(), W.data<float>(), b.data<float>(),
                   Y->mutable_data<float>())) {
       return;
@@ -95,10 +120,10 @@ void FCOp::RunOnDevice() {
     Y->Resize(shape.y_dims);
     T* y = Y->mutable_data<T>();
     // Y = X W^T (W stored [N, K]) or X W (W stored [K, N]).
-    MatrixProduct<T>(false, !weight_is_k_by_n_, shape.M, shape.N, shape.K, X.data<T>(),
+    MatrixProduct<T>(false, !args_.weight_is_k_by_n, shape.M, shape.N, shape.K, X.data<T>(),
                      W.data<T>(), y);
     const T* bias = b.data<T>();
-    if (fuse_relu_) {
+    if (args_.fuse_relu) {
       for (int64_t m = 0; m < shape.M; ++m) {
         T* row = y + m * shape.N;
         for (int64_t n = 0; n < shape.N; ++n) row[n] = std::max(row[n] + bias[n], T(0));
@@ -114,22 +139,14 @@ void FCOp::RunOnDevice() {
 
 // ---- FCGradient / FCTransposedGradient ----
 
-FCGradientOp::FCGradientOp(const OperatorDef& def, Workspace* workspace,
-                           bool weight_is_k_by_n)
-    : Operator<CPUContext>(def, workspace),
-      axis_(GetSingleArgument<int>("axis", 1)),
-      axis_w_(GetSingleArgument<int>("axis_w", 1)),
-      weight_is_k_by_n_(weight_is_k_by_n) {}
+FCGradientOp::FCGradientOp(const OperatorDef& def, Workspace* workspace, bool weight_is_k_by_n)
+    : Operator<CPUContext>(def, workspace), args_(ReadFCArgs(*this, weight_is_k_by_n)) {}
 
 void FCGradientOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& W = Input(1);
   const Tensor& dY = Input(2);
-  EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1, 2});
-  const FCShape shape = ComputeFCShape(type(), input_name(0), X.dims(), input_name(1),
-                                       W.dims(), axis_, axis_w_, weight_is_k_by_n_);
-  DOPPIO_ENFORCE(dY.numel() == shape.M * shape.N, "output gradient dY ('", input_name(2),
-                 "') has shape ", dY.dims(), " but the FC output has shape ", shape.y_dims);
+  const FCShape shape = CheckFCGradientInputs(*this, args_);
   const bool want_dx = OutputSize() == 3;
   DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -157,11 +174,11 @@ void FCGradientOp::RunOnDevice() {
       if (M > 0 && N > 0 && K > 0) {
         // dW = dY^T X ([N, K]) or X^T dY ([K, N]): the batch is the inner dim.
         DnnlMatMulShape weight_product;
-        weight_product.M = weight_is_k_by_n_ ? K : N;
+        weight_product.M = args_.weight_is_k_by_n ? K : N;
         weight_product.K = M;
-        weight_product.N = weight_is_k_by_n_ ? N : K;
+        weight_product.N = args_.weight_is_k_by_n ? N : K;
         weight_product.trans_a = true;
-        weight_grad_done = weight_is_k_by_n_
+        weight_grad_done = args_.weight_is_k_by_n
                                ? dnnl_weight_grad_.Run(weight_product, x, dy, nullptr, weight_grad)
                                : dnnl_weight_grad_.Run(weight_product, dy, x, nullptr, weight_grad);
         if (want_dx) {
@@ -170,20 +187,20 @@ void FCGradientOp::RunOnDevice() {
           input_product.M = M;
           input_product.K = N;
           input_product.N = K;
-          input_product.trans_b = weight_is_k_by_n_;
+          input_product.trans_b = args_.weight_is_k_by_n;
           input_grad_done = dnnl_input_grad_.Run(input_product, dy, w, nullptr, input_grad);
         }
       }
     }
     if (!weight_grad_done) {
-      if (weight_is_k_by_n_) {
+      if (args_.weight_is_k_by_n) {
         MatrixProduct<T>(true, false, K, N, M, x, dy, weight_grad);  // X^T dY
       } else {
         MatrixProduct<T>(true, false, N, K, M, dy, x, weight_grad);  // dY^T X
       }
     }
     if (!input_grad_done) {
-      MatrixProduct<T>(false, weight_is_k_by_n_, M, K, N, dy, w, input_grad);
+      MatrixProduct<T>(false, args_.weight_is_k_by_n, M, K, N, dy, w, input_grad);
     }
 
     std::fill(bias_grad, bias_grad + N, T(0));
@@ -244,7 +261,7 @@ constexpr const char kFusionTypeDoc[] =
     "on oneDNN's matmul with bias and Relu fused, as it does with engine \"DNNL\". Such an "
     "FC has no gradient";
 
-void FCArgs(OpSchema& schema) {
+void FCSchemaArgs(OpSchema& schema) {
   schema.Arg("axis", kAxisDoc)
       .Arg("axis_w", kAxisWDoc)
       .Arg("float16_compute", kFloat16Doc)
@@ -258,20 +275,21 @@ OPERATOR_SCHEMA(FC)
     .NumOutputs(1)
     .TensorInferenceFunction(FCInference(false))
     .CostInferenceFunction(CostInferenceForFC)
-    .Apply(FCArgs)
+    .Apply(FCSchemaArgs)
     .Input(0, "X", "input (float32 or float64), read as [M, K] split at `axis`")
     .Input(1, "W", "weights of X's type, read as [N, K] split at `axis_w`")
     .Input(2, "b", "1-D bias of N entries")
     .Output(0, "Y", "X W^T + b, of shape X.dims[:axis] + [N]")
-    .Doc("Fully connected layer: Y = X W^T + b, where X is coerced to a matrix "
-         "[M, K] at `axis` and W to [N, K] at `axis_w`; b is added to every row.");
+    .Doc(
+        "Fully connected layer: Y = X W^T + b, where X is coerced to a matrix "
+        "[M, K] at `axis` and W to [N, K] at `axis_w`; b is added to every row.");
 
 OPERATOR_SCHEMA(FCTransposed)
     .NumInputs(3)
     .NumOutputs(1)
     .TensorInferenceFunction(FCInference(true))
     .CostInferenceFunction(CostInferenceForFCTransposed)
-    .Apply(FCArgs)
+    .Apply(FCSchemaArgs)
     .Input(0, "X", "input (float32 or float64), read as [M, K] split at `axis`")
     .Input(1, "W", "pre-transposed weights of X's type, read as [K, N] split at `axis_w`")
     .Input(2, "b", "1-D bias of N entries")
@@ -283,7 +301,7 @@ OPERATOR_SCHEMA(FCGradient)
     .NumOutputs(2, 3)
     .TensorInferenceFunction(FCGradientInference(false))
     .CostInferenceFunction(CostInferenceForFCGradient)
-    .Apply(FCArgs)
+    .Apply(FCSchemaArgs)
     .Input(0, "X", "FC's input")
     .Input(1, "W", "FC's weights, [N, K]")
     .Input(2, "dY", "gradient of FC's output")
@@ -297,7 +315,7 @@ OPERATOR_SCHEMA(FCTransposedGradient)
     .NumOutputs(2, 3)
     .TensorInferenceFunction(FCGradientInference(true))
     .CostInferenceFunction(CostInferenceForFCTransposedGradient)
-    .Apply(FCArgs)
+    .Apply(FCSchemaArgs)
     .Input(0, "X", "FCTransposed's input")
     .Input(1, "W", "FCTransposed's weights, [K, N]")
     .Input(2, "dY", "gradient of FCTransposed's output")

@@ -34,6 +34,24 @@ FCShape ComputeFCShape(const std::string& op, const std::string& x_name,
                        const std::vector<int64_t>& w_dims, int axis, int axis_w,
                        bool weight_is_k_by_n);
 
+// The arguments of FC, FCTransposed and their gradients, read once for the
+// CPU and CUDA ops: axis and axis_w (default 1), whether W is stored
+// [K, N] (the Transposed ops) and fusion_type 1, Relu after the bias
+// (written by the fusion pass; the gradient ops ignore it).
+struct FCArgs {
+  int axis = 1;
+  int axis_w = 1;
+  bool weight_is_k_by_n = false;
+  bool fuse_relu = false;
+};
+FCArgs ReadFCArgs(const OperatorBase& op, bool weight_is_k_by_n);
+
+// The inputs of the forward ops (X, W, b) or of the gradient ops (X, W,
+// dY), CPU and CUDA: one float dtype, W against X, b of [N] or dY of M x N
+// elements. Returns the matrix view.
+FCShape CheckFCInputs(const OperatorBase& op, const FCArgs& args);
+FCShape CheckFCGradientInputs(const OperatorBase& op, const FCArgs& args);
+
 // Inputs X, W, b (one dtype: float32 or float64); output Y. With
 // fusion_type = 1 (written by the fusion pass) Y = max(X W^T + b, 0).
 // float32 runs on oneDNN's matmul with the bias (and Relu) fused; float64,
@@ -50,10 +68,7 @@ class FCOp : public Operator<CPUContext> {
   FCOp(const OperatorDef& def, Workspace* workspace, bool weight_is_k_by_n);
 
  private:
-  int axis_;
-  int axis_w_;
-  bool weight_is_k_by_n_;
-  bool fuse_relu_;
+  FCArgs args_;
   DnnlMatMul dnnl_;
 };
 
@@ -75,9 +90,7 @@ class FCGradientOp : public Operator<CPUContext> {
   FCGradientOp(const OperatorDef& def, Workspace* workspace, bool weight_is_k_by_n);
 
  private:
-  int axis_;
-  int axis_w_;
-  bool weight_is_k_by_n_;
+  FCArgs args_;
   DnnlMatMul dnnl_weight_grad_;
   DnnlMatMul dnnl_input_grad_;
 };

@@ -30,12 +30,7 @@ class CudaFCOp : public Operator<CUDAContext> {
     const Tensor& X = Input(0);
     const Tensor& W = Input(1);
     const Tensor& b = Input(2);
-    EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1, 2});
-    const FCShape shape = ComputeFCShape(type(), input_name(0), X.dims(), input_name(1),
-                                         W.dims(), axis_, axis_w_, weight_is_k_by_n_);
-    DOPPIO_ENFORCE(b.ndim() == 1 && b.dim(0) == shape.N, "bias b ('", input_name(2),
-                   "') has shape ", b.dims(), " but should be [", shape.N,
-                   "], one entry per output unit N of weight W ('", input_name(1), "') ", W.dims());
+    const FCShape shape = CheckFCInputs(*this, args_);
     Tensor* Y = Output(0);
     Y->Resize(shape.y_dims);
     DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
@@ -47,11 +42,11 @@ class CudaFCOp : public Operator<CUDAContext> {
         DOPPIO_CUDA_CHECK(cudaMemsetAsync(y, 0, Y->nbytes(), stream));
       } else {
         // Y = X W^T (W stored [N, K]) or X W (W stored [K, N]).
-        RowMajorGemm(context_.cublas_handle(), stream, allow_tf32_, false, !weight_is_k_by_n_,
+        RowMajorGemm(context_.cublas_handle(), stream, allow_tf32_, false, !args_.weight_is_k_by_n,
                      shape.M, shape.N, shape.K, T(1), X.data<T>(), W.data<T>(), T(0), y,
                      type().c_str());
       }
-      LaunchAddRowBias(shape.M, shape.N, b.data<T>(), y, stream);
+      LaunchAddRowBias(shape.M, shape.N, b.data<T>(), args_.fuse_relu, y, stream);
       DOPPIO_CUDA_CHECK(cudaGetLastError());
     });
   }
@@ -59,15 +54,11 @@ class CudaFCOp : public Operator<CUDAContext> {
  protected:
   CudaFCOp(const OperatorDef& def, Workspace* workspace, bool weight_is_k_by_n)
       : Operator<CUDAContext>(def, workspace),
-        axis_(GetSingleArgument<int>("axis", 1)),
-        axis_w_(GetSingleArgument<int>("axis_w", 1)),
-        weight_is_k_by_n_(weight_is_k_by_n),
+        args_(ReadFCArgs(*this, weight_is_k_by_n)),
         allow_tf32_(def.engine() == "TENSORCORE") {}
 
  private:
-  int axis_;
-  int axis_w_;
-  bool weight_is_k_by_n_;
+  FCArgs args_;
   bool allow_tf32_;
 };
 
@@ -88,11 +79,7 @@ class CudaFCGradientOp : public Operator<CUDAContext> {
     const Tensor& X = Input(0);
     const Tensor& W = Input(1);
     const Tensor& dY = Input(2);
-    EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1, 2});
-    const FCShape shape = ComputeFCShape(type(), input_name(0), X.dims(), input_name(1),
-                                         W.dims(), axis_, axis_w_, weight_is_k_by_n_);
-    DOPPIO_ENFORCE(dY.numel() == shape.M * shape.N, "output gradient dY ('", input_name(2),
-                   "') has shape ", dY.dims(), " but the FC output has shape ", shape.y_dims);
+    const FCShape shape = CheckFCGradientInputs(*this, args_);
     DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const int64_t M = shape.M, K = shape.K, N = shape.N;
@@ -108,7 +95,7 @@ class CudaFCGradientOp : public Operator<CUDAContext> {
       if (M == 0) {
         // An empty batch contributes nothing.
         if (dW->nbytes() > 0) DOPPIO_CUDA_CHECK(cudaMemsetAsync(dw, 0, dW->nbytes(), stream));
-      } else if (weight_is_k_by_n_) {
+      } else if (args_.weight_is_k_by_n) {
         RowMajorGemm(handle, stream, allow_tf32_, true, false, K, N, M, T(1), x, dy, T(0), dw,
                      op);  // X^T dY
       } else {
@@ -131,7 +118,7 @@ class CudaFCGradientOp : public Operator<CUDAContext> {
           }
         } else {
           // dX = dY W (W stored [N, K]) or dY W^T (W stored [K, N]).
-          RowMajorGemm(handle, stream, allow_tf32_, false, weight_is_k_by_n_, M, K, N, T(1),
+          RowMajorGemm(handle, stream, allow_tf32_, false, args_.weight_is_k_by_n, M, K, N, T(1),
                        dy, W.data<T>(), T(0), dx, op);
         }
       }
@@ -141,15 +128,11 @@ class CudaFCGradientOp : public Operator<CUDAContext> {
  protected:
   CudaFCGradientOp(const OperatorDef& def, Workspace* workspace, bool weight_is_k_by_n)
       : Operator<CUDAContext>(def, workspace),
-        axis_(GetSingleArgument<int>("axis", 1)),
-        axis_w_(GetSingleArgument<int>("axis_w", 1)),
-        weight_is_k_by_n_(weight_is_k_by_n),
+        args_(ReadFCArgs(*this, weight_is_k_by_n)),
         allow_tf32_(def.engine() == "TENSORCORE") {}
 
  private:
-  int axis_;
-  int axis_w_;
-  bool weight_is_k_by_n_;
+  FCArgs args_;
   bool allow_tf32_;
 };
 

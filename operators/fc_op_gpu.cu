@@ -11,11 +11,12 @@ constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 4096;
 
 template <typename T>
-__global__ void AddRowBiasKernel(int64_t rows, int64_t cols, const T* bias, T* y) {
+__global__ void AddRowBiasKernel(int64_t rows, int64_t cols, const T* bias, bool relu, T* y) {
   const int64_t total = rows * cols;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    y[i] += bias[i % cols];
+    const T value = y[i] + bias[i % cols];
+    y[i] = relu && value < T(0) ? T(0) : value;
   }
 }
 
@@ -43,12 +44,12 @@ __global__ void ColumnSumsKernel(int64_t rows, int64_t cols, const T* x, T* sums
 }
 
 template <typename T>
-void AddRowBias(int64_t rows, int64_t cols, const T* bias, T* y, cudaStream_t stream) {
+void AddRowBias(int64_t rows, int64_t cols, const T* bias, bool relu, T* y, cudaStream_t stream) {
   const int64_t total = rows * cols;
   if (total == 0) return;
   const int64_t blocks = std::min<int64_t>((total + kThreads - 1) / kThreads, kMaxBlocks);
-  AddRowBiasKernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(rows, cols,
-                                                                              bias, y);
+  AddRowBiasKernel<T>
+      <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(rows, cols, bias, relu, y);
 }
 
 template <typename T>
@@ -61,13 +62,13 @@ void ColumnSums(int64_t rows, int64_t cols, const T* x, T* sums, cudaStream_t st
 
 }  // namespace
 
-void LaunchAddRowBias(int64_t rows, int64_t cols, const float* bias, float* y,
+void LaunchAddRowBias(int64_t rows, int64_t cols, const float* bias, bool relu, float* y,
                       cudaStream_t stream) {
-  AddRowBias(rows, cols, bias, y, stream);
+  AddRowBias(rows, cols, bias, relu, y, stream);
 }
-void LaunchAddRowBias(int64_t rows, int64_t cols, const double* bias, double* y,
+void LaunchAddRowBias(int64_t rows, int64_t cols, const double* bias, bool relu, double* y,
                       cudaStream_t stream) {
-  AddRowBias(rows, cols, bias, y, stream);
+  AddRowBias(rows, cols, bias, relu, y, stream);
 }
 void LaunchColumnSums(int64_t rows, int64_t cols, const float* x, float* sums,
                       cudaStream_t stream) {

@@ -8,10 +8,11 @@
 
 namespace doppio {
 
-// y[m, n] += bias[n] for a row-major [rows, cols] matrix y.
-void LaunchAddRowBias(int64_t rows, int64_t cols, const float* bias, float* y,
+// y[m, n] += bias[n] for a row-major [rows, cols] matrix y, then
+// y = max(y, 0) when `relu` (FC's fusion_type 1).
+void LaunchAddRowBias(int64_t rows, int64_t cols, const float* bias, bool relu, float* y,
                       cudaStream_t stream);
-void LaunchAddRowBias(int64_t rows, int64_t cols, const double* bias, double* y,
+void LaunchAddRowBias(int64_t rows, int64_t cols, const double* bias, bool relu, double* y,
                       cudaStream_t stream);
 
 // sums[n] = sum over m of x[m, n], for a row-major [rows, cols] matrix x

@@ -133,11 +133,6 @@ std::function<void(OpSchema&)> FillerSchema(DataType default_dtype, const char* 
 
 // ---- ConstantFill ----
 
-namespace {
-
-// The dtype ConstantFill produces without a value input: `dtype` if given,
-// else the kind of `value` (an int value means int64, a float value float),
-// as in Caffe2. Shared by the kernel and the shape inference.
 DataType ConstantFillType(const OperatorDef& def) {
   const ArgumentHelper args(def);
   if (args.Has("dtype") || !args.Has("value")) {
@@ -151,8 +146,6 @@ DataType ConstantFillType(const OperatorDef& def) {
   DOPPIO_THROW("op ", def.type(), ": argument 'value' is neither an int nor a float; set "
                "'dtype' to fill with another type");
 }
-
-}  // namespace
 
 ConstantFillOp::ConstantFillOp(const OperatorDef& def, Workspace* workspace)
     : FillerOp<CPUContext>(def, workspace), dtype_(ConstantFillType(def)) {
@@ -183,22 +176,29 @@ void ConstantFillOp::Fill(Tensor* output) {
 // ---- random fills ----
 
 template <typename T>
-UniformFillOp<T>::UniformFillOp(const OperatorDef& def, Workspace* workspace)
-    : FillerOp<CPUContext>(def, workspace),
-      min_(GetSingleArgument<T>("min", T(0))),
-      max_(GetSingleArgument<T>("max", T(1))) {
-  if (InputSize() == 3) {
-    DOPPIO_ENFORCE(!HasArgument("min") && !HasArgument("max"),
+UniformRange<T> ReadUniformRange(const OperatorBase& op) {
+  UniformRange<T> range{op.GetSingleArgument<T>("min", T(0)), op.GetSingleArgument<T>("max", T(1))};
+  if (op.InputSize() == 3) {
+    DOPPIO_ENFORCE(!op.HasArgument("min") && !op.HasArgument("max"),
                    "give min and max either as arguments or as inputs, not both");
   } else {
-    DOPPIO_ENFORCE(min_ < max_, "max (", max_, ") must be bigger than min (", min_, ")");
+    DOPPIO_ENFORCE(range.min < range.max, "max (", range.max, ") must be bigger than min (",
+                   range.min, ")");
   }
+  return range;
 }
+
+template UniformRange<float> ReadUniformRange<float>(const OperatorBase&);
+template UniformRange<int32_t> ReadUniformRange<int32_t>(const OperatorBase&);
+
+template <typename T>
+UniformFillOp<T>::UniformFillOp(const OperatorDef& def, Workspace* workspace)
+    : FillerOp<CPUContext>(def, workspace), range_(ReadUniformRange<T>(*this)) {}
 
 template <typename T>
 void UniformFillOp<T>::Fill(Tensor* output) {
-  T low = min_;
-  T high = max_;
+  T low = range_.min;
+  T high = range_.max;
   if (InputSize() == 3) {
     auto scalar_input = [&](int i) {
       const Tensor& bound = Input(i);
@@ -234,12 +234,31 @@ void UniformFillOp<T>::Fill(Tensor* output) {
 template class UniformFillOp<float>;
 template class UniformFillOp<int32_t>;
 
-GaussianFillOp::GaussianFillOp(const OperatorDef& def, Workspace* workspace)
-    : FillerOp<CPUContext>(def, workspace),
-      mean_(GetSingleArgument<float>("mean", 0.0f)),
-      std_(GetSingleArgument<float>("std", 1.0f)) {
-  DOPPIO_ENFORCE(std_ >= 0.0f, "argument 'std' must not be negative, got ", std_);
+GaussianArgs ReadGaussianArgs(const OperatorBase& op) {
+  GaussianArgs args;
+  args.mean = op.GetSingleArgument<float>("mean", args.mean);
+  args.std = op.GetSingleArgument<float>("std", args.std);
+  DOPPIO_ENFORCE(args.std >= 0.0f, "argument 'std' must not be negative, got ", args.std);
+  return args;
 }
+
+float XavierFillScale(const Tensor& output) {
+  DOPPIO_ENFORCE(output.ndim() >= 1, "the output needs at least one dimension to define fan_in");
+  if (output.numel() == 0) return 0.0f;
+  const int64_t fan_in = output.numel() / output.dim(0);
+  return std::sqrt(3.0f / static_cast<float>(fan_in));
+}
+
+float MSRAFillStd(const Tensor& output) {
+  DOPPIO_ENFORCE(output.ndim() >= 2,
+                 "the output needs at least two dimensions to define fan_out, got ", output.dims());
+  if (output.numel() == 0) return 0.0f;
+  const int64_t fan_out = output.numel() / output.dim(1);
+  return std::sqrt(2.0f / static_cast<float>(fan_out));
+}
+
+GaussianFillOp::GaussianFillOp(const OperatorDef& def, Workspace* workspace)
+    : FillerOp<CPUContext>(def, workspace), args_(ReadGaussianArgs(*this)) {}
 
 namespace {
 void FillGaussian(int64_t count, float mean, float stddev, std::mt19937& generator,
@@ -254,29 +273,23 @@ void FillGaussian(int64_t count, float mean, float stddev, std::mt19937& generat
 }  // namespace
 
 void GaussianFillOp::Fill(Tensor* output) {
-  FillGaussian(output->numel(), mean_, std_, context_.RandGenerator(),
+  FillGaussian(output->numel(), args_.mean, args_.std, context_.RandGenerator(),
                output->mutable_data<float>());
 }
 
 void XavierFillOp::Fill(Tensor* output) {
+  const float scale = XavierFillScale(*output);
   float* data = output->mutable_data<float>();
-  DOPPIO_ENFORCE(output->ndim() >= 1, "the output needs at least one dimension to define fan_in");
   if (output->numel() == 0) return;
-  const int64_t fan_in = output->numel() / output->dim(0);
-  const float scale = std::sqrt(3.0f / static_cast<float>(fan_in));
   std::uniform_real_distribution<float> distribution(-scale, scale);
   auto& generator = context_.RandGenerator();
   for (int64_t i = 0; i < output->numel(); ++i) data[i] = distribution(generator);
 }
 
 void MSRAFillOp::Fill(Tensor* output) {
+  const float stddev = MSRAFillStd(*output);
   float* data = output->mutable_data<float>();
-  DOPPIO_ENFORCE(output->ndim() >= 2,
-                 "the output needs at least two dimensions to define fan_out, got ",
-                 output->dims());
   if (output->numel() == 0) return;
-  const int64_t fan_out = output->numel() / output->dim(1);
-  const float stddev = std::sqrt(2.0f / static_cast<float>(fan_out));
   FillGaussian(output->numel(), 0.0f, stddev, context_.RandGenerator(), data);
 }
 

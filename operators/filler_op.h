@@ -72,6 +72,37 @@ OpSchema::InferenceFunction FillerShapeInference(DataType default_dtype);
 std::function<void(OpSchema&)> FillerSchema(DataType default_dtype,
                                             const char* shape_input = "input");
 
+// The arguments each filler reads, shared by the CPU and CUDA ops.
+//
+// The dtype ConstantFill produces without a value input: `dtype` if given,
+// else the kind of `value` (an int value means int64, a float value float),
+// as in Caffe2. Also the shape inference's.
+DataType ConstantFillType(const OperatorDef& def);
+
+// UniformFill's (float) and UniformIntFill's (int32) bounds, default
+// [0, 1): as arguments with min < max, or as inputs 1 and 2 (then not as
+// arguments, and checked when the op runs).
+template <typename T>
+struct UniformRange {
+  T min;
+  T max;
+};
+template <typename T>
+UniformRange<T> ReadUniformRange(const OperatorBase& op);
+
+// GaussianFill's mean (default 0) and std (default 1, not negative).
+struct GaussianArgs {
+  float mean = 0.0f;
+  float std = 1.0f;
+};
+GaussianArgs ReadGaussianArgs(const OperatorBase& op);
+
+// XavierFill's bound sqrt(3 / fan_in), fan_in = numel / dim(0), and
+// MSRAFill's standard deviation sqrt(2 / fan_out), fan_out = numel / dim(1),
+// from the resized output (0 for an empty one).
+float XavierFillScale(const Tensor& output);
+float MSRAFillStd(const Tensor& output);
+
 class ConstantFillOp final : public FillerOp<CPUContext> {
  public:
   ConstantFillOp(const OperatorDef& def, Workspace* workspace);
@@ -95,8 +126,7 @@ class UniformFillOp final : public FillerOp<CPUContext> {
   void Fill(Tensor* output) override;
 
  private:
-  T min_;
-  T max_;
+  UniformRange<T> range_;
 };
 
 class GaussianFillOp final : public FillerOp<CPUContext> {
@@ -107,8 +137,7 @@ class GaussianFillOp final : public FillerOp<CPUContext> {
   void Fill(Tensor* output) override;
 
  private:
-  float mean_;
-  float std_;
+  GaussianArgs args_;
 };
 
 // Uniform in [-sqrt(3 / fan_in), sqrt(3 / fan_in)], fan_in = numel / dim(0).

@@ -10,6 +10,7 @@
 #include "core/registry.h"
 #include "operators/elementwise_op_gpu.h"
 #include "operators/filler_op.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 namespace {
@@ -34,13 +35,18 @@ class PhiloxSource {
   uint64_t offset_ = 0;
 };
 
+// The fills every CUDA filler shares: the op's Philox stream and float32
+// output (ConstantFill, which also writes float64, int32 and int64, checks
+// its own dtype).
 class CudaFillerBase : public FillerOp<CUDAContext> {
  public:
   CudaFillerBase(const OperatorDef& def, Workspace* workspace)
       : FillerOp<CUDAContext>(def, workspace), philox_(def, context_) {
-    const int dtype = GetSingleArgument<int>("dtype", TensorProto::FLOAT);
-    DOPPIO_ENFORCE(dtype == TensorProto::FLOAT,
-                   "CUDA kernel: only dtype FLOAT (1) is supported, got ", dtype);
+    if (def.type() == "ConstantFill") return;
+    const DataType dtype =
+        DtypeArgumentType(def.type(), GetSingleArgument<int>("dtype", TensorProto::FLOAT));
+    DOPPIO_ENFORCE(dtype == DataType::kFloat, "the CUDA random fills write float32 only, not ",
+                   DataTypeName(dtype), " (argument dtype)");
   }
 
  protected:
@@ -57,51 +63,63 @@ class CudaFillerBase : public FillerOp<CUDAContext> {
   PhiloxSource philox_;
 };
 
+using ConstantFillTypes = NumericTypes;
+
+// ConstantFill with Caffe2's dtype rule (ConstantFillType); the value input
+// V is CPU-only.
 class CudaConstantFillOp final : public CudaFillerBase {
  public:
   CudaConstantFillOp(const OperatorDef& def, Workspace* workspace)
-      : CudaFillerBase(def, workspace), value_(GetSingleArgument<float>("value", 0.0f)) {}
+      : CudaFillerBase(def, workspace), dtype_(ConstantFillType(def)) {
+    DOPPIO_ENFORCE(InputSize() < 2, "the value input V is supported on the CPU only");
+    DOPPIO_ENFORCE(TypeListHas(ConstantFillTypes{}, dtype_), "the CUDA ConstantFill writes ",
+                   TypeListNames(ConstantFillTypes{}), ", not ", DataTypeName(dtype_),
+                   " (argument dtype or value)");
+    value_.Resize({});
+    DispatchTypes(ConstantFillTypes{}, "value", dtype_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      *value_.mutable_data<T>() = ScalarArgumentAs<T>(*this, "value", T());
+    });
+  }
 
  protected:
   void Fill(Tensor* output) override {
-    LaunchConstantFillCuda(output->numel(), value_, output->mutable_data<float>(),
-                           context_.cuda_stream());
+    DispatchTypes(ConstantFillTypes{}, "argument dtype", dtype_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      LaunchConstantFillCuda<T>(output->numel(), value_.data<T>()[0], output->mutable_data<T>(),
+                                context_.cuda_stream());
+    });
   }
 
  private:
-  float value_;
+  DataType dtype_;
+  Tensor value_;  // the parsed `value`, a host scalar of dtype_
 };
 
 class CudaUniformFillOp final : public CudaFillerBase {
  public:
   CudaUniformFillOp(const OperatorDef& def, Workspace* workspace)
-      : CudaFillerBase(def, workspace),
-        min_(GetSingleArgument<float>("min", 0.0f)),
-        max_(GetSingleArgument<float>("max", 1.0f)) {
-    DOPPIO_ENFORCE(min_ <= max_, "argument 'min' (", min_, ") is greater than 'max' (", max_, ")");
+      : CudaFillerBase(def, workspace), range_(ReadUniformRange<float>(*this)) {
+    DOPPIO_ENFORCE(InputSize() < 3, "min and max as inputs are supported on the CPU only");
   }
 
  protected:
-  void Fill(Tensor* output) override { Uniform(output, min_, max_); }
+  void Fill(Tensor* output) override { Uniform(output, range_.min, range_.max); }
 
  private:
-  float min_, max_;
+  UniformRange<float> range_;
 };
 
 class CudaGaussianFillOp final : public CudaFillerBase {
  public:
   CudaGaussianFillOp(const OperatorDef& def, Workspace* workspace)
-      : CudaFillerBase(def, workspace),
-        mean_(GetSingleArgument<float>("mean", 0.0f)),
-        std_(GetSingleArgument<float>("std", 1.0f)) {
-    DOPPIO_ENFORCE(std_ >= 0.0f, "argument 'std' must not be negative, got ", std_);
-  }
+      : CudaFillerBase(def, workspace), args_(ReadGaussianArgs(*this)) {}
 
  protected:
-  void Fill(Tensor* output) override { Gaussian(output, mean_, std_); }
+  void Fill(Tensor* output) override { Gaussian(output, args_.mean, args_.std); }
 
  private:
-  float mean_, std_;
+  GaussianArgs args_;
 };
 
 // Uniform on [-sqrt(3 / fan_in), sqrt(3 / fan_in)], fan_in = numel / dim 0.
@@ -111,10 +129,8 @@ class CudaXavierFillOp final : public CudaFillerBase {
 
  protected:
   void Fill(Tensor* output) override {
-    DOPPIO_ENFORCE(output->ndim() >= 1, "the output needs at least one dimension to define fan_in");
+    const float scale = XavierFillScale(*output);
     if (output->numel() == 0) return;
-    const int64_t fan_in = output->numel() / output->dim(0);
-    const float scale = std::sqrt(3.0f / static_cast<float>(fan_in));
     Uniform(output, -scale, scale);
   }
 };
@@ -126,12 +142,9 @@ class CudaMSRAFillOp final : public CudaFillerBase {
 
  protected:
   void Fill(Tensor* output) override {
-    DOPPIO_ENFORCE(output->ndim() >= 2,
-                   "the output needs at least two dimensions to define fan_out, got ",
-                   output->dims());
+    const float stddev = MSRAFillStd(*output);
     if (output->numel() == 0) return;
-    const int64_t fan_out = output->numel() / output->dim(1);
-    Gaussian(output, 0.0f, std::sqrt(2.0f / static_cast<float>(fan_out)));
+    Gaussian(output, 0.0f, stddev);
   }
 };
 

@@ -15,7 +15,8 @@ using cuda_launch::FirstIndex;
 using cuda_launch::GridStride;
 using cuda_launch::kThreads;
 
-__global__ void ConstantKernel(int64_t n, float value, float* y) {
+template <typename T>
+__global__ void ConstantKernel(int64_t n, T value, T* y) {
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) y[i] = value;
 }
 
@@ -40,11 +41,17 @@ __global__ void DropoutGradientKernel(float scale, int64_t n, const float* dy, c
 
 }  // namespace
 
-void LaunchConstantFillCuda(int64_t n, float value, float* y, cudaStream_t stream) {
+template <typename T>
+void LaunchConstantFillCuda(int64_t n, T value, T* y, cudaStream_t stream) {
   if (n == 0) return;
-  ConstantKernel<<<BlocksFor(n), kThreads, 0, stream>>>(n, value, y);
+  ConstantKernel<T><<<BlocksFor(n), kThreads, 0, stream>>>(n, value, y);
   CheckLaunch("ConstantKernel");
 }
+
+template void LaunchConstantFillCuda<float>(int64_t, float, float*, cudaStream_t);
+template void LaunchConstantFillCuda<double>(int64_t, double, double*, cudaStream_t);
+template void LaunchConstantFillCuda<int32_t>(int64_t, int32_t, int32_t*, cudaStream_t);
+template void LaunchConstantFillCuda<int64_t>(int64_t, int64_t, int64_t*, cudaStream_t);
 
 void LaunchUniformFillCuda(const functors::UniformFill& fill, int64_t n, float* y,
                            cudaStream_t stream) {

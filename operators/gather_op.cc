@@ -13,13 +13,15 @@ namespace doppio {
 
 // ---- Gather ----
 
-GatherOp::GatherOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace) {
-  // Later Caffe2 versions added `axis`; only the original axis 0 is
-  // implemented, so say so rather than gather along the wrong axis.
-  const int axis = GetSingleArgument<int>("axis", 0);
+void EnforceGatherAxis(const OperatorBase& op) {
+  const int axis = op.GetSingleArgument<int>("axis", 0);
   DOPPIO_ENFORCE(axis == 0, "axis ", axis,
                  " is not supported; Gather indexes the first dimension (axis 0)");
+}
+
+GatherOp::GatherOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace) {
+  EnforceGatherAxis(*this);
 }
 
 void GatherOp::RunOnDevice() {

@@ -6,6 +6,11 @@
 
 namespace doppio {
 
+// Gather's `axis` argument, for the CPU and CUDA ops: later Caffe2
+// versions added it; only the original axis 0 is implemented, so any other
+// value is an error rather than a gather along the wrong axis.
+void EnforceGatherAxis(const OperatorBase& op);
+
 // Gather(DATA, INDICES) -> OUTPUT of shape INDICES.shape + DATA.shape[1:]:
 // OUTPUT[i...] = DATA[INDICES[i...]]. DATA may hold any dtype; INDICES are
 // int32 or int64, each in [0, DATA.shape[0]).

@@ -7,6 +7,7 @@
 #include "core/cuda/cuda_context.h"
 #include "core/operator.h"
 #include "core/registry.h"
+#include "operators/gather_op.h"
 #include "operators/op_type_dispatch.h"
 #include "operators/sparse_index_utils.h"
 #include "operators/sparse_index_utils_gpu.h"
@@ -19,16 +20,14 @@ class CudaGatherOp final : public Operator<CUDAContext> {
  public:
   CudaGatherOp(const OperatorDef& def, Workspace* workspace)
       : Operator<CUDAContext>(def, workspace) {
-    const int axis = GetSingleArgument<int>("axis", 0);
-    DOPPIO_ENFORCE(axis == 0, "axis ", axis,
-                   " is not supported; Gather indexes the first dimension (axis 0)");
+    EnforceGatherAxis(*this);
   }
 
   void RunOnDevice() override {
     const Tensor& data = Input(0);
     const Tensor& indices = Input(1);
     EnforceHasRows(*this, 0, data);
-    EnforceOnOpGpu(*this, context_, 0, data);
+    EnforceInputOnDevice(*this, 0, data, context_.device());
     DOPPIO_ENFORCE(data.dtype() != DataType::kString, "CUDA kernel: '", input_name(0),
                    "' holds strings, which live only on the host");
     const int64_t rows = data.dim(0);

@@ -223,19 +223,24 @@ LearningRateMultiplier MakeLearningRateMultiplier(const OperatorBase& op,
                "constantWarmup, alter, hill, cosine, composite");
 }
 
-LearningRateOp::LearningRateOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace) {
-  DOPPIO_ENFORCE(HasArgument("base_lr"), "the base learning rate (argument base_lr) must be set");
-  const std::string policy = GetSingleArgument<std::string>("policy", "");
+LearningRateSchedule ReadLearningRateSchedule(const OperatorBase& op) {
+  DOPPIO_ENFORCE(op.HasArgument("base_lr"),
+                 "the base learning rate (argument base_lr) must be set");
+  const std::string policy = op.GetSingleArgument<std::string>("policy", "");
   DOPPIO_ENFORCE(!policy.empty(), "a learning rate policy (argument policy) must be given");
-  base_lr_ = GetSingleArgument<float>("base_lr", 0.0f) *
-             static_cast<double>(GetSingleArgument<float>("lr_scale", 1.0f));
-  multiplier_ = MakeLearningRateMultiplier(*this, policy, "");
+  LearningRateSchedule schedule;
+  schedule.base_lr = op.GetSingleArgument<float>("base_lr", 0.0f) *
+                     static_cast<double>(op.GetSingleArgument<float>("lr_scale", 1.0f));
+  schedule.multiplier = MakeLearningRateMultiplier(op, policy, "");
+  return schedule;
 }
+
+LearningRateOp::LearningRateOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), schedule_(ReadLearningRateSchedule(*this)) {}
 
 void LearningRateOp::RunOnDevice() {
   const int64_t iteration = ReadIteration(*this, 0, Input(0));
-  const double learning_rate = base_lr_ * multiplier_(iteration);
+  const double learning_rate = schedule_.At(iteration);
   Tensor* output = Output(0);
   output->Resize({});
   output->mutable_data<float>()[0] = static_cast<float>(learning_rate);

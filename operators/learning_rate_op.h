@@ -22,14 +22,22 @@ LearningRateMultiplier MakeLearningRateMultiplier(const OperatorBase& op,
                                                   const std::string& policy,
                                                   const std::string& prefix);
 
+// The op's schedule, read once for the CPU and CUDA ops: base_lr (required)
+// times lr_scale times the multiplier of `policy` (required).
+struct LearningRateSchedule {
+  double base_lr = 0;
+  LearningRateMultiplier multiplier;
+  double At(int64_t iteration) const { return base_lr * multiplier(iteration); }
+};
+LearningRateSchedule ReadLearningRateSchedule(const OperatorBase& op);
+
 class LearningRateOp final : public Operator<CPUContext> {
  public:
   LearningRateOp(const OperatorDef& def, Workspace* workspace);
   void RunOnDevice() override;
 
  private:
-  double base_lr_;
-  LearningRateMultiplier multiplier_;
+  LearningRateSchedule schedule_;
 };
 
 }  // namespace doppio

@@ -64,7 +64,7 @@ void LengthsReducerOp<kSparse, kMean>::RunOnDevice() {
 
   const std::vector<int64_t> output_dims =
       ShapeOfRows({static_cast<int64_t>(lengths.size())}, data);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), data.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), data.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* source = data.data<T>();
     Tensor* output = Output(0);
@@ -107,7 +107,7 @@ void LengthsReducerGradientOp<kMean>::RunOnDevice() {
   const int64_t row_size = output_grad.SizeFromDim(1);
   const std::vector<int64_t> grad_dims = ShapeOfRows({total}, output_grad);
 
-  DispatchTypes(FloatTypes{}, *this, input_name(0), output_grad.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), output_grad.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* source = output_grad.data<T>();
     Tensor* data_grad = Output(0);

@@ -59,7 +59,7 @@ class CudaSoftmaxWithLossOp final : public Operator<CUDAContext> {
     const Tensor& X = Input(0);
     const Tensor& labels = Input(1);
     const Tensor* weights = InputSize() > 2 ? &Input(2) : nullptr;
-    for (int i = 0; i < InputSize(); ++i) EnforceCudaInput(*this, i, Input(i));
+    EnforceInputsOnDevice(*this, context_.device());
     DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const functors::SoftmaxLossLayout layout =
@@ -104,7 +104,7 @@ class CudaSoftmaxWithLossGradientOp final : public Operator<CUDAContext> {
     const int p_index = InputSize() - 2;
     const Tensor& P = Input(p_index);
     const Tensor& d_loss = Input(InputSize() - 1);
-    for (int i = 0; i < InputSize(); ++i) EnforceCudaInput(*this, i, Input(i));
+    EnforceInputsOnDevice(*this, context_.device());
     CheckSoftmaxLossGradientInputs(*this, X, P, p_index, d_loss);
     DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -138,7 +138,7 @@ class CudaAveragedLossOp final : public Operator<CUDAContext> {
 
   void RunOnDevice() override {
     const Tensor& X = Input(0);
-    EnforceCudaInput(*this, 0, X);
+    EnforceInputOnDevice(*this, 0, X, context_.device());
     DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = X.data<T>();
@@ -158,7 +158,7 @@ class CudaAveragedLossGradientOp final : public Operator<CUDAContext> {
   void RunOnDevice() override {
     const Tensor& X = Input(0);
     const Tensor& dY = Input(1);
-    EnforceCudaInput(*this, 1, dY);
+    EnforceInputOnDevice(*this, 1, dY, context_.device());
     DOPPIO_ENFORCE(dY.numel() == 1, "gradient '", input_name(1), "' has shape ", dY.dims(),
                    "; AveragedLoss's output is a scalar");
     DOPPIO_ENFORCE(dY.dtype() == X.dtype(), "'", input_name(1), "' holds ",

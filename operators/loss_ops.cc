@@ -15,7 +15,7 @@ namespace doppio {
 
 void AveragedLossOp::RunOnDevice() {
   const Tensor& X = Input(0);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     double sum = 0;
@@ -34,7 +34,7 @@ void AveragedLossGradientOp::RunOnDevice() {
                  "; AveragedLoss's output is a scalar");
   DOPPIO_ENFORCE(dY.dtype() == X.dtype(), "'", input_name(1), "' holds ", DataTypeName(dY.dtype()),
                  " but '", input_name(0), "' holds ", DataTypeName(X.dtype()));
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t n = X.numel();
     const T value = functors::AveragedLossGradientValue(*dY.data<T>(), n);
@@ -65,7 +65,7 @@ void SquaredL2DistanceOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& Y = Input(1);
   CheckSameShape(*this, 0, X, 1, Y);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t rows = RowCount(X);
     const int64_t cols = rows > 0 ? X.numel() / rows : 0;
@@ -96,7 +96,7 @@ void SquaredL2DistanceGradientOp::RunOnDevice() {
   DOPPIO_ENFORCE(dDistance.dtype() == X.dtype(), "'", input_name(2), "' holds ",
                  DataTypeName(dDistance.dtype()), " but '", input_name(0), "' holds ",
                  DataTypeName(X.dtype()));
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t cols = rows > 0 ? X.numel() / rows : 0;
     const T* x = X.data<T>();
@@ -120,26 +120,35 @@ void SquaredL2DistanceGradientOp::RunOnDevice() {
 
 // ---- Accuracy ----
 
-AccuracyOp::AccuracyOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace), top_k_(GetSingleArgument<int>("top_k", 1)) {
-  DOPPIO_ENFORCE(top_k_ >= 1, "argument top_k is ", top_k_, "; it must be at least 1");
+int ReadAccuracyTopK(const OperatorBase& op) {
+  const int top_k = op.GetSingleArgument<int>("top_k", 1);
+  DOPPIO_ENFORCE(top_k >= 1, "argument top_k is ", top_k, "; it must be at least 1");
+  return top_k;
 }
+
+int64_t CheckAccuracyShapes(const OperatorBase& op, const Tensor& X, const Tensor& labels) {
+  DOPPIO_ENFORCE(X.ndim() == 2, "predictions '", op.input_name(0), "' have shape ", X.dims(),
+                 "; expected [N, classes]");
+  const int64_t rows = X.dim(0);
+  DOPPIO_ENFORCE(labels.ndim() == 1 && labels.dim(0) == rows, "labels '", op.input_name(1),
+                 "' have shape ", labels.dims(), " but predictions '", op.input_name(0), "' have ",
+                 rows, " rows; expected [", rows, "]");
+  return rows;
+}
+
+AccuracyOp::AccuracyOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), top_k_(ReadAccuracyTopK(*this)) {}
 
 void AccuracyOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& labels = Input(1);
-  DOPPIO_ENFORCE(X.ndim() == 2, "predictions '", input_name(0), "' have shape ", X.dims(),
-                 "; expected [N, classes]");
-  const int64_t rows = X.dim(0);
+  const int64_t rows = CheckAccuracyShapes(*this, X, labels);
   const int64_t classes = X.dim(1);
-  DOPPIO_ENFORCE(labels.ndim() == 1 && labels.dim(0) == rows, "labels '", input_name(1),
-                 "' have shape ", labels.dims(), " but predictions '", input_name(0), "' have ",
-                 rows, " rows; expected [", rows, "]");
   int64_t correct = 0;
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
-    loss::DispatchLabelType(*this, input_name(1), labels.dtype(), [&](auto label_tag) {
+    DispatchInput(IndexTypes{}, *this, 1, labels.dtype(), [&](auto label_tag) {
       using L = typename decltype(label_tag)::type;
       const L* label = labels.data<L>();
       loss::CheckLabelRange(*this, input_name(1), label, rows, classes);

@@ -1,7 +1,7 @@
 // Simple losses and metrics: AveragedLoss (+ AveragedLossGradient),
 // SquaredL2Distance (+ SquaredL2DistanceGradient) and Accuracy (no
-// gradient); plus the class-label helpers every label-taking loss shares
-// (cross_entropy_op, softmax_with_loss_op).
+// gradient); plus the class-label check every label-taking loss shares
+// (cross_entropy_op, softmax_with_loss_op), whose labels are IndexTypes.
 #pragma once
 
 #include <cstdint>
@@ -11,20 +11,6 @@
 
 namespace doppio {
 namespace loss {
-
-// Calls fn(TypeTag<L>) for int32 or int64 class labels; other dtypes are an
-// error naming the op and the blob.
-template <typename Fn>
-void DispatchLabelType(const OperatorBase& op, const std::string& blob, DataType dtype,
-                       Fn&& fn) {
-  switch (dtype) {
-    case DataType::kInt32: return fn(TypeTag<int32_t>{});
-    case DataType::kInt64: return fn(TypeTag<int64_t>{});
-    default: break;
-  }
-  DOPPIO_THROW("labels '", blob, "' hold ", DataTypeName(dtype),
-               "; class labels must be int32 or int64");
-}
 
 // Every label lies in [0, classes), or equals `ignored` when ignoring is
 // allowed (spatial SoftmaxWithLoss's -1); the error names the op, the blob,
@@ -73,6 +59,13 @@ class SquaredL2DistanceGradientOp final : public Operator<CPUContext> {
   using Operator<CPUContext>::Operator;
   void RunOnDevice() override;
 };
+
+// Accuracy's `top_k` (default 1, at least 1), for the CPU and CUDA ops.
+int ReadAccuracyTopK(const OperatorBase& op);
+
+// Accuracy's shapes, for the CPU and CUDA ops: predictions X [N, D] and
+// labels [N]; returns N.
+int64_t CheckAccuracyShapes(const OperatorBase& op, const Tensor& X, const Tensor& labels);
 
 // Inputs predictions [N, D] (float32/float64) and labels [N] (int32/int64);
 // output a float32 scalar: the fraction of rows whose label is among the

@@ -36,7 +36,7 @@ LpNormOp::LpNormOp(const OperatorDef& def, Workspace* workspace)
 void LpNormOp::RunOnDevice() {
   const Tensor& x = Input(0);
   const double divisor = Divisor(*this, average_, x);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), x.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* data = x.data<T>();
     double sum = 0;
@@ -59,7 +59,7 @@ void LpNormGradientOp::RunOnDevice() {
   const Tensor& x = Input(0);
   const double divisor = Divisor(*this, average_, x);
   const double scale = ReadScalar(*this, 1, Input(1), "the norm's gradient") / divisor;
-  DispatchTypes(FloatTypes{}, *this, input_name(0), x.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* data = x.data<T>();
     Tensor* dx = Output(0);

@@ -11,6 +11,7 @@
 #include "core/registry.h"
 #include "operators/op_type_dispatch.h"
 #include "operators/scalar_operand_gpu.h"
+#include "operators/scale_op.h"
 
 namespace doppio {
 namespace {
@@ -29,11 +30,11 @@ void EnforceLikeFirst(const OperatorBase& op, const Tensor& first, int i, const 
 class CudaScaleOp final : public Operator<CUDAContext> {
  public:
   CudaScaleOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace), scale_(GetSingleArgument<float>("scale", 1.0f)) {}
+      : Operator<CUDAContext>(def, workspace), scale_(ReadScaleArgument(*this)) {}
 
   void RunOnDevice() override {
     const Tensor& X = Input(0);
-    EnforceCudaInput(*this, 0, X);
+    EnforceInputOnDevice(*this, 0, X, context_.device());
     DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = X.data<T>();
@@ -57,7 +58,7 @@ class CudaSumOp final : public Operator<CUDAContext> {
   void RunOnDevice() override {
     const Tensor& first = Input(0);
     for (int i = 0; i < InputSize(); ++i) {
-      EnforceCudaInput(*this, i, Input(i));
+      EnforceInputOnDevice(*this, i, Input(i), context_.device());
       if (i > 0) EnforceLikeFirst(*this, first, i, Input(i));
     }
     auto run = [&](auto tag) {
@@ -98,7 +99,7 @@ class CudaWeightedSumOp final : public Operator<CUDAContext> {
   void RunOnDevice() override {
     const Tensor& X0 = Input(0);
     for (int i = 0; i < InputSize(); i += 2) {
-      EnforceCudaInput(*this, i, Input(i));
+      EnforceInputOnDevice(*this, i, Input(i), context_.device());
       if (i > 0) EnforceLikeFirst(*this, X0, i, Input(i));
     }
     DispatchInput(FloatTypes{}, *this, 0, X0.dtype(), [&](auto tag) {

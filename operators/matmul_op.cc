@@ -136,34 +136,48 @@ BatchPlan PlanBatchMatMul(const std::string& op, const std::string& a_name,
 
 // ---- MatMul ----
 
+MatMulArgs ReadMatMulArgs(const OperatorBase& op) {
+  MatMulArgs args;
+  args.axis_a = op.GetSingleArgument<int>("axis_a", args.axis_a);
+  args.axis_b = op.GetSingleArgument<int>("axis_b", args.axis_b);
+  args.trans_a = op.GetSingleArgument<int>("trans_a", 0) != 0;
+  args.trans_b = op.GetSingleArgument<int>("trans_b", 0) != 0;
+  return args;
+}
+
+MatMulPlan PlanMatMul(const OperatorBase& op, const MatMulArgs& args) {
+  MatMulPlan plan;
+  plan.shape = ComputeMatMulShape(op.type(), op.input_name(0), TensorInput(op, 0).dims(),
+                                  op.input_name(1), TensorInput(op, 1).dims(), args.axis_a,
+                                  args.axis_b, args.trans_a, args.trans_b);
+  EnforceInputsOfOneType(FloatTypes{}, op, {0, 1});
+  const int64_t M = plan.shape.M, N = plan.shape.N;
+  plan.y_dims = {M, N};
+  if (op.InputSize() == 3) {
+    // The gradient form: Y takes the shape of the input it is the gradient of.
+    const std::vector<int64_t>& like = TensorInput(op, 2).dims();
+    DOPPIO_ENFORCE(DimsProduct(like, 0, like.size()) == M * N, "the product is [", M, ", ", N,
+                   "] but input 2 ('", op.input_name(2),
+                   "'), whose shape it should take, has shape ", like);
+    plan.y_dims = like;
+  }
+  return plan;
+}
+
 MatMulOp::MatMulOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      axis_a_(GetSingleArgument<int>("axis_a", 1)),
-      axis_b_(GetSingleArgument<int>("axis_b", 1)),
-      trans_a_(GetSingleArgument<int>("trans_a", 0) != 0),
-      trans_b_(GetSingleArgument<int>("trans_b", 0) != 0) {}
+    : Operator<CPUContext>(def, workspace), args_(ReadMatMulArgs(*this)) {}
 
 void MatMulOp::RunOnDevice() {
   const Tensor& A = Input(0);
   const Tensor& B = Input(1);
-  const MatMulShape shape = ComputeMatMulShape(type(), input_name(0), A.dims(), input_name(1),
-                                               B.dims(), axis_a_, axis_b_, trans_a_, trans_b_);
-  std::vector<int64_t> y_dims = {shape.M, shape.N};
-  if (InputSize() == 3) {
-    // The gradient form: Y takes the shape of the input it is the gradient of.
-    const std::vector<int64_t>& like = Input(2).dims();
-    DOPPIO_ENFORCE(DimsProduct(like, 0, like.size()) == shape.M * shape.N, "the product is [",
-                   shape.M, ", ", shape.N, "] but input 2 ('", input_name(2),
-                   "'), whose shape it should take, has shape ", like);
-    y_dims = like;
-  }
-  const DataType dtype = EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1});
-  DispatchInput(FloatTypes{}, *this, 0, dtype, [&](auto tag) {
+  const MatMulPlan plan = PlanMatMul(*this, args_);
+  const MatMulShape& shape = plan.shape;
+  DispatchInput(FloatTypes{}, *this, 0, A.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Tensor* Y = Output(0);
-    Y->Resize(y_dims);
-    MatrixProduct<T>(trans_a_, trans_b_, shape.M, shape.N, shape.K, A.data<T>(), B.data<T>(),
-                     Y->mutable_data<T>());
+    Y->Resize(plan.y_dims);
+    MatrixProduct<T>(args_.trans_a, args_.trans_b, shape.M, shape.N, shape.K, A.data<T>(),
+                     B.data<T>(), Y->mutable_data<T>());
   });
 }
 

@@ -23,6 +23,25 @@ MatMulShape ComputeMatMulShape(const std::string& op, const std::string& a_name,
                                const std::vector<int64_t>& b_dims, int axis_a, int axis_b,
                                bool trans_a, bool trans_b);
 
+// MatMul's arguments, read once for the CPU and CUDA ops: axis_a, axis_b
+// (default 1), trans_a, trans_b (default 0).
+struct MatMulArgs {
+  int axis_a = 1;
+  int axis_b = 1;
+  bool trans_a = false;
+  bool trans_b = false;
+};
+MatMulArgs ReadMatMulArgs(const OperatorBase& op);
+
+// MatMul's inputs checked (one float dtype, inner dims equal, the optional
+// third input holding M x N elements) and its product with Y's dims: [M, N],
+// or the third input's shape.
+struct MatMulPlan {
+  MatMulShape shape;
+  std::vector<int64_t> y_dims;
+};
+MatMulPlan PlanMatMul(const OperatorBase& op, const MatMulArgs& args);
+
 // Inputs A, B (float32 or float64) and an optional third input whose shape
 // the output takes (the gradient ops use it to give dA A's shape); output Y.
 class MatMulOp final : public Operator<CPUContext> {
@@ -31,10 +50,7 @@ class MatMulOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
-  int axis_a_;
-  int axis_b_;
-  bool trans_a_;
-  bool trans_b_;
+  MatMulArgs args_;
 };
 
 // Inputs A, B (float32 or float64); output Y.

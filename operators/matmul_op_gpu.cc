@@ -72,30 +72,17 @@ class CudaMatMulOp final : public Operator<CUDAContext> {
  public:
   CudaMatMulOp(const OperatorDef& def, Workspace* workspace)
       : Operator<CUDAContext>(def, workspace),
-        axis_a_(GetSingleArgument<int>("axis_a", 1)),
-        axis_b_(GetSingleArgument<int>("axis_b", 1)),
-        trans_a_(GetSingleArgument<int>("trans_a", 0) != 0),
-        trans_b_(GetSingleArgument<int>("trans_b", 0) != 0),
+        args_(ReadMatMulArgs(*this)),
         allow_tf32_(def.engine() == "TENSORCORE") {}
 
   void RunOnDevice() override {
     EnforceInputsOnDevice(*this, context_.device());
     const Tensor& A = Input(0);
     const Tensor& B = Input(1);
-    EnforceInputsOfOneType(FloatTypes{}, *this, {0, 1});
-    const MatMulShape shape = ComputeMatMulShape(type(), input_name(0), A.dims(),
-                                                 input_name(1), B.dims(), axis_a_, axis_b_,
-                                                 trans_a_, trans_b_);
-    std::vector<int64_t> y_dims = {shape.M, shape.N};
-    if (InputSize() == 3) {
-      const std::vector<int64_t>& like = Input(2).dims();
-      DOPPIO_ENFORCE(DimsProduct(like, 0, like.size()) == shape.M * shape.N, "the product is [",
-                     shape.M, ", ", shape.N, "] but input 2 ('", input_name(2),
-                     "'), whose shape it should take, has shape ", like);
-      y_dims = like;
-    }
+    const MatMulPlan plan = PlanMatMul(*this, args_);
+    const MatMulShape& shape = plan.shape;
     Tensor* Y = Output(0);
-    Y->Resize(y_dims);
+    Y->Resize(plan.y_dims);
     DispatchInput(FloatTypes{}, *this, 0, A.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* y = Y->template mutable_data<T>();
@@ -104,17 +91,14 @@ class CudaMatMulOp final : public Operator<CUDAContext> {
         DOPPIO_CUDA_CHECK(cudaMemsetAsync(y, 0, Y->nbytes(), context_.cuda_stream()));
         return;
       }
-      RowMajorGemm(context_.cublas_handle(), context_.cuda_stream(), allow_tf32_, trans_a_,
-                   trans_b_, shape.M, shape.N, shape.K, T(1), A.data<T>(), B.data<T>(), T(0),
+      RowMajorGemm(context_.cublas_handle(), context_.cuda_stream(), allow_tf32_, args_.trans_a,
+                   args_.trans_b, shape.M, shape.N, shape.K, T(1), A.data<T>(), B.data<T>(), T(0),
                    y, type().c_str());
     });
   }
 
  private:
-  int axis_a_;
-  int axis_b_;
-  bool trans_a_;
-  bool trans_b_;
+  MatMulArgs args_;
   bool allow_tf32_;
 };
 

@@ -30,7 +30,7 @@ template <class Select>
 void MinMaxOp<Select>::RunOnDevice() {
   const Tensor& X0 = Input(0);
   EnforceLikeInput(*this, 0, 1);
-  DispatchTypes(NumericTypes{}, *this, input_name(0), X0.dtype(), [&](auto tag) {
+  DispatchTypes(NumericTypes{}, input_name(0), X0.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x0 = X0.data<T>();
     Tensor* Y = Output(0);
@@ -51,7 +51,7 @@ void SelectGradientOp::RunOnDevice() {
   const Tensor& Y = Input(0);
   const Tensor& dY = Input(1);
   EnforceLikeInput(*this, 0, 1);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), Y.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), Y.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* y = Y.data<T>();
     const T* dy = dY.data<T>();

@@ -93,9 +93,7 @@ void CheckGradAndMoment(const OperatorBase& op, const Tensor& grad, const Tensor
 }  // namespace
 
 MomentumSGDOpBase::MomentumSGDOpBase(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace),
-      momentum_(GetSingleArgument<float>("momentum", 0.0f)),
-      nesterov_(GetSingleArgument<int>("nesterov", 0) != 0) {}
+    : Operator<CPUContext>(def, workspace), args_(ReadMomentumSGDArgs(*this)) {}
 
 template <typename T>
 void MomentumSGDOpBase::DenseStep(const Tensor& grad, const Tensor& moment, double lr,
@@ -111,7 +109,7 @@ void MomentumSGDOpBase::DenseStep(const Tensor& grad, const Tensor& moment, doub
   // Pointwise, so split across the intra-op threads with the same bits.
   ParallelFor(grad.numel(), [&](int64_t begin, int64_t end) {
     MomentumUpdate<T>(end - begin, g + begin, m + begin, new_g + begin, new_m + begin, lr,
-                      momentum_, nesterov_, param == nullptr ? nullptr : param + begin);
+                      args_.momentum, args_.nesterov, param == nullptr ? nullptr : param + begin);
   });
 }
 
@@ -122,7 +120,7 @@ void MomentumSGDOp::RunOnDevice() {
   const Tensor& moment = Input(1);
   CheckGradAndMoment(*this, grad, moment);
   const double lr = ReadLearningRate(*this, 2, Input(2));
-  DispatchTypes(FloatTypes{}, *this, input_name(0), grad.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), grad.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     DenseStep<T>(grad, moment, lr, nullptr);
   });
@@ -137,7 +135,7 @@ void MomentumSGDUpdateOp::RunOnDevice() {
   CheckGradAndMoment(*this, grad, moment);
   EnforceSameSizeAndType(*this, 0, grad, 3, param);
   const double lr = ReadLearningRate(*this, 2, Input(2));
-  DispatchTypes(FloatTypes{}, *this, input_name(0), grad.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), grad.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     // Out of place the new parameter starts as a copy (Caffe2 leaves it
     // unset, which only works in place).
@@ -170,7 +168,7 @@ void SparseMomentumSGDUpdateOp::RunOnDevice() {
     using Index = typename decltype(index_tag)::type;
     const Index* index = indices.data<Index>();
     CheckIndicesInRange(*this, 4, index, count, rows, 3);
-    DispatchTypes(FloatTypes{}, *this, input_name(3), param.dtype(), [&](auto tag) {
+    DispatchTypes(FloatTypes{}, input_name(3), param.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       Tensor* new_grad = Output(0);
       new_grad->Resize(grad.dims());
@@ -182,8 +180,8 @@ void SparseMomentumSGDUpdateOp::RunOnDevice() {
       // Row by row in order: a repeated index sees the earlier update.
       for (int64_t k = 0; k < count; ++k) {
         const int64_t offset = static_cast<int64_t>(index[k]) * row_size;
-        MomentumUpdate<T>(row_size, g + k * row_size, m + offset, ng + k * row_size,
-                          m + offset, lr, momentum_, nesterov_, w + offset);
+        MomentumUpdate<T>(row_size, g + k * row_size, m + offset, ng + k * row_size, m + offset, lr,
+                          args_.momentum, args_.nesterov, w + offset);
       }
     });
   });

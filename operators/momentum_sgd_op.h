@@ -12,6 +12,7 @@
 #pragma once
 
 #include "core/operator.h"
+#include "operators/optimizer_utils.h"
 
 namespace doppio {
 
@@ -27,8 +28,7 @@ class MomentumSGDOpBase : public Operator<CPUContext> {
   template <typename T>
   void DenseStep(const Tensor& grad, const Tensor& moment, double lr, T* param);
 
-  float momentum_;
-  bool nesterov_;
+  MomentumSGDArgs args_;
 };
 
 class MomentumSGDOp final : public MomentumSGDOpBase {

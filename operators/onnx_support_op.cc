@@ -380,7 +380,7 @@ void ExpandOp::RunOnDevice() {
   DOPPIO_ENFORCE(shape.ndim() == 1, "shape '", input_name(1), "' must be 1-D, got shape ",
                  shape.dims());
   std::vector<int64_t> requested;
-  DispatchTypes(TypeList<int32_t, int64_t>{}, *this, input_name(1), shape.dtype(), [&](auto tag) {
+  DispatchTypes(TypeList<int32_t, int64_t>{}, input_name(1), shape.dtype(), [&](auto tag) {
     using Index = typename decltype(tag)::type;
     const Index* values = shape.data<Index>();
     for (int64_t i = 0; i < shape.numel(); ++i) {
@@ -415,7 +415,7 @@ void ExpandGradientOp::RunOnDevice() {
                    X.dims(), " does not expand to the shape ", dY.dims(), " of '", input_name(0),
                    "'");
   }
-  DispatchTypes(FloatTypes{}, *this, input_name(0), dY.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), dY.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Tensor* dX = Output(0);
     dX->Resize(X.dims());
@@ -505,7 +505,7 @@ void ArgReduceOp::RunOnDevice() {
   const int64_t length = X.dim(axis);
   const int64_t inner = X.SizeFromDim(axis + 1);
   Tensor result(out_dims, DataType::kInt64);
-  DispatchTypes(NumericTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(NumericTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     int64_t* out = result.mutable_data<int64_t>();

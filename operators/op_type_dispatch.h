@@ -32,12 +32,17 @@ std::string TypeListNames(TypeList<Ts...>) {
   return names;
 }
 
+// Whether `dtype` is one of `types`.
+template <typename... Ts>
+bool TypeListHas(TypeList<Ts...>, DataType dtype) {
+  return ((dtype == DataTypeFor<Ts>()) || ...);
+}
+
 // Calls fn(TypeTag<T>{}) for the T in `types` whose dtype is `dtype`; throws
 // "'<blob>' holds <dtype>; supported types are ..." otherwise (the net adds
 // the op). Every op dispatches its dtypes through this, CPU and CUDA alike.
 template <typename... Ts, typename Fn>
-void DispatchTypes(TypeList<Ts...> types, const OperatorBase& op, const std::string& blob,
-                   DataType dtype, Fn&& fn) {
+void DispatchTypes(TypeList<Ts...> types, const std::string& blob, DataType dtype, Fn&& fn) {
   const bool matched =
       ((dtype == DataTypeFor<Ts>() ? (fn(TypeTag<Ts>{}), true) : false) || ...);
   if (!matched) {
@@ -50,7 +55,7 @@ void DispatchTypes(TypeList<Ts...> types, const OperatorBase& op, const std::str
 template <typename... Ts, typename Fn>
 void DispatchInput(TypeList<Ts...> types, const OperatorBase& op, int index, DataType dtype,
                    Fn&& fn) {
-  DispatchTypes(types, op, op.input_name(index), dtype, std::forward<Fn>(fn));
+  DispatchTypes(types, op.input_name(index), dtype, std::forward<Fn>(fn));
 }
 
 // Input `index` holds one of `types`; the same error as DispatchInput's.
@@ -59,11 +64,39 @@ void EnforceInputType(TypeList<Ts...> types, const OperatorBase& op, int index, 
   DispatchInput(types, op, index, dtype, [](auto) {});
 }
 
-// Input `index` of a CUDA kernel is a CUDA tensor: a blob fed on the host
-// cannot be read there.
-inline void EnforceCudaInput(const OperatorBase& op, int index, const Tensor& tensor) {
-  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "CUDA kernel: '", op.input_name(index),
-                 "' is not a CUDA tensor (", tensor.DebugString(), "); copy it to the GPU first");
+// Input `index` of an op whose kernels run on `device` (a CUDA op's GPU)
+// lives there: a blob fed on the host, or on another GPU, cannot be read by
+// them. Every CUDA op checks its device inputs through this or the next.
+inline void EnforceInputOnDevice(const OperatorBase& op, int index, const Tensor& tensor,
+                                 Device device) {
+  if (tensor.device() == device) return;
+  const std::string where = device.kind == DeviceKind::kCUDA
+                                ? "CUDA device " + std::to_string(device.id)
+                                : std::string("the CPU");
+  const std::string remedy =
+      "; copy it there first (CopyCPUToGPU, or feed it under the op's device option)";
+  DOPPIO_ENFORCE(tensor.device().kind == device.kind, "'", op.input_name(index), "' is not a ",
+                 device.kind == DeviceKind::kCUDA ? "CUDA" : "CPU", " tensor (",
+                 tensor.DebugString(), ") but the op runs on ", where, remedy);
+  DOPPIO_THROW("'", op.input_name(index), "' lives on CUDA device ", tensor.device().id,
+               " but the op runs on ", where, remedy);
+}
+
+// Every tensor input of `op` lives on `device` (inputs that hold no tensor
+// are left to the op).
+inline void EnforceInputsOnDevice(const OperatorBase& op, Device device) {
+  for (int i = 0; i < op.InputSize(); ++i) {
+    const Blob& blob = op.InputBlob(i);
+    if (blob.IsTensor()) EnforceInputOnDevice(op, i, blob.GetTensor(), device);
+  }
+}
+
+// Input `index` is a tensor of one of `types` on `device`.
+template <typename... Ts>
+void EnforceDeviceInput(TypeList<Ts...> types, const OperatorBase& op, int index,
+                        const Tensor& tensor, Device device) {
+  EnforceInputOnDevice(op, index, tensor, device);
+  EnforceInputType(types, op, index, tensor.dtype());
 }
 
 // Input i of `op` as a tensor, for helpers that hold the op as an

@@ -5,6 +5,8 @@
 // elementwise_functors.h that the CPU ops run too. The update ops take their
 // learning rate from the host (the CPU LearningRate op a data-parallel model
 // shares across devices) or from their own GPU.
+#include "operators/optimizer_op_gpu.h"
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -15,20 +17,13 @@
 #include "core/operator.h"
 #include "core/registry.h"
 #include "operators/learning_rate_op.h"
-#include "operators/optimizer_op_gpu.h"
+#include "operators/loss_ops.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/optimizer_utils.h"
 #include "operators/scalar_operand_gpu.h"
 
 namespace doppio {
 namespace {
-
-// Throws unless input `index` is a float32 tensor on a GPU.
-void EnforceGpuFloat(const OperatorBase& op, int index, const Tensor& tensor) {
-  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "CUDA kernel: '", op.input_name(index),
-                 "' is not a CUDA tensor");
-  DOPPIO_ENFORCE(tensor.dtype() == DataType::kFloat, "CUDA kernel: '", op.input_name(index),
-                 "' holds ", DataTypeName(tensor.dtype()), "; the GPU kernel supports float32");
-}
 
 class CudaIterOp final : public Operator<CUDAContext> {
  public:
@@ -55,14 +50,7 @@ class CudaIterOp final : public Operator<CUDAContext> {
 class CudaLearningRateOp final : public Operator<CUDAContext> {
  public:
   CudaLearningRateOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace) {
-    DOPPIO_ENFORCE(HasArgument("base_lr"), "the base learning rate (argument base_lr) must be set");
-    const std::string policy = GetSingleArgument<std::string>("policy", "");
-    DOPPIO_ENFORCE(!policy.empty(), "a learning rate policy (argument policy) must be given");
-    base_lr_ = GetSingleArgument<float>("base_lr", 0.0f) *
-               static_cast<double>(GetSingleArgument<float>("lr_scale", 1.0f));
-    multiplier_ = MakeLearningRateMultiplier(*this, policy, "");
-  }
+      : Operator<CUDAContext>(def, workspace), schedule_(ReadLearningRateSchedule(*this)) {}
 
   void RunOnDevice() override {
     const Tensor& iteration = Input(0);
@@ -70,7 +58,7 @@ class CudaLearningRateOp final : public Operator<CUDAContext> {
                    input_name(0), "' must be a CPU tensor (as Iter keeps it)");
     const int64_t iter = ReadIteration(*this, 0, iteration);
     // A member, not a local: the copy below is queued and reads it later.
-    host_rate_ = static_cast<float>(base_lr_ * multiplier_(iter));
+    host_rate_ = static_cast<float>(schedule_.At(iter));
     Tensor* output = Output(0);
     output->Resize({});
     DOPPIO_CUDA_CHECK(cudaMemcpyAsync(output->mutable_data<float>(), &host_rate_, sizeof(float),
@@ -78,8 +66,7 @@ class CudaLearningRateOp final : public Operator<CUDAContext> {
   }
 
  private:
-  double base_lr_ = 0;
-  LearningRateMultiplier multiplier_;
+  LearningRateSchedule schedule_;
   float host_rate_ = 0;
 };
 
@@ -89,15 +76,13 @@ template <bool kUpdatesParam>
 class CudaMomentumSgdOp final : public Operator<CUDAContext> {
  public:
   CudaMomentumSgdOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace),
-        momentum_(GetSingleArgument<float>("momentum", 0.0f)),
-        nesterov_(GetSingleArgument<int>("nesterov", 0) != 0) {}
+      : Operator<CUDAContext>(def, workspace), args_(ReadMomentumSGDArgs(*this)) {}
 
   void RunOnDevice() override {
     const Tensor& grad = Input(0);
     const Tensor& moment = Input(1);
-    EnforceGpuFloat(*this, 0, grad);
-    EnforceGpuFloat(*this, 1, moment);
+    EnforceDeviceInput(TypeList<float>{}, *this, 0, grad, context_.device());
+    EnforceDeviceInput(TypeList<float>{}, *this, 1, moment, context_.device());
     const functors::ScalarOperand<float> lr =
         ScalarOperandOf<float>(*this, 2, Input(2), context_.device(), "the learning rate");
     EnforceSameSizeAndType(*this, 0, grad, 1, moment);
@@ -105,7 +90,7 @@ class CudaMomentumSgdOp final : public Operator<CUDAContext> {
     float* param = nullptr;
     if (kUpdatesParam) {
       const Tensor& param_in = Input(3);
-      EnforceGpuFloat(*this, 3, param_in);
+      EnforceDeviceInput(TypeList<float>{}, *this, 3, param_in, context_.device());
       EnforceSameSizeAndType(*this, 0, grad, 3, param_in);
       Tensor* new_param = Output(2);
       if (new_param != &param_in) {
@@ -123,14 +108,13 @@ class CudaMomentumSgdOp final : public Operator<CUDAContext> {
     Tensor* new_moment = Output(1);
     new_grad->Resize(grad.dims());
     new_moment->Resize(moment.dims());
-    LaunchMomentumSgdCuda(n, g, m, lr, momentum_, nesterov_,
-                          new_grad->mutable_data<float>(), new_moment->mutable_data<float>(),
-                          param, context_.cuda_stream());
+    LaunchMomentumSgdCuda(n, g, m, lr, args_.momentum, args_.nesterov,
+                          new_grad->mutable_data<float>(), new_moment->mutable_data<float>(), param,
+                          context_.cuda_stream());
   }
 
  private:
-  float momentum_;
-  bool nesterov_;
+  MomentumSGDArgs args_;
 };
 
 // Adam(param, moment_1, moment_2, grad, lr, iter) -> (param, moment_1,
@@ -138,10 +122,7 @@ class CudaMomentumSgdOp final : public Operator<CUDAContext> {
 class CudaAdamOp final : public Operator<CUDAContext> {
  public:
   CudaAdamOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace),
-        beta1_(GetSingleArgument<float>("beta1", 0.9f)),
-        beta2_(GetSingleArgument<float>("beta2", 0.999f)),
-        epsilon_(GetSingleArgument<float>("epsilon", 1e-5f)) {}
+      : Operator<CUDAContext>(def, workspace), args_(ReadAdamArgs(*this)) {}
 
   void RunOnDevice() override {
     const Tensor& param = Input(0);
@@ -149,7 +130,9 @@ class CudaAdamOp final : public Operator<CUDAContext> {
     const Tensor& moment_2 = Input(2);
     const Tensor& grad = Input(3);
     const Tensor& iteration = Input(5);
-    for (int i = 0; i < 4; ++i) EnforceGpuFloat(*this, i, Input(i));
+    for (int i = 0; i < 4; ++i) {
+      EnforceDeviceInput(TypeList<float>{}, *this, i, Input(i), context_.device());
+    }
     const functors::ScalarOperand<float> lr =
         ScalarOperandOf<float>(*this, 4, Input(4), context_.device(), "the learning rate");
     EnforceSameSizeAndType(*this, 0, param, 1, moment_1);
@@ -157,11 +140,8 @@ class CudaAdamOp final : public Operator<CUDAContext> {
     EnforceSameSizeAndType(*this, 0, param, 3, grad);
     DOPPIO_ENFORCE(iteration.device().kind == DeviceKind::kCPU, "the iteration counter '",
                    input_name(5), "' must be a CPU tensor (as Iter keeps it)");
-    const double t = static_cast<double>(ReadIteration(*this, 5, iteration)) + 1.0;
-    const double beta1 = beta1_, beta2 = beta2_;
-    const functors::AdamStep adam{
-        beta1, beta2, static_cast<double>(epsilon_),
-        std::sqrt(1.0 - std::pow(beta2, t)) / (1.0 - std::pow(beta1, t))};
+    const functors::AdamStep adam{args_.beta1, args_.beta2, args_.epsilon,
+                                  args_.Correction(ReadIteration(*this, 5, iteration))};
     const float* w = param.data<float>();
     const float* m1 = moment_1.data<float>();
     const float* m2 = moment_2.data<float>();
@@ -182,7 +162,7 @@ class CudaAdamOp final : public Operator<CUDAContext> {
   }
 
  private:
-  float beta1_, beta2_, epsilon_;
+  AdamArgs args_;
 };
 
 // Accuracy(predictions [N, D] float32, labels [N] int32) -> accuracy, a
@@ -191,23 +171,14 @@ class CudaAdamOp final : public Operator<CUDAContext> {
 class CudaAccuracyOp final : public Operator<CUDAContext> {
  public:
   CudaAccuracyOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace), top_k_(GetSingleArgument<int>("top_k", 1)) {
-    DOPPIO_ENFORCE(top_k_ >= 1, "argument top_k is ", top_k_, "; it must be at least 1");
-  }
+      : Operator<CUDAContext>(def, workspace), top_k_(ReadAccuracyTopK(*this)) {}
 
   void RunOnDevice() override {
     const Tensor& X = Input(0);
     const Tensor& labels = Input(1);
-    EnforceGpuFloat(*this, 0, X);
-    DOPPIO_ENFORCE(X.ndim() == 2, "predictions '", input_name(0), "' have shape ", X.dims(),
-                   "; expected [N, classes]");
-    const int64_t rows = X.dim(0);
-    DOPPIO_ENFORCE(labels.ndim() == 1 && labels.dim(0) == rows, "labels '", input_name(1),
-                   "' have shape ", labels.dims(), " but predictions '", input_name(0), "' have ",
-                   rows, " rows; expected [", rows, "]");
-    DOPPIO_ENFORCE(labels.dtype() == DataType::kInt32 && labels.device().kind == DeviceKind::kCUDA,
-                   "CUDA kernel: labels '", input_name(1), "' must be an int32 CUDA tensor, not ",
-                   labels.DebugString());
+    EnforceDeviceInput(TypeList<float>{}, *this, 0, X, context_.device());
+    const int64_t rows = CheckAccuracyShapes(*this, X, labels);
+    EnforceDeviceInput(TypeList<int32_t>{}, *this, 1, labels, context_.device());
     Tensor* accuracy = Output(0);
     accuracy->Resize({});
     LaunchAccuracyCuda(rows, X.dim(1), top_k_, X.data<float>(), labels.data<int32_t>(),

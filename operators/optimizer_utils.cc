@@ -1,5 +1,7 @@
 #include "operators/optimizer_utils.h"
 
+#include <cmath>
+
 namespace doppio {
 
 double ReadScalar(const OperatorBase& op, int input, const Tensor& scalar, const char* what) {
@@ -31,6 +33,34 @@ void EnforceSameSizeAndType(const OperatorBase& op, int a_input, const Tensor& a
   DOPPIO_ENFORCE(a.dtype() == b.dtype(), "'", op.input_name(b_input), "' holds ",
                  DataTypeName(b.dtype()), " but '", op.input_name(a_input), "' holds ",
                  DataTypeName(a.dtype()), "; they must have one type");
+}
+
+MomentumSGDArgs ReadMomentumSGDArgs(const OperatorBase& op) {
+  MomentumSGDArgs args;
+  args.momentum = op.GetSingleArgument<float>("momentum", args.momentum);
+  args.nesterov = op.GetSingleArgument<int>("nesterov", 0) != 0;
+  return args;
+}
+
+double AdamArgs::Correction(int64_t iteration) const {
+  const double t = static_cast<double>(iteration) + 1.0;
+  const double b1 = beta1, b2 = beta2;
+  return std::sqrt(1.0 - std::pow(b2, t)) / (1.0 - std::pow(b1, t));
+}
+
+AdamArgs ReadAdamArgs(const OperatorBase& op) {
+  AdamArgs args;
+  args.beta1 = op.GetSingleArgument<float>("beta1", args.beta1);
+  args.beta2 = op.GetSingleArgument<float>("beta2", args.beta2);
+  args.epsilon = op.GetSingleArgument<float>("epsilon", args.epsilon);
+  return args;
+}
+
+AdagradArgs ReadAdagradArgs(const OperatorBase& op) {
+  AdagradArgs args;
+  args.epsilon = op.GetSingleArgument<float>("epsilon", args.epsilon);
+  args.decay = op.GetSingleArgument<float>("decay", args.decay);
+  return args;
 }
 
 }  // namespace doppio

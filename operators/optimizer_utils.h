@@ -1,5 +1,5 @@
-// Input checks shared by the optimizer ops (Adam, Adagrad, RmsProp, the
-// momentum SGD family, LearningRate).
+// Arguments and input checks shared by the optimizer ops (Adam, Adagrad,
+// RmsProp, the momentum SGD family, LearningRate), CPU and CUDA alike.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,32 @@ inline double ReadLearningRate(const OperatorBase& op, int input, const Tensor& 
 // The iteration counter: input `input` of `op`, a one-element int64 tensor
 // (what Iter and AtomicIter keep).
 int64_t ReadIteration(const OperatorBase& op, int input, const Tensor& iteration);
+
+// The momentum SGD family's arguments (MomentumSGD, MomentumSGDUpdate,
+// SparseMomentumSGDUpdate): momentum (default 0), nesterov (default 0).
+struct MomentumSGDArgs {
+  float momentum = 0.0f;
+  bool nesterov = false;
+};
+MomentumSGDArgs ReadMomentumSGDArgs(const OperatorBase& op);
+
+// Adam's arguments (Caffe2's defaults) and its bias correction
+// sqrt(1 - beta2^t) / (1 - beta1^t) at step t = iteration + 1.
+struct AdamArgs {
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-5f;
+  double Correction(int64_t iteration) const;
+};
+AdamArgs ReadAdamArgs(const OperatorBase& op);
+
+// Adagrad's and SparseAdagrad's arguments: epsilon (default 1e-5) and decay
+// (default 1; SparseAdagrad, as in Caffe2, has none and ignores it).
+struct AdagradArgs {
+  float epsilon = 1e-5f;
+  float decay = 1.0f;
+};
+AdagradArgs ReadAdagradArgs(const OperatorBase& op);
 
 // Throws unless inputs `a` and `b` have the same element count and dtype.
 void EnforceSameSizeAndType(const OperatorBase& op, int a_input, const Tensor& a,

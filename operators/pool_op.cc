@@ -174,10 +174,14 @@ int64_t FirstMaxInWindow(const Pool3& s, const Range& d, const Range& h, const R
 
 // ---- PoolOpBase ----
 
+bool ReadCountIncludePad(const OperatorBase& op) {
+  return op.GetSingleArgument<bool>("count_include_pad", false);
+}
+
 PoolOpBase::PoolOpBase(const OperatorDef& def, Workspace* workspace)
     : ConvPoolOpBase(def, workspace),
       required_spatial_dims_(SpatialDimsInName(def.type())),
-      count_include_pad_(GetSingleArgument<bool>("count_include_pad", false)) {}
+      count_include_pad_(ReadCountIncludePad(*this)) {}
 
 ConvPoolGeometry PoolOpBase::PoolGeometry(const Tensor& X) const {
   if (required_spatial_dims_ > 0) {

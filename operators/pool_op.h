@@ -14,6 +14,9 @@
 
 namespace doppio {
 
+// Average pooling's count_include_pad (default 0), for the CPU and CUDA ops.
+bool ReadCountIncludePad(const OperatorBase& op);
+
 enum class PoolKind { kMax, kAverage };
 
 // The pooling checks on top of ConvPoolOpBase: dilation 1, pads smaller than

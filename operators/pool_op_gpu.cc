@@ -8,6 +8,7 @@
 #include "core/cuda/cuda_context.h"
 #include "core/registry.h"
 #include "operators/cudnn_descriptors_gpu.h"
+#include "operators/pool_op.h"
 
 namespace doppio {
 
@@ -44,18 +45,15 @@ class CudnnPoolOpBase : public Operator<CUDAContext> {
       mode_ = GetSingleArgument<bool>("deterministic", false) ? CUDNN_POOLING_MAX_DETERMINISTIC
                                                               : CUDNN_POOLING_MAX;
     } else {
-      mode_ = GetSingleArgument<bool>("count_include_pad", false)
-                  ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+      mode_ = ReadCountIncludePad(*this) ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                         : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     }
   }
 
  protected:
   // Validates X and sets the descriptors; returns the plan.
   CudnnPoolPlan Prepare(const Tensor& X) {
-    DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble,
-                   "the CUDA pooling takes float32 or float64; input '", input_name(0), "' holds ",
-                   DataTypeName(X.dtype()));
+    EnforceInputType(FloatTypes{}, *this, 0, X.dtype());
     const CudnnPoolPlan plan = ResolveCudnnPool(args_, input_name(0), X.dims());
     const ConvPoolGeometry& g = plan.geometry;
     type_ = CudnnDataTypeOf(X.dtype(), type().c_str());

@@ -36,7 +36,7 @@ void PowOp::RunOnDevice() {
 
 void PowOp::RunWithScalarExponent() {
   const Tensor& X = Input(0);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     Tensor* Y = Output(0);
@@ -64,7 +64,7 @@ void PowOp::RunWithTensorExponent() {
                    "; pass broadcast=1 to broadcast the exponent");
   }
   const BroadcastPlan plan = PlanBinaryOutput(*this, args_, X, E);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     const T* e = E.data<T>();

@@ -55,7 +55,7 @@ PReluOp::PReluOp(const OperatorDef& def, Workspace* workspace)
 void PReluOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& slope = Input(1);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const ChannelLayout layout =
         LayoutOf(*this, X, input_name(0), slope, input_name(1), channels_last_);
@@ -92,7 +92,7 @@ void PReluGradientOp::RunOnDevice() {
                  "' ", X.dims());
   DOPPIO_ENFORCE(dY.dtype() == X.dtype(), "'", input_name(1), "' holds ", DataTypeName(dY.dtype()),
                  " but '", input_name(2), "' holds ", DataTypeName(X.dtype()));
-  DispatchTypes(FloatTypes{}, *this, input_name(2), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(2), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const ChannelLayout layout =
         LayoutOf(*this, X, input_name(2), slope, input_name(3), channels_last_);

@@ -70,18 +70,17 @@ void ReshapeOp::RunOnDevice() {
     DOPPIO_ENFORCE(shape.ndim() == 1, "new shape '", input_name(1), "' must be 1-D, not of shape ",
                    shape.dims());
     shape_type = shape.dtype();
-    DispatchTypes(TypeList<int32_t, int64_t>{}, *this, input_name(1), shape_type,
-                  [&](auto tag) {
-                    using I = typename decltype(tag)::type;
-                    const I* values = shape.data<I>();
-                    requested.assign(values, values + shape.numel());
-                  });
+    DispatchTypes(TypeList<int32_t, int64_t>{}, input_name(1), shape_type, [&](auto tag) {
+      using I = typename decltype(tag)::type;
+      const I* values = shape.data<I>();
+      requested.assign(values, values + shape.numel());
+    });
   }
   const std::vector<int64_t> new_dims = ResolveReshape(type(), old_dims, requested);
 
   Tensor* old_shape = Output(1);
   old_shape->Resize({static_cast<int64_t>(old_dims.size())});
-  DispatchTypes(TypeList<int32_t, int64_t>{}, *this, input_name(0), shape_type, [&](auto tag) {
+  DispatchTypes(TypeList<int32_t, int64_t>{}, input_name(0), shape_type, [&](auto tag) {
     using I = typename decltype(tag)::type;
     I* values = old_shape->mutable_data<I>();
     for (size_t i = 0; i < old_dims.size(); ++i) values[i] = static_cast<I>(old_dims[i]);

@@ -25,7 +25,7 @@ void RmsPropOp::RunOnDevice() {
   const double lr = ReadLearningRate(*this, 3, Input(3));
   const double decay = decay_, momentum = momentum_, epsilon = epsilon_;
 
-  DispatchTypes(FloatTypes{}, *this, input_name(0), grad.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), grad.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* g = grad.data<T>();
     const T* ms = mean_squares.data<T>();

@@ -5,16 +5,21 @@
 #include "core/schema.h"
 #include "operators/math_functors.h"
 #include "operators/op_cost.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/parallel_for.h"
 
 namespace doppio {
 
+float ReadScaleArgument(const OperatorBase& op) {
+  return op.GetSingleArgument<float>("scale", 1.0f);
+}
+
 ScaleOp::ScaleOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace), scale_(GetSingleArgument<float>("scale", 1.0f)) {}
+    : Operator<CPUContext>(def, workspace), scale_(ReadScaleArgument(*this)) {}
 
 void ScaleOp::RunOnDevice() {
   const Tensor& X = Input(0);
-  auto run = [&](auto tag) {
+  DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
     Tensor* Y = Output(0);
@@ -24,14 +29,7 @@ void ScaleOp::RunOnDevice() {
     ParallelFor(X.numel(), [&](int64_t begin, int64_t end) {
       functors::CpuUnary(scale, end - begin, x + begin, y + begin);
     });
-  };
-  switch (X.dtype()) {
-    case DataType::kFloat: return run(TypeTag<float>{});
-    case DataType::kDouble: return run(TypeTag<double>{});
-    default: break;
-  }
-  DOPPIO_THROW("input '", input_name(0), "' holds ", DataTypeName(X.dtype()),
-               "; Scale supports float32 and float64");
+  });
 }
 
 REGISTER_CPU_OPERATOR(Scale, ScaleOp);

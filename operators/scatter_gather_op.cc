@@ -22,27 +22,36 @@ std::vector<int64_t> ChunkSizes(int64_t size, int parts) {
   return sizes;
 }
 
+ChunkLayout PlanChunk(const OperatorBase& op, const Tensor& X, int axis, int parts) {
+  const std::vector<int64_t>& dims = X.dims();
+  const int ndim = static_cast<int>(dims.size());
+  DOPPIO_ENFORCE(ndim > 0, "input '", op.input_name(0), "' is a scalar; there is no axis to split");
+  DOPPIO_ENFORCE(axis >= -ndim && axis < ndim, "axis ", axis, " is out of range for input '",
+                 op.input_name(0), "' of shape ", dims);
+  ChunkLayout layout;
+  layout.axis = axis < 0 ? axis + ndim : axis;
+  // Every replica needs at least one example: a smaller batch is a user
+  // error (PyTorch would silently use fewer devices; a net cannot).
+  DOPPIO_ENFORCE(dims[layout.axis] >= parts, "input '", op.input_name(0), "' of shape ", dims,
+                 " has ", dims[layout.axis], " along axis ", layout.axis, ", fewer than the ",
+                 parts, " outputs (devices) it is split into");
+  layout.sizes = ChunkSizes(dims[layout.axis], parts);
+  for (int d = 0; d < layout.axis; ++d) layout.before *= dims[d];
+  for (int d = layout.axis + 1; d < ndim; ++d) layout.after *= dims[d];
+  return layout;
+}
+
+int ReadChunkAxis(const OperatorBase& op) { return op.GetSingleArgument<int>("axis", 0); }
+
 ChunkOp::ChunkOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace), axis_(GetSingleArgument<int>("axis", 0)) {}
+    : Operator<CPUContext>(def, workspace), axis_(ReadChunkAxis(*this)) {}
 
 void ChunkOp::RunOnDevice() {
   const Tensor& X = Input(0);
-  const std::vector<int64_t> dims = X.dims();
-  const int ndim = static_cast<int>(dims.size());
-  DOPPIO_ENFORCE(ndim > 0, "input '", input_name(0), "' is a scalar; there is no axis to split");
-  DOPPIO_ENFORCE(axis_ >= -ndim && axis_ < ndim, "axis ", axis_, " is out of range for input '",
-                 input_name(0), "' of shape ", dims);
-  const int axis = axis_ < 0 ? axis_ + ndim : axis_;
-  // Every replica needs at least one example: a smaller batch is a user
-  // error (PyTorch would silently use fewer devices; a net cannot).
-  DOPPIO_ENFORCE(dims[axis] >= OutputSize(), "input '", input_name(0), "' of shape ", dims, " has ",
-                 dims[axis], " along axis ", axis, ", fewer than the ", OutputSize(),
-                 " outputs (devices) it is split into");
-  const std::vector<int64_t> sizes = ChunkSizes(dims[axis], OutputSize());
-  int64_t before = 1;
-  for (int d = 0; d < axis; ++d) before *= dims[d];
-  int64_t after = 1;
-  for (int d = axis + 1; d < ndim; ++d) after *= dims[d];
+  const std::vector<int64_t>& dims = X.dims();
+  const ChunkLayout layout = PlanChunk(*this, X, axis_, OutputSize());
+  const int axis = layout.axis;
+  const int64_t after = layout.after;
   const int64_t in_row = dims[axis] * after;
   DispatchDataType(X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -50,12 +59,12 @@ void ChunkOp::RunOnDevice() {
     int64_t offset = 0;
     for (int i = 0; i < OutputSize(); ++i) {
       std::vector<int64_t> out_dims = dims;
-      out_dims[axis] = sizes[i];
+      out_dims[axis] = layout.sizes[i];
       Tensor* Y = Output(i);
       Y->Resize(out_dims);
-      const int64_t width = sizes[i] * after;
+      const int64_t width = layout.sizes[i] * after;
       T* y = Y->mutable_data<T>();
-      for (int64_t b = 0; b < before; ++b) {
+      for (int64_t b = 0; b < layout.before; ++b) {
         std::copy(x + b * in_row + offset, x + b * in_row + offset + width, y + b * width);
       }
       offset += width;

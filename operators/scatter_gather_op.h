@@ -23,6 +23,21 @@ namespace doppio {
 // has a fixed number of outputs. Exposed for the op's tests and Python.
 std::vector<int64_t> ChunkSizes(int64_t size, int parts);
 
+// How Chunk splits X into `parts` outputs along `axis`: `before` rows, each
+// holding sizes[i] * after contiguous elements of output i, in order.
+// Checked here for the CPU and CUDA ops: X has the axis (negative counts
+// from the end) and at least one element per output along it.
+struct ChunkLayout {
+  int axis = 0;
+  int64_t before = 1;
+  int64_t after = 1;
+  std::vector<int64_t> sizes;
+};
+ChunkLayout PlanChunk(const OperatorBase& op, const Tensor& X, int axis, int parts);
+
+// Chunk's `axis` argument (default 0), for the CPU and CUDA ops.
+int ReadChunkAxis(const OperatorBase& op);
+
 class ChunkOp final : public Operator<CPUContext> {
  public:
   ChunkOp(const OperatorDef& def, Workspace* workspace);

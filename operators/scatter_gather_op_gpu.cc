@@ -10,6 +10,7 @@
 #include "core/cuda/cuda_context.h"
 #include "core/operator.h"
 #include "core/registry.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/scatter_gather_op.h"
 
 namespace doppio {
@@ -18,31 +19,18 @@ namespace {
 class CudaChunkOp final : public Operator<CUDAContext> {
  public:
   CudaChunkOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace), axis_(GetSingleArgument<int>("axis", 0)) {}
+      : Operator<CUDAContext>(def, workspace), axis_(ReadChunkAxis(*this)) {}
 
   void RunOnDevice() override {
     const Tensor& X = Input(0);
-    DOPPIO_ENFORCE(X.device().kind == DeviceKind::kCUDA, "op ", DisplayName(), ": input '",
-                   input_name(0), "' is on the CPU; run Chunk on the CPU or copy it first");
-    DOPPIO_ENFORCE(X.dtype() != DataType::kUndefined && X.dtype() != DataType::kString,
-                   "op ", DisplayName(), ": input '", input_name(0),
-                   "' holds no numeric data");
-    const std::vector<int64_t> dims = X.dims();
-    const int ndim = static_cast<int>(dims.size());
-    DOPPIO_ENFORCE(ndim > 0, "op ", DisplayName(), ": input '", input_name(0),
-                   "' is a scalar; there is no axis to split");
-    DOPPIO_ENFORCE(axis_ >= -ndim && axis_ < ndim, "op ", DisplayName(), ": axis ", axis_,
-                   " is out of range for input '", input_name(0), "' of shape ", dims);
-    const int axis = axis_ < 0 ? axis_ + ndim : axis_;
-    DOPPIO_ENFORCE(dims[axis] >= OutputSize(), "op ", DisplayName(), ": input '",
-                   input_name(0), "' of shape ", dims, " has ", dims[axis], " along axis ",
-                   axis, ", fewer than the ", OutputSize(),
-                   " outputs (devices) it is split into");
-    const std::vector<int64_t> sizes = ChunkSizes(dims[axis], OutputSize());
-    int64_t rows = 1;
-    for (int d = 0; d < axis; ++d) rows *= dims[d];
-    int64_t after = 1;
-    for (int d = axis + 1; d < ndim; ++d) after *= dims[d];
+    EnforceInputOnDevice(*this, 0, X, context_.device());
+    DOPPIO_ENFORCE(X.dtype() != DataType::kUndefined && X.dtype() != DataType::kString, "input '",
+                   input_name(0), "' holds no numeric data");
+    const std::vector<int64_t>& dims = X.dims();
+    const ChunkLayout layout = PlanChunk(*this, X, axis_, OutputSize());
+    const int axis = layout.axis;
+    const int64_t rows = layout.before, after = layout.after;
+    const std::vector<int64_t>& sizes = layout.sizes;
     const size_t itemsize = X.itemsize();
     const size_t in_pitch = static_cast<size_t>(dims[axis] * after) * itemsize;
     const char* x = static_cast<const char*>(X.raw_data());

@@ -59,7 +59,7 @@ void UnsortedSegmentSumOp::RunOnDevice() {
   const int64_t row_size = data.SizeFromDim(1);
   const std::vector<int64_t> output_dims = ShapeOfRows({segments}, data);
 
-  DispatchTypes(FloatTypes{}, *this, input_name(0), data.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), data.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* source = data.data<T>();
     Tensor* output = Output(0);
@@ -118,7 +118,7 @@ void UnsortedSegmentSumGradientOp::RunOnDevice() {
   const int64_t row_size = output_grad.SizeFromDim(1);
   const std::vector<int64_t> grad_dims = ShapeOfRows({rows}, output_grad);
 
-  DispatchTypes(FloatTypes{}, *this, input_name(0), output_grad.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), output_grad.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* source = output_grad.data<T>();
     Tensor* data_grad = Output(0);

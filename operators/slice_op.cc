@@ -84,12 +84,11 @@ std::vector<int64_t> SliceOpBase::ReadBoundsInput(int index) {
   DOPPIO_ENFORCE(tensor.ndim() == 1, "bounds '", input_name(index), "' must be 1-D, not of shape ",
                  tensor.dims());
   std::vector<int64_t> values;
-  DispatchTypes(TypeList<int32_t, int64_t>{}, *this, input_name(index), tensor.dtype(),
-                [&](auto tag) {
-                  using I = typename decltype(tag)::type;
-                  const I* data = tensor.data<I>();
-                  values.assign(data, data + tensor.numel());
-                });
+  DispatchTypes(TypeList<int32_t, int64_t>{}, input_name(index), tensor.dtype(), [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    const I* data = tensor.data<I>();
+    values.assign(data, data + tensor.numel());
+  });
   return values;
 }
 
@@ -121,7 +120,7 @@ void SliceGradientOp::RunOnDevice() {
   const SliceBounds bounds = Bounds(dims);
   DOPPIO_ENFORCE(dY.dims() == bounds.size, "gradient '", input_name(InputSize() - 1),
                  "' has shape ", dY.dims(), " but the slice has shape ", bounds.size);
-  DispatchTypes(NumericTypes{}, *this, input_name(InputSize() - 1), dY.dtype(), [&](auto tag) {
+  DispatchTypes(NumericTypes{}, input_name(InputSize() - 1), dY.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* dy = dY.data<T>();
     Tensor* dX = Output(0);

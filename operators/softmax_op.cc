@@ -50,11 +50,13 @@ RowsAndCols SplitAtAxis(const OperatorBase& op, const std::string& blob, const T
   return {tensor.SizeToDim(canonical), tensor.SizeFromDim(canonical)};
 }
 
+int ReadSoftmaxAxis(const OperatorBase& op) { return op.GetSingleArgument<int>("axis", 1); }
+
 // ---- forward ----
 
 template <bool kLog>
 SoftmaxFamilyOp<kLog>::SoftmaxFamilyOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace), axis_(GetSingleArgument<int>("axis", 1)) {}
+    : Operator<CPUContext>(def, workspace), axis_(ReadSoftmaxAxis(*this)) {}
 
 template <bool kLog>
 void SoftmaxFamilyOp<kLog>::RunOnDevice() {
@@ -68,16 +70,15 @@ void SoftmaxFamilyOp<kLog>::RunOnDevice() {
 // ---- gradient ----
 
 template <bool kLog>
-SoftmaxFamilyGradientOp<kLog>::SoftmaxFamilyGradientOp(const OperatorDef& def,
-                                                       Workspace* workspace)
-    : Operator<CPUContext>(def, workspace), axis_(GetSingleArgument<int>("axis", 1)) {}
+SoftmaxFamilyGradientOp<kLog>::SoftmaxFamilyGradientOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), axis_(ReadSoftmaxAxis(*this)) {}
 
 template <bool kLog>
 void SoftmaxFamilyGradientOp<kLog>::RunOnDevice() {
   const Tensor& Y = Input(0);
   const Tensor& dY = Input(1);
   activation::CheckGradientMatchesOutput(*this, Y, dY);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), Y.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), Y.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const RowsAndCols shape = SplitAtAxis(*this, input_name(0), Y, axis_);
     const T* y = Y.data<T>();

@@ -28,6 +28,9 @@ struct RowsAndCols {
 RowsAndCols SplitAtAxis(const OperatorBase& op, const std::string& blob, const Tensor& tensor,
                         int axis);
 
+// The `axis` argument (default 1) of the four ops, CPU and CUDA.
+int ReadSoftmaxAxis(const OperatorBase& op);
+
 // Input X (float32 or float64); output Y of X's shape: softmax of each row,
 // or its log when kLog.
 template <bool kLog>

@@ -15,22 +15,16 @@ namespace doppio {
 
 namespace {
 
-void EnforceSoftmaxType(const OperatorBase& op, const Tensor& X) {
-  DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble,
-                 "the CUDA softmax takes float32 or float64; input '", op.input_name(0), "' holds ",
-                 DataTypeName(X.dtype()));
-}
-
 template <bool kLog>
 class CudnnSoftmaxOp final : public Operator<CUDAContext> {
  public:
   CudnnSoftmaxOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace), axis_(GetSingleArgument<int>("axis", 1)) {}
+      : Operator<CUDAContext>(def, workspace), axis_(ReadSoftmaxAxis(*this)) {}
 
   void RunOnDevice() override {
     EnforceInputsOnDevice(*this, context_.device());
     const Tensor& X = Input(0);
-    EnforceSoftmaxType(*this, X);
+    EnforceInputType(FloatTypes{}, *this, 0, X.dtype());
     const RowsAndCols shape = SplitAtAxis(*this, input_name(0), X, axis_);
     Tensor* Y = Output(0);
     Y->Resize(X.dims());
@@ -54,13 +48,13 @@ template <bool kLog>
 class CudnnSoftmaxGradientOp final : public Operator<CUDAContext> {
  public:
   CudnnSoftmaxGradientOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace), axis_(GetSingleArgument<int>("axis", 1)) {}
+      : Operator<CUDAContext>(def, workspace), axis_(ReadSoftmaxAxis(*this)) {}
 
   void RunOnDevice() override {
     EnforceInputsOnDevice(*this, context_.device());
     const Tensor& Y = Input(0);
     const Tensor& dY = Input(1);
-    EnforceSoftmaxType(*this, Y);
+    EnforceInputType(FloatTypes{}, *this, 0, Y.dtype());
     activation::CheckGradientMatchesOutput(*this, Y, dY);
     const RowsAndCols shape = SplitAtAxis(*this, input_name(0), Y, axis_);
     Tensor* dX = Output(0);

@@ -128,7 +128,7 @@ void WithCheckedTargets(const OperatorBase& op, const SoftmaxLossArgs& args,
     fn(functors::SoftmaxLossTargets<T, int32_t>{layout, nullptr, t, weights, false});
     return;
   }
-  loss::DispatchLabelType(op, op.input_name(1), labels.dtype(), [&](auto label_tag) {
+  DispatchInput(IndexTypes{}, op, 1, labels.dtype(), [&](auto label_tag) {
     using L = typename decltype(label_tag)::type;
     const L* label = labels.data<L>();
     loss::CheckLabelRange(op, op.input_name(1), label, layout.samples(), layout.classes,
@@ -148,7 +148,7 @@ void SoftmaxWithLossOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& labels = Input(1);
   const Tensor* weights = InputSize() > 2 ? &Input(2) : nullptr;
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const functors::SoftmaxLossLayout layout =
         CheckSoftmaxLossInputs(*this, args_, X, labels, weights, 2);
@@ -182,7 +182,7 @@ void SoftmaxWithLossGradientOp::RunOnDevice() {
   const Tensor& P = Input(p_index);
   const Tensor& d_loss = Input(InputSize() - 1);
   CheckSoftmaxLossGradientInputs(*this, X, P, p_index, d_loss);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const functors::SoftmaxLossLayout layout =
         CheckSoftmaxLossInputs(*this, args_, X, labels, weights, 2);

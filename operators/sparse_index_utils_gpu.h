@@ -15,6 +15,7 @@
 
 #include "core/cuda/cuda_context.h"
 #include "core/operator.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/sparse_index_utils.h"
 
 namespace doppio {
@@ -24,23 +25,13 @@ namespace doppio {
 template <typename Index>
 void CheckCudaIndicesInRange(const OperatorBase& op, CUDAContext& context, int indices_input,
                              const Tensor& indices, int64_t bound, int bound_input) {
-  DOPPIO_ENFORCE(indices.device() == context.device(), "CUDA device ", context.cuda_gpu_id(),
-                 ": indices '", op.input_name(indices_input), "' must live on the op's GPU, not ",
-                 indices.DebugString());
+  EnforceInputOnDevice(op, indices_input, indices, context.device());
   const int64_t count = indices.numel();
   if (count == 0) return;
   std::vector<Index> host(static_cast<size_t>(count));
   context.CopyBytes(count * sizeof(Index), indices.data<Index>(), host.data());
   context.FinishDeviceComputation();
   CheckIndicesInRange(op, indices_input, host.data(), count, bound, bound_input);
-}
-
-// Throws unless input `index` of `op` is a tensor on the op's GPU.
-inline void EnforceOnOpGpu(const OperatorBase& op, const CUDAContext& context, int index,
-                           const Tensor& tensor) {
-  DOPPIO_ENFORCE(tensor.device() == context.device(), "CUDA device ", context.cuda_gpu_id(),
-                 ": input '", op.input_name(index), "' must live on the op's GPU, not ",
-                 tensor.DebugString());
 }
 
 }  // namespace doppio

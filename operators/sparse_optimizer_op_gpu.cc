@@ -42,7 +42,7 @@ functors::ScalarOperand<float> CheckSparseUpdate(const OperatorBase& op,
   EnforceSameType(op, param_input, param, grad_input, grad);
   EnforceHasRows(op, param_input, param);
   for (const Operand& operand : {param_in, moment_in, grad_in}) {
-    EnforceOnOpGpu(op, context, operand.input, operand.tensor);
+    EnforceInputOnDevice(op, operand.input, operand.tensor, context.device());
   }
   const int64_t row_size = param.SizeFromDim(1);
   const int64_t count = indices.numel();
@@ -54,14 +54,19 @@ functors::ScalarOperand<float> CheckSparseUpdate(const OperatorBase& op,
                                 "the learning rate");
 }
 
+functors::AdagradStep AdagradElement(const AdagradArgs& args) { return {args.epsilon, args.decay}; }
+
+functors::SparseMomentumSgdElement MomentumElement(const MomentumSGDArgs& args) {
+  return {args.momentum, args.nesterov};
+}
+
 // SparseMomentumSGDUpdate(grad, moment, lr, param, indices)
 //     -> (grad, moment, param), moment and param in place.
 class CudaSparseMomentumSgdUpdateOp final : public Operator<CUDAContext> {
  public:
   CudaSparseMomentumSgdUpdateOp(const OperatorDef& def, Workspace* workspace)
       : Operator<CUDAContext>(def, workspace),
-        element_{GetSingleArgument<float>("momentum", 0.0f),
-                 GetSingleArgument<int>("nesterov", 0) != 0} {}
+        element_(MomentumElement(ReadMomentumSGDArgs(*this))) {}
 
   void RunOnDevice() override {
     const Tensor& grad = Input(0);
@@ -75,7 +80,7 @@ class CudaSparseMomentumSgdUpdateOp final : public Operator<CUDAContext> {
     DispatchInput(IndexTypes{}, *this, 4, indices.dtype(), [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;
       CheckCudaIndicesInRange<Index>(*this, context_, 4, indices, rows, 3);
-      DispatchTypes(FloatTypes{}, *this, input_name(3), param.dtype(), [&](auto tag) {
+      DispatchTypes(FloatTypes{}, input_name(3), param.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
         Tensor* steps = Output(0);
         if (steps != &grad) steps->Resize(grad.dims());
@@ -96,8 +101,7 @@ class CudaSparseMomentumSgdUpdateOp final : public Operator<CUDAContext> {
 class CudaSparseAdagradOp final : public Operator<CUDAContext> {
  public:
   CudaSparseAdagradOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace),
-        element_{GetSingleArgument<float>("epsilon", 1e-5f)} {}
+      : Operator<CUDAContext>(def, workspace), element_{ReadAdagradArgs(*this).epsilon} {}
 
   void RunOnDevice() override {
     const Tensor& param = Input(0);
@@ -111,7 +115,7 @@ class CudaSparseAdagradOp final : public Operator<CUDAContext> {
     DispatchInput(IndexTypes{}, *this, 2, indices.dtype(), [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;
       CheckCudaIndicesInRange<Index>(*this, context_, 2, indices, rows, 0);
-      DispatchTypes(FloatTypes{}, *this, input_name(0), param.dtype(), [&](auto tag) {
+      DispatchTypes(FloatTypes{}, input_name(0), param.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
         LaunchSparseAdagradCuda<T, Index>(element_, indices.numel(), row_size, rows,
                                           indices.data<Index>(), grad.data<T>(), lr,
@@ -129,9 +133,7 @@ class CudaSparseAdagradOp final : public Operator<CUDAContext> {
 class CudaAdagradOp final : public Operator<CUDAContext> {
  public:
   CudaAdagradOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CUDAContext>(def, workspace),
-        adagrad_{GetSingleArgument<float>("epsilon", 1e-5f),
-                 GetSingleArgument<float>("decay", 1.0f)} {}
+      : Operator<CUDAContext>(def, workspace), adagrad_(AdagradElement(ReadAdagradArgs(*this))) {}
 
   void RunOnDevice() override {
     const Tensor& param = Input(0);
@@ -139,10 +141,10 @@ class CudaAdagradOp final : public Operator<CUDAContext> {
     const Tensor& grad = Input(2);
     EnforceSameSizeAndType(*this, 0, param, 1, moment);
     EnforceSameSizeAndType(*this, 0, param, 2, grad);
-    for (int i = 0; i < 3; ++i) EnforceOnOpGpu(*this, context_, i, Input(i));
+    for (int i = 0; i < 3; ++i) EnforceInputOnDevice(*this, i, Input(i), context_.device());
     const functors::ScalarOperand<float> lr =
         ScalarOperandOf<float>(*this, 3, Input(3), context_.device(), "the learning rate");
-    DispatchTypes(FloatTypes{}, *this, input_name(0), param.dtype(), [&](auto tag) {
+    DispatchTypes(FloatTypes{}, input_name(0), param.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* extra[2] = {nullptr, nullptr};
       for (int k = 0; k + 2 < OutputSize(); ++k) {

@@ -39,7 +39,7 @@ WeightedSumOp::WeightedSumOp(const OperatorDef& def, Workspace* workspace)
 void WeightedSumOp::RunOnDevice() {
   const Tensor& X0 = Input(0);
   for (int i = 2; i < InputSize(); i += 2) EnforceLikeFirst(*this, X0, i);
-  DispatchTypes(FloatTypes{}, *this, input_name(0), X0.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), X0.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T w0 = ReadWeight<T>(*this, 1);
     const T* x0 = X0.data<T>();
@@ -73,7 +73,7 @@ void WeightedSumGradientOp::RunOnDevice() {
                    x.dims(), " but '", input_name(0), "' has shape ", dY.dims());
     EnforceSameType(*this, 0, dY, 1 + 2 * p, x);
   }
-  DispatchTypes(FloatTypes{}, *this, input_name(0), dY.dtype(), [&](auto tag) {
+  DispatchTypes(FloatTypes{}, input_name(0), dY.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* dy = dY.data<T>();
     const int64_t count = dY.numel();
@@ -106,11 +106,10 @@ void WeightedSumGradientOp::RunOnDevice() {
         // The weight's own shape and type.
         const Tensor& weight = Input(2 + 2 * p);
         dW->Resize(weight.dims());
-        DispatchTypes(FloatTypes{}, *this, input_name(2 + 2 * p), weight.dtype(),
-                      [&](auto wtag) {
-                        using W = typename decltype(wtag)::type;
-                        dW->mutable_data<W>()[0] = static_cast<W>(weight_grads[p]);
-                      });
+        DispatchTypes(FloatTypes{}, input_name(2 + 2 * p), weight.dtype(), [&](auto wtag) {
+          using W = typename decltype(wtag)::type;
+          dW->mutable_data<W>()[0] = static_cast<W>(weight_grads[p]);
+        });
       }
     }
   });

@@ -26,6 +26,8 @@ DOPPIO_DEBIAN_PACKAGES=(
   clang libclang-rt-dev lld
   # tools/build_wheel.sh, tools/install.sh and their tests (tests/install)
   python3-venv python3-pip patchelf pkgconf
+  # tools/check_function_length.sh (run by tools/test.sh)
+  universal-ctags git
 )
 
 doppio_install_deps() {

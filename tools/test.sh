@@ -100,6 +100,8 @@ bazel build --jobs=2 -- "${targets[@]}"
 status=0
 # The layering is a build rule: dependencies pointing down it must fail.
 tools/check_layering.sh || status=$?
+# The size rule: short functions, measured with ctags.
+tools/check_function_length.sh || status=$?
 run_bazel_test -- "${targets[@]}" || status=$?
 # Bazel says PASSED for a target whose cases passed or were skipped: list
 # the skipped cases (no GPU here, ...) with their reasons, so a check that

@@ -60,6 +60,17 @@ def test_fc_cpu_matches_cuda(op_type, data):
     h.check_device(op, [x, w, b])
 
 
+@pytest.mark.parametrize("op_type", ["FC", "FCTransposed"])
+@h.requires_cuda
+@given(data=st.data())
+def test_fused_relu_fc_cpu_matches_cuda(op_type, data):
+    # fusion_type 1 (written by the fusion pass) must mean Relu on both
+    # devices: the CUDA op reads FC's arguments through the CPU op's reader.
+    x, w, b, axis, axis_w = data.draw(fc_case(op_type == "FCTransposed", np.float32))
+    op = h.make_op(op_type, ["X", "W", "b"], ["Y"], axis=axis, axis_w=axis_w, fusion_type=1)
+    h.check_device(op, [x, w, b])
+
+
 def test_fc_default_axes_flatten_trailing_dims():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 10
     w = np.linspace(-1, 1, 5 * 12).astype(np.float32).reshape(5, 12)

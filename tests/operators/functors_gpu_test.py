@@ -95,6 +95,32 @@ def test_fills_follow_their_distributions():
     np.testing.assert_array_equal(constant, np.full((3, 4), 2.5, np.float32))
 
 
+@pytest.mark.parametrize("args", [
+    {"value": 3},                                          # an int value: int64, as on the CPU
+    {"value": 7, "dtype": doppio_pb2.TensorProto.INT32},
+    {"value": 0.25, "dtype": doppio_pb2.TensorProto.DOUBLE},
+    {"value": 1.5},
+])
+def test_constant_fill_takes_the_cpu_dtype_rule(args):
+    op = h.make_op("ConstantFill", [], ["Y"], shape=[2, 3], **args)
+    cpu, = h.run_op(op, [])
+    op.device_option.CopyFrom(cuda_option())
+    gpu, = run_mixed(op, [])
+    assert gpu.dtype == cpu.dtype
+    np.testing.assert_array_equal(gpu, cpu)
+
+
+def test_cuda_fill_refuses_what_it_cannot_write():
+    op = h.make_op("ConstantFill", [], ["Y"], device_option=cuda_option(), shape=[2],
+                   value=1, dtype=doppio_pb2.TensorProto.BOOL)
+    with pytest.raises(RuntimeError, match="the CUDA ConstantFill writes float32, float64"):
+        run_mixed(op, [])
+    op = h.make_op("UniformFill", [], ["Y"], device_option=cuda_option(), shape=[2],
+                   min=1.0, max=1.0)
+    with pytest.raises(RuntimeError, match="must be bigger than min"):
+        run_mixed(op, [])
+
+
 def test_seeded_fill_repeats_and_seeds_differ():
     def fill(seed):
         return run_mixed(h.make_op("UniformFill", [], ["Y"], device_option=cuda_option(seed),
