@@ -19,6 +19,11 @@ std::map<KeyTuple, OperatorCreator>& Creators() {
   return *creators;
 }
 
+std::map<int, FallbackCreator>& Fallbacks() {
+  static auto* fallbacks = new std::map<int, FallbackCreator>();
+  return *fallbacks;
+}
+
 KeyTuple AsTuple(const OperatorKey& key) {
   return KeyTuple(key.type, static_cast<int>(key.device), key.engine);
 }
@@ -59,6 +64,25 @@ std::vector<std::string> SplitEngines(const std::string& engines) {
   return result;
 }
 
+// The creator registered for `def`'s type on `kind`: the def's engines in
+// order, then the default engine; nullptr when there is none.
+const OperatorCreator* FindCreator(const OperatorDef& def, DeviceKind kind) {
+  for (const std::string& engine : SplitEngines(def.engine())) {
+    if (const OperatorCreator* creator = OperatorRegistry::Find({def.type(), kind, engine})) {
+      return creator;
+    }
+  }
+  return OperatorRegistry::Find({def.type(), kind, ""});
+}
+
+// Every op is checked against its schema before it is built.
+void VerifiedSchema(const OperatorDef& def) {
+  const OpSchema* schema = OpSchemaRegistry::Schema(def.type());
+  DOPPIO_ENFORCE(schema != nullptr, "operator type '", def.type(),
+                 "' is registered without a schema; every op needs an OPERATOR_SCHEMA");
+  schema->Verify(def);
+}
+
 }  // namespace
 
 void OperatorRegistry::Register(const OperatorKey& key, OperatorCreator creator) {
@@ -75,6 +99,17 @@ const OperatorCreator* OperatorRegistry::Find(const OperatorKey& key) {
   const auto& creators = Creators();
   auto it = creators.find(AsTuple(key));
   return it == creators.end() ? nullptr : &it->second;
+}
+
+void OperatorRegistry::RegisterFallback(DeviceKind device, FallbackCreator creator) {
+  const bool inserted = Fallbacks().emplace(static_cast<int>(device), std::move(creator)).second;
+  DOPPIO_ENFORCE(inserted, "a fallback is already registered for ", DeviceName(device));
+}
+
+const FallbackCreator* OperatorRegistry::FindFallback(DeviceKind device) {
+  const auto& fallbacks = Fallbacks();
+  auto it = fallbacks.find(static_cast<int>(device));
+  return it == fallbacks.end() ? nullptr : &it->second;
 }
 
 std::vector<OperatorKey> OperatorRegistry::Keys() {
@@ -114,12 +149,15 @@ std::vector<std::string> OperatorRegistry::SimilarTypes(const std::string& type)
 std::unique_ptr<OperatorBase> CreateOperator(const OperatorDef& def,
                                              Workspace* workspace) {
   const Device device = DeviceFromOption(def.device_option());
-  const OperatorCreator* creator = nullptr;
-  for (const std::string& engine : SplitEngines(def.engine())) {
-    creator = OperatorRegistry::Find({def.type(), device.kind, engine});
-    if (creator) break;
+  const OperatorCreator* creator = FindCreator(def, device.kind);
+  if (!creator && device.kind != DeviceKind::kCPU) {
+    const OperatorCreator* cpu = FindCreator(def, DeviceKind::kCPU);
+    const FallbackCreator* fallback = OperatorRegistry::FindFallback(device.kind);
+    if (cpu != nullptr && fallback != nullptr) {
+      VerifiedSchema(def);
+      return (*fallback)(def, workspace, *cpu);
+    }
   }
-  if (!creator) creator = OperatorRegistry::Find({def.type(), device.kind, ""});
   if (!creator) {
     bool on_other_device = false;
     for (const OperatorKey& key : OperatorRegistry::Keys()) {
@@ -135,10 +173,7 @@ std::unique_ptr<OperatorBase> CreateOperator(const OperatorDef& def,
     }
     DOPPIO_THROW("unknown operator type '", def.type(), "'; did you mean ", similar, "?");
   }
-  const OpSchema* schema = OpSchemaRegistry::Schema(def.type());
-  DOPPIO_ENFORCE(schema != nullptr, "operator type '", def.type(),
-                 "' is registered without a schema; every op needs an OPERATOR_SCHEMA");
-  schema->Verify(def);
+  VerifiedSchema(def);
   return (*creator)(def, workspace);
 }
 

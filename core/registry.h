@@ -4,8 +4,12 @@
 //   REGISTER_CPU_OPERATOR_WITH_ENGINE(Conv, DNNL, DnnlConvOp);
 //
 // CreateOperator looks up the def's engine (a comma-separated preference
-// list) on the def's device and falls back to the default engine. Unknown
-// types fail with a message suggesting registered names that are close.
+// list) on the def's device and falls back to the default engine. An op
+// type with a CPU kernel but none for the def's device runs through that
+// device's fallback, when its runtime registered one (core/cuda: inputs
+// copied to the host, the CPU kernel, outputs copied back, as Caffe2's
+// GPUFallbackOp). Unknown types fail with a message suggesting registered
+// names that are close.
 //
 // Thread-safety: registration happens during static initialization; lookups
 // afterwards are read-only.
@@ -29,11 +33,19 @@ struct OperatorKey {
   std::string engine;  // "" is the default engine
 };
 
+// Builds the op for a device from the CPU kernel's creator `cpu`.
+using FallbackCreator = std::function<std::unique_ptr<OperatorBase>(const OperatorDef&, Workspace*,
+                                                                    const OperatorCreator& cpu)>;
+
 class OperatorRegistry {
  public:
   static void Register(const OperatorKey& key, OperatorCreator creator);
   // nullptr when nothing is registered under exactly this key.
   static const OperatorCreator* Find(const OperatorKey& key);
+  // The fallback of `device` (at most one per device), and nullptr when
+  // none is registered.
+  static void RegisterFallback(DeviceKind device, FallbackCreator creator);
+  static const FallbackCreator* FindFallback(DeviceKind device);
   static std::vector<OperatorKey> Keys();
   // Registered types within a small edit distance of `type`, closest first.
   static std::vector<std::string> SimilarTypes(const std::string& type);

@@ -178,11 +178,11 @@ namespace {
 // fusion_type); Conv ignores the argument, as Caffe2's CPU Conv does.
 bool ReadFuseRelu(const OperatorBase& op) {
   if (op.type() != "ConvFusion") return false;
-  DOPPIO_ENFORCE(op.HasArgument("fusion_type"), "op ", op.DisplayName(),
-                 ": ConvFusion needs the argument fusion_type (1: Conv + Relu)");
+  DOPPIO_ENFORCE(op.HasArgument("fusion_type"),
+                 "ConvFusion needs the argument fusion_type (1: Conv + Relu)");
   const int fusion_type = op.GetSingleArgument<int>("fusion_type", kConvFusionUnknown);
-  DOPPIO_ENFORCE(fusion_type == kConvFusionRelu, "op ", op.DisplayName(), ": fusion_type ",
-                 fusion_type, " is not supported on CPU; only 1 (Conv + Relu) is (2 and 3, "
+  DOPPIO_ENFORCE(fusion_type == kConvFusionRelu, "fusion_type ", fusion_type,
+                 " is not supported on CPU; only 1 (Conv + Relu) is (2 and 3, "
                  "the sum fusions, are ideep-only)");
   return true;
 }

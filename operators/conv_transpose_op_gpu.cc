@@ -144,12 +144,12 @@ class CudnnConvTransposeOpBase : public CudnnConvOpBase {
 
  protected:
   CudnnConvTransposePlan Plan(const Tensor& X, const Tensor& filter) const {
-    DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble, "op ",
-                   DisplayName(), ": the CUDA ConvTranspose takes float32 or float64; input '",
-                   input_name(0), "' holds ", DataTypeName(X.dtype()));
-    DOPPIO_ENFORCE(filter.dtype() == X.dtype(), "op ", DisplayName(), ": filter '",
-                   input_name(1), "' holds ", DataTypeName(filter.dtype()), " but input '",
-                   input_name(0), "' holds ", DataTypeName(X.dtype()));
+    DOPPIO_ENFORCE(X.dtype() == DataType::kFloat || X.dtype() == DataType::kDouble,
+                   "the CUDA ConvTranspose takes float32 or float64; input '", input_name(0),
+                   "' holds ", DataTypeName(X.dtype()));
+    DOPPIO_ENFORCE(filter.dtype() == X.dtype(), "filter '", input_name(1), "' holds ",
+                   DataTypeName(filter.dtype()), " but input '", input_name(0), "' holds ",
+                   DataTypeName(X.dtype()));
     return ResolveCudnnConvTranspose(args_, adj_, input_name(0), X.dims(), input_name(1),
                                      filter.dims());
   }

@@ -30,13 +30,12 @@ class CudaCopyOpBase : public Operator<CUDAContext> {
   // Input 0, checked to live on `expected` (kCUDA: any GPU).
   const Tensor& InputOn(DeviceKind expected, const char* hint) const {
     const Tensor& input = Input(0);
-    DOPPIO_ENFORCE(input.device().kind == expected, "op ", DisplayName(), ": input '",
-                   input_name(0), "' is on the ", DeviceKindName(input.device().kind),
-                   ", but this op copies from the ", DeviceKindName(expected), hint);
-    DOPPIO_ENFORCE(input.dtype() != DataType::kUndefined, "op ", DisplayName(),
-                   ": input '", input_name(0), "' holds no data yet");
-    DOPPIO_ENFORCE(input.dtype() != DataType::kString, "op ", DisplayName(),
-                   ": input '", input_name(0),
+    DOPPIO_ENFORCE(input.device().kind == expected, "input '", input_name(0), "' is on the ",
+                   DeviceKindName(input.device().kind), ", but this op copies from the ",
+                   DeviceKindName(expected), hint);
+    DOPPIO_ENFORCE(input.dtype() != DataType::kUndefined, "input '", input_name(0),
+                   "' holds no data yet");
+    DOPPIO_ENFORCE(input.dtype() != DataType::kString, "input '", input_name(0),
                    "' holds strings, which cannot live on a GPU");
     return input;
   }

@@ -36,8 +36,8 @@ class CudnnConvOpBase : public Operator<CUDAContext> {
         exhaustive_search_(GetSingleArgument<bool>("exhaustive_search", false)),
         deterministic_(GetSingleArgument<bool>("deterministic", false)),
         enable_tensor_core_(GetSingleArgument<bool>("enable_tensor_core", false)) {
-    DOPPIO_ENFORCE(ws_nbytes_limit_ >= 0, "op ", DisplayName(), ": ws_nbytes_limit is ",
-                   ws_nbytes_limit_, "; it must be >= 0");
+    DOPPIO_ENFORCE(ws_nbytes_limit_ >= 0, "ws_nbytes_limit is ", ws_nbytes_limit_,
+                   "; it must be >= 0");
   }
 
  protected:

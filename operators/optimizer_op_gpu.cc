@@ -25,6 +25,22 @@
 namespace doppio {
 namespace {
 
+// The iteration counter where Iter keeps it, on the host, or on the op's
+// GPU (fed there, or copied by a net): then one int64 is copied back and
+// the op's stream waited for.
+int64_t ReadIterationOnHost(const OperatorBase& op, int index, const Tensor& counter,
+                            CUDAContext& context) {
+  if (counter.device().kind != DeviceKind::kCUDA) return ReadIteration(op, index, counter);
+  EnforceDeviceInput(TypeList<int64_t>{}, op, index, counter, context.device());
+  Tensor host(Device{});
+  host.Resize(counter.dims());
+  if (counter.numel() == 1) {
+    context.CopyBytes(sizeof(int64_t), counter.data<int64_t>(), host.mutable_data<int64_t>());
+    context.FinishDeviceComputation();
+  }
+  return ReadIteration(op, index, host);
+}
+
 class CudaIterOp final : public Operator<CUDAContext> {
  public:
   using Operator<CUDAContext>::Operator;
@@ -54,9 +70,7 @@ class CudaLearningRateOp final : public Operator<CUDAContext> {
 
   void RunOnDevice() override {
     const Tensor& iteration = Input(0);
-    DOPPIO_ENFORCE(iteration.device().kind == DeviceKind::kCPU, "the iteration counter '",
-                   input_name(0), "' must be a CPU tensor (as Iter keeps it)");
-    const int64_t iter = ReadIteration(*this, 0, iteration);
+    const int64_t iter = ReadIterationOnHost(*this, 0, iteration, context_);
     // A member, not a local: the copy below is queued and reads it later.
     host_rate_ = static_cast<float>(schedule_.At(iter));
     Tensor* output = Output(0);
@@ -138,10 +152,9 @@ class CudaAdamOp final : public Operator<CUDAContext> {
     EnforceSameSizeAndType(*this, 0, param, 1, moment_1);
     EnforceSameSizeAndType(*this, 0, param, 2, moment_2);
     EnforceSameSizeAndType(*this, 0, param, 3, grad);
-    DOPPIO_ENFORCE(iteration.device().kind == DeviceKind::kCPU, "the iteration counter '",
-                   input_name(5), "' must be a CPU tensor (as Iter keeps it)");
-    const functors::AdamStep adam{args_.beta1, args_.beta2, args_.epsilon,
-                                  args_.Correction(ReadIteration(*this, 5, iteration))};
+    const functors::AdamStep adam{
+        args_.beta1, args_.beta2, args_.epsilon,
+        args_.Correction(ReadIterationOnHost(*this, 5, iteration, context_))};
     const float* w = param.data<float>();
     const float* m1 = moment_1.data<float>();
     const float* m2 = moment_2.data<float>();

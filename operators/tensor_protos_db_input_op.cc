@@ -18,10 +18,11 @@ TensorProtosDBInputOp::TensorProtosDBInputOp(const OperatorDef& def, Workspace* 
       record_tensors_(OutputSize()),
       record_views_(OutputSize()) {
   for (std::vector<Tensor>& slot : prefetched_) slot.resize(OutputSize());
-  DOPPIO_ENFORCE(batch_size_ >= 0, "", DisplayName(), ": batch_size must be >= 0 (0: one record "
-                 "per run, unbatched), got ", batch_size_);
-  DOPPIO_ENFORCE(shuffle_buffer_size_ >= 0, "", DisplayName(),
-                 ": shuffle_buffer must be >= 0 (0: read in order), got ",
+  DOPPIO_ENFORCE(batch_size_ >= 0,
+                 "batch_size must be >= 0 (0: one record "
+                 "per run, unbatched), got ",
+                 batch_size_);
+  DOPPIO_ENFORCE(shuffle_buffer_size_ >= 0, "shuffle_buffer must be >= 0 (0: read in order), got ",
                  shuffle_buffer_size_);
   // In the usual order (init net, then CreateNet) the reader is open now,
   // and the shuffle buffer is filled here (~55 ms for 60,000 records): the

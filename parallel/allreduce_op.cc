@@ -81,8 +81,8 @@ void AllreduceRange<float16>(float16* const* buffers, int n, int64_t begin, int6
 AllreduceOp::AllreduceOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       num_threads_(GetSingleArgument<int>("num_threads", 0)) {
-  DOPPIO_ENFORCE(num_threads_ >= 0, "op ", DisplayName(),
-                 ": argument num_threads must be >= 0 (0: every core), got ", num_threads_);
+  DOPPIO_ENFORCE(num_threads_ >= 0, "argument num_threads must be >= 0 (0: every core), got ",
+                 num_threads_);
   if (num_threads_ == 0) num_threads_ = AvailableCores();
   EnforceOneToOneInplace(*this);
 }
@@ -148,8 +148,7 @@ void AllreduceOp::RunOnDevice() {
     case DataType::kFloat16: return run(TypeTag<float16>{});
     default: break;
   }
-  DOPPIO_THROW("op ", DisplayName(), ": input 0 ('", input_name(0), "') holds ",
-               DataTypeName(first.dtype()),
+  DOPPIO_THROW("input 0 ('", input_name(0), "') holds ", DataTypeName(first.dtype()),
                "; Allreduce sums float32, float64 and float16 tensors");
 }
 

@@ -13,17 +13,17 @@ namespace doppio {
 BroadcastOp::BroadcastOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace), root_(GetSingleArgument<int>("root", 0)) {
   EnforceOneToOneInplace(*this);
-  DOPPIO_ENFORCE(root_ >= 0 && root_ < InputSize(), "op ", DisplayName(), ": root ", root_,
-                 " is not one of its ", InputSize(), " inputs");
+  DOPPIO_ENFORCE(root_ >= 0 && root_ < InputSize(), "root ", root_, " is not one of its ",
+                 InputSize(), " inputs");
 }
 
 void BroadcastOp::RunOnDevice() {
   const Blob& root_blob = InputBlob(root_);
-  DOPPIO_ENFORCE(root_blob.IsTensor(), "op ", DisplayName(), ": root input ", root_, " ('",
-                 input_name(root_), "') should be a tensor but holds ", root_blob.TypeName());
+  DOPPIO_ENFORCE(root_blob.IsTensor(), "root input ", root_, " ('", input_name(root_),
+                 "') should be a tensor but holds ", root_blob.TypeName());
   const Tensor& source = root_blob.GetTensor();
-  DOPPIO_ENFORCE(source.dtype() != DataType::kUndefined, "op ", DisplayName(),
-                 ": root input ", root_, " ('", input_name(root_), "') was never written");
+  DOPPIO_ENFORCE(source.dtype() != DataType::kUndefined, "root input ", root_, " ('",
+                 input_name(root_), "') was never written");
   const void* from = source.raw_data();  // an error if never written
   for (int i = 0; i < InputSize(); ++i) {
     if (i == root_) continue;

@@ -3,17 +3,16 @@
 namespace doppio {
 
 void EnforceOneToOneInplace(const OperatorBase& op) {
-  DOPPIO_ENFORCE(op.InputSize() == op.OutputSize(), "op ", op.DisplayName(),
-                 " runs in place over its per-device blobs: it needs as many outputs as "
+  DOPPIO_ENFORCE(op.InputSize() == op.OutputSize(),
+                 "the op runs in place over its per-device blobs: it needs as many outputs as "
                  "inputs, got ",
                  op.InputSize(), " inputs and ", op.OutputSize(), " outputs");
   for (int i = 0; i < op.InputSize(); ++i) {
-    DOPPIO_ENFORCE(op.IsInputOutputAlias(i, i), "op ", op.DisplayName(),
-                   " runs in place: output ", i, " ('", op.output_name(i),
-                   "') must be input ", i, " ('", op.input_name(i), "')");
+    DOPPIO_ENFORCE(op.IsInputOutputAlias(i, i), "the op runs in place: output ", i, " ('",
+                   op.output_name(i), "') must be input ", i, " ('", op.input_name(i), "')");
     for (int j = 0; j < i; ++j) {
-      DOPPIO_ENFORCE(&op.InputBlob(i) != &op.InputBlob(j), "op ", op.DisplayName(),
-                     ": inputs ", j, " and ", i, " are the same blob '", op.input_name(i),
+      DOPPIO_ENFORCE(&op.InputBlob(i) != &op.InputBlob(j), "inputs ", j, " and ", i,
+                     " are the same blob '", op.input_name(i),
                      "'; each device's blob may appear once");
     }
   }
@@ -21,8 +20,8 @@ void EnforceOneToOneInplace(const OperatorBase& op) {
 
 Tensor* ReplicaTensor(OperatorBase* op, int i) {
   Blob* blob = op->OutputBlob(i);
-  DOPPIO_ENFORCE(blob->IsTensor(), "op ", op->DisplayName(), ": input ", i, " ('",
-                 op->input_name(i), "') should be a tensor but holds ", blob->TypeName());
+  DOPPIO_ENFORCE(blob->IsTensor(), "input ", i, " ('", op->input_name(i),
+                 "') should be a tensor but holds ", blob->TypeName());
   return blob->GetMutable<Tensor>();
 }
 
@@ -30,10 +29,10 @@ void EnforceSameDimsAndType(const OperatorBase& op, const std::vector<Tensor*>& 
   const Tensor& first = *replicas.at(0);
   for (size_t i = 1; i < replicas.size(); ++i) {
     const Tensor& other = *replicas[i];
-    DOPPIO_ENFORCE(other.dims() == first.dims() && other.dtype() == first.dtype(), "op ",
-                   op.DisplayName(), ": input ", i, " ('", op.input_name(static_cast<int>(i)),
-                   "') is ", other.DebugString(), " but input 0 ('", op.input_name(0),
-                   "') is ", first.DebugString(), "; every device's blob needs the same "
+    DOPPIO_ENFORCE(other.dims() == first.dims() && other.dtype() == first.dtype(), "input ", i,
+                   " ('", op.input_name(static_cast<int>(i)), "') is ", other.DebugString(),
+                   " but input 0 ('", op.input_name(0), "') is ", first.DebugString(),
+                   "; every device's blob needs the same "
                    "shape and type");
   }
 }

@@ -16,22 +16,21 @@ namespace doppio {
 void GlooAllgatherOp::RunOnDevice() {
   const CommonWorld& world = CommonWorldInput(*this);
   const int count = InputSize() - 1;
-  DOPPIO_ENFORCE(count >= 1, "op ", DisplayName(),
-                 " needs a common world and at least one tensor");
+  DOPPIO_ENFORCE(count >= 1, "the op needs a common world and at least one tensor");
   std::vector<const Tensor*> inputs;
   for (int i = 1; i <= count; ++i) {
     const Tensor& x = Input(i);
-    DOPPIO_ENFORCE(x.dtype() != DataType::kUndefined && x.dtype() != DataType::kString, "op ",
-                   DisplayName(), ": input ", i, " ('", input_name(i), "') is ",
-                   x.DebugString(), "; it needs a written numeric tensor");
+    DOPPIO_ENFORCE(x.dtype() != DataType::kUndefined && x.dtype() != DataType::kString, "input ", i,
+                   " ('", input_name(i), "') is ", x.DebugString(),
+                   "; it needs a written numeric tensor");
     x.raw_data();  // an error if never written
-    DOPPIO_ENFORCE(x.dims() == Input(1).dims() && x.dtype() == Input(1).dtype(), "op ",
-                   DisplayName(), ": input ", i, " ('", input_name(i), "') is ",
-                   x.DebugString(), " but input 1 ('", input_name(1), "') is ",
-                   Input(1).DebugString(), "; the tensors need one shape and type");
+    DOPPIO_ENFORCE(x.dims() == Input(1).dims() && x.dtype() == Input(1).dtype(), "input ", i, " ('",
+                   input_name(i), "') is ", x.DebugString(), " but input 1 ('", input_name(1),
+                   "') is ", Input(1).DebugString(), "; the tensors need one shape and type");
     for (int j = 0; j < OutputSize(); ++j) {
-      DOPPIO_ENFORCE(!IsInputOutputAlias(i, j), "op ", DisplayName(), ": output ", j, " ('",
-                     output_name(j), "') may not be input ", i, "; Allgather writes a new "
+      DOPPIO_ENFORCE(!IsInputOutputAlias(i, j), "output ", j, " ('", output_name(j),
+                     "') may not be input ", i,
+                     "; Allgather writes a new "
                      "tensor");
     }
     inputs.push_back(&x);

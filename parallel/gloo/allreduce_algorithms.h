@@ -21,7 +21,7 @@ inline std::string AllreduceAlgorithmArgument(const OperatorBase& op) {
   const std::string algorithm = op.GetSingleArgument<std::string>("algorithm", "");
   DOPPIO_ENFORCE(algorithm.empty() || algorithm == "ring" || algorithm == "ring_chunked" ||
                      algorithm == "halving_doubling",
-                 "op ", op.DisplayName(), ": unknown algorithm '", algorithm,
+                 "unknown algorithm '", algorithm,
                  "'; expected \"ring\", \"ring_chunked\" or \"halving_doubling\"");
   return algorithm;
 }

@@ -24,13 +24,11 @@ void GlooAllreduceCoalescedOp::RunOnDevice() {
   for (size_t i = 0; i < operands.tensors.size(); ++i) {
     const Tensor& tensor = *operands.tensors[i];
     DOPPIO_ENFORCE(tensor.dtype() == DataType::kFloat || tensor.dtype() == DataType::kDouble,
-                   "op ", DisplayName(), ": input ", i + 1, " ('", input_name(i + 1),
-                   "') holds ", DataTypeName(tensor.dtype()),
-                   "; Gloo sums float32 and float64 tensors");
-    DOPPIO_ENFORCE(tensor.dtype() == dtype, "op ", DisplayName(), ": input ", i + 1, " ('",
-                   input_name(i + 1), "') is ", DataTypeName(tensor.dtype()), " but input 1 ('",
-                   input_name(1), "') is ", DataTypeName(dtype),
-                   "; one collective sums one dtype");
+                   "input ", i + 1, " ('", input_name(i + 1), "') holds ",
+                   DataTypeName(tensor.dtype()), "; Gloo sums float32 and float64 tensors");
+    DOPPIO_ENFORCE(tensor.dtype() == dtype, "input ", i + 1, " ('", input_name(i + 1), "') is ",
+                   DataTypeName(tensor.dtype()), " but input 1 ('", input_name(1), "') is ",
+                   DataTypeName(dtype), "; one collective sums one dtype");
     total += tensor.numel();
   }
   const int count = ElementCount(*this, total);

@@ -35,17 +35,15 @@ class GlooAllreduceCoalescedGpuOp final : public Operator<CUDAContext> {
     int64_t total = 0;
     for (size_t i = 0; i < operands.tensors.size(); ++i) {
       const Tensor& tensor = *operands.tensors[i];
-      DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "op ", DisplayName(),
-                     " (CUDA, engine GLOO): input ", i + 1, " ('", input_name(i + 1),
+      DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA,
+                     "the op (CUDA, engine GLOO): input ", i + 1, " ('", input_name(i + 1),
                      "') is a CPU tensor; run the CPU op for host tensors");
       DOPPIO_ENFORCE(tensor.dtype() == DataType::kFloat || tensor.dtype() == DataType::kDouble,
-                     "op ", DisplayName(), ": input ", i + 1, " ('", input_name(i + 1),
-                     "') holds ", DataTypeName(tensor.dtype()),
-                     "; Gloo sums float32 and float64 tensors");
-      DOPPIO_ENFORCE(tensor.dtype() == dtype, "op ", DisplayName(), ": input ", i + 1, " ('",
-                     input_name(i + 1), "') is ", DataTypeName(tensor.dtype()),
-                     " but input 1 ('", input_name(1), "') is ", DataTypeName(dtype),
-                     "; one collective sums one dtype");
+                     "input ", i + 1, " ('", input_name(i + 1), "') holds ",
+                     DataTypeName(tensor.dtype()), "; Gloo sums float32 and float64 tensors");
+      DOPPIO_ENFORCE(tensor.dtype() == dtype, "input ", i + 1, " ('", input_name(i + 1), "') is ",
+                     DataTypeName(tensor.dtype()), " but input 1 ('", input_name(1), "') is ",
+                     DataTypeName(dtype), "; one collective sums one dtype");
       total += tensor.numel();
     }
     const int count = ElementCount(*this, total);

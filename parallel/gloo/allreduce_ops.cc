@@ -34,8 +34,8 @@ AlgorithmKey KeyOf(const CommonWorld& world, const std::vector<Tensor*>& tensors
 
 void EnforceSummable(const OperatorBase& op, const Tensor& tensor) {
   DOPPIO_ENFORCE(tensor.dtype() == DataType::kFloat || tensor.dtype() == DataType::kDouble,
-                 "op ", op.DisplayName(), ": input 1 ('", op.input_name(1), "') holds ",
-                 DataTypeName(tensor.dtype()), "; Gloo sums float32 and float64 tensors");
+                 "input 1 ('", op.input_name(1), "') holds ", DataTypeName(tensor.dtype()),
+                 "; Gloo sums float32 and float64 tensors");
 }
 
 }  // namespace

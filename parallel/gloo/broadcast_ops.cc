@@ -15,14 +15,13 @@ namespace doppio {
 
 GlooBroadcastOp::GlooBroadcastOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace), root_(GetSingleArgument<int>("root", 0)) {
-  DOPPIO_ENFORCE(root_ >= 0, "op ", DisplayName(), ": root must be a rank (>= 0), got ", root_);
+  DOPPIO_ENFORCE(root_ >= 0, "root must be a rank (>= 0), got ", root_);
 }
 
 void GlooBroadcastOp::RunOnDevice() {
   const CommonWorld& world = CommonWorldInput(*this);
-  DOPPIO_ENFORCE(root_ < world->size, "op ", DisplayName(), ": root ", root_,
-                 " is not a rank of the common world '", input_name(0), "' (size ",
-                 world->size, ")");
+  DOPPIO_ENFORCE(root_ < world->size, "root ", root_, " is not a rank of the common world '",
+                 input_name(0), "' (size ", world->size, ")");
   const InplaceOperands operands = InplaceTensorsAfterWorld(this, /*same_shape=*/true);
   const Tensor& first = *operands.tensors[0];
   GlooFailureHandler failures(this, operands.status_output);
@@ -53,8 +52,8 @@ void GlooBroadcastOp::RunOnDevice() {
 
 void GlooBarrierOp::RunOnDevice() {
   const CommonWorld& world = CommonWorldInput(*this);
-  DOPPIO_ENFORCE(OutputSize() <= 1, "op ", DisplayName(),
-                 " has at most one output (the status), got ", OutputSize());
+  DOPPIO_ENFORCE(OutputSize() <= 1, "the op has at most one output (the status), got ",
+                 OutputSize());
   GlooFailureHandler failures(this, OutputSize() == 1 ? 0 : -1);
   AlgorithmKey key;
   key.world = world;

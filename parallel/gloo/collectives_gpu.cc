@@ -50,8 +50,8 @@ class GlooStagedGpuOp : public Operator<CUDAContext> {
     }
     for (size_t i = 0; i < operands.tensors.size(); ++i) {
       const Tensor& tensor = *operands.tensors[i];
-      DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA, "op ", DisplayName(),
-                     " (CUDA, engine GLOO): input ", i + 1, " ('", input_name(i + 1),
+      DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCUDA,
+                     "the op (CUDA, engine GLOO): input ", i + 1, " ('", input_name(i + 1),
                      "') is a CPU tensor; run the CPU op for host tensors");
       context_.CopyBytes(nbytes, tensor.raw_data(), staging_[i].get());
     }
@@ -101,8 +101,8 @@ class GlooAllreduceGpuOp final : public GlooStagedGpuOp {
     const InplaceOperands operands = StageToHost();
     const Tensor& first = *operands.tensors[0];
     DOPPIO_ENFORCE(first.dtype() == DataType::kFloat || first.dtype() == DataType::kDouble,
-                   "op ", DisplayName(), ": input 1 ('", input_name(1), "') holds ",
-                   DataTypeName(first.dtype()), "; Gloo sums float32 and float64 tensors");
+                   "input 1 ('", input_name(1), "') holds ", DataTypeName(first.dtype()),
+                   "; Gloo sums float32 and float64 tensors");
     const int count = ElementCount(*this, first.numel());
     const std::string algorithm = ChooseAllreduceAlgorithm(algorithm_, *world);
     GlooFailureHandler failures(this, operands.status_output);
@@ -135,15 +135,13 @@ class GlooBroadcastGpuOp final : public GlooStagedGpuOp {
  public:
   GlooBroadcastGpuOp(const OperatorDef& def, Workspace* workspace)
       : GlooStagedGpuOp(def, workspace), root_(GetSingleArgument<int>("root", 0)) {
-    DOPPIO_ENFORCE(root_ >= 0, "op ", DisplayName(), ": root must be a rank (>= 0), got ",
-                   root_);
+    DOPPIO_ENFORCE(root_ >= 0, "root must be a rank (>= 0), got ", root_);
   }
 
   void RunOnDevice() override {
     const CommonWorld& world = CommonWorldInput(*this);
-    DOPPIO_ENFORCE(root_ < world->size, "op ", DisplayName(), ": root ", root_,
-                   " is not a rank of the common world '", input_name(0), "' (size ",
-                   world->size, ")");
+    DOPPIO_ENFORCE(root_ < world->size, "root ", root_, " is not a rank of the common world '",
+                   input_name(0), "' (size ", world->size, ")");
     // Non-root ranks stage too: their bytes are overwritten, but staging
     // checks every operand the same way on every rank.
     const InplaceOperands operands = StageToHost();

@@ -44,14 +44,11 @@ CreateCommonWorldOp::CreateCommonWorldOp(const OperatorDef& def, Workspace* work
       timeout_ms_(GetSingleArgument<int>("timeout_ms", kDefaultTimeoutMs)),
       interface_(GetSingleArgument<std::string>("interface", "")),
       key_prefix_(def.name().empty() ? def.output(0) : def.name()) {
-  DOPPIO_ENFORCE(size_ >= 1, "op ", DisplayName(), ": argument 'size' must be >= 1, got ",
-                 size_);
-  DOPPIO_ENFORCE(rank_ >= 0 && rank_ < size_, "op ", DisplayName(), ": rank ", rank_,
-                 " is not in [0, ", size_, ")");
-  DOPPIO_ENFORCE(timeout_ms_ > 0, "op ", DisplayName(),
-                 ": argument 'timeout_ms' must be positive, got ", timeout_ms_);
+  DOPPIO_ENFORCE(size_ >= 1, "argument 'size' must be >= 1, got ", size_);
+  DOPPIO_ENFORCE(rank_ >= 0 && rank_ < size_, "rank ", rank_, " is not in [0, ", size_, ")");
+  DOPPIO_ENFORCE(timeout_ms_ > 0, "argument 'timeout_ms' must be positive, got ", timeout_ms_);
   const std::string transport = GetSingleArgument<std::string>("transport", "tcp");
-  DOPPIO_ENFORCE(transport == "tcp", "op ", DisplayName(), ": transport '", transport,
+  DOPPIO_ENFORCE(transport == "tcp", "transport '", transport,
                  "' is not supported; this build has Gloo's \"tcp\" transport");
   IgnoreSigpipeUnlessHandled();
   gloo::transport::tcp::attr attr;
@@ -61,7 +58,7 @@ CreateCommonWorldOp::CreateCommonWorldOp(const OperatorDef& def, Workspace* work
   try {
     device_ = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& error) {
-    DOPPIO_THROW("op ", DisplayName(), ": cannot open a TCP device",
+    DOPPIO_THROW("cannot open a TCP device",
                  interface_.empty() ? std::string(" on this host's address")
                                     : " on interface '" + interface_ + "'",
                  ": ", error.what());

@@ -81,38 +81,36 @@ bool GlooFailureHandler::RunNaming(const std::string& what, const std::string& w
     SetStatus(kGlooStatusFailed);
     return false;
   }
-  DOPPIO_THROW("op ", op_->DisplayName(), ": Gloo ", what, " failed on ", where, ": ",
-               message);
+  DOPPIO_THROW("Gloo ", what, " failed on ", where, ": ", message);
 }
 
 InplaceOperands InplaceTensorsAfterWorld(OperatorBase* op, bool same_shape) {
   const int count = op->InputSize() - 1;
-  DOPPIO_ENFORCE(count >= 1, "op ", op->DisplayName(),
-                 " needs a common world and at least one tensor");
-  DOPPIO_ENFORCE(op->OutputSize() == count || op->OutputSize() == count + 1, "op ",
-                 op->DisplayName(), " runs in place over its ", count,
+  DOPPIO_ENFORCE(count >= 1, "the op needs a common world and at least one tensor");
+  DOPPIO_ENFORCE(op->OutputSize() == count || op->OutputSize() == count + 1,
+                 "the op runs in place over its ", count,
                  " tensor(s): it takes as many outputs, plus an optional status, got ",
                  op->OutputSize());
   InplaceOperands operands;
   if (op->OutputSize() == count + 1) operands.status_output = count;
   for (int i = 0; i < count; ++i) {
-    DOPPIO_ENFORCE(op->IsInputOutputAlias(i + 1, i), "op ", op->DisplayName(),
-                   " runs in place: output ", i, " ('", op->output_name(i), "') must be input ",
-                   i + 1, " ('", op->input_name(i + 1), "')");
+    DOPPIO_ENFORCE(op->IsInputOutputAlias(i + 1, i), "the op runs in place: output ", i, " ('",
+                   op->output_name(i), "') must be input ", i + 1, " ('", op->input_name(i + 1),
+                   "')");
     Blob* blob = op->OutputBlob(i);
-    DOPPIO_ENFORCE(blob->IsTensor(), "op ", op->DisplayName(), ": input ", i + 1, " ('",
-                   op->input_name(i + 1), "') should be a tensor but holds ", blob->TypeName());
+    DOPPIO_ENFORCE(blob->IsTensor(), "input ", i + 1, " ('", op->input_name(i + 1),
+                   "') should be a tensor but holds ", blob->TypeName());
     Tensor* tensor = blob->GetMutable<Tensor>();
     DOPPIO_ENFORCE(tensor->dtype() != DataType::kUndefined && tensor->dtype() != DataType::kString,
-                   "op ", op->DisplayName(), ": input ", i + 1, " ('", op->input_name(i + 1),
-                   "') is ", tensor->DebugString(), "; it needs a written numeric tensor");
+                   "input ", i + 1, " ('", op->input_name(i + 1), "') is ", tensor->DebugString(),
+                   "; it needs a written numeric tensor");
     tensor->raw_data();  // an error if never written
     if (same_shape && i > 0) {
       const Tensor& first = *operands.tensors[0];
-      DOPPIO_ENFORCE(tensor->dims() == first.dims() && tensor->dtype() == first.dtype(), "op ",
-                     op->DisplayName(), ": input ", i + 1, " ('", op->input_name(i + 1), "') is ",
-                     tensor->DebugString(), " but input 1 ('", op->input_name(1), "') is ",
-                     first.DebugString(), "; the tensors need one shape and type");
+      DOPPIO_ENFORCE(tensor->dims() == first.dims() && tensor->dtype() == first.dtype(), "input ",
+                     i + 1, " ('", op->input_name(i + 1), "') is ", tensor->DebugString(),
+                     " but input 1 ('", op->input_name(1), "') is ", first.DebugString(),
+                     "; the tensors need one shape and type");
     }
     operands.tensors.push_back(tensor);
   }
@@ -135,8 +133,8 @@ gloo::Algorithm& CachedAlgorithm::Get(
 }
 
 int ElementCount(const OperatorBase& op, int64_t numel) {
-  DOPPIO_ENFORCE(numel <= std::numeric_limits<int>::max(), "op ", op.DisplayName(), ": ",
-                 numel, " elements exceed Gloo's limit of ", std::numeric_limits<int>::max(),
+  DOPPIO_ENFORCE(numel <= std::numeric_limits<int>::max(), "", numel,
+                 " elements exceed Gloo's limit of ", std::numeric_limits<int>::max(),
                  " per tensor");
   return static_cast<int>(numel);
 }
@@ -147,8 +145,8 @@ std::string DescribeRank(const gloo::Context& world) {
 
 const CommonWorld& CommonWorldInput(const OperatorBase& op) {
   const CommonWorld& world = op.InputAs<CommonWorld>(0);
-  DOPPIO_ENFORCE(world != nullptr, "op ", op.DisplayName(), ": common world '",
-                 op.input_name(0), "' holds no context (destroyed, or never connected)");
+  DOPPIO_ENFORCE(world != nullptr, "common world '", op.input_name(0),
+                 "' holds no context (destroyed, or never connected)");
   return world;
 }
 

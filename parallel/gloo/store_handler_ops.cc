@@ -21,8 +21,7 @@ FileStoreHandlerCreateOp::FileStoreHandlerCreateOp(const OperatorDef& def, Works
     : Operator<CPUContext>(def, workspace),
       path_(GetSingleArgument<std::string>("path", "")),
       prefix_(GetSingleArgument<std::string>("prefix", "")) {
-  DOPPIO_ENFORCE(!path_.empty(), "op ", DisplayName(),
-                 ": argument 'path' (the rendezvous directory) is required");
+  DOPPIO_ENFORCE(!path_.empty(), "argument 'path' (the rendezvous directory) is required");
 }
 
 void FileStoreHandlerCreateOp::RunOnDevice() {
@@ -30,18 +29,16 @@ void FileStoreHandlerCreateOp::RunOnDevice() {
   // missing one would surface later as a rendezvous timeout, far from the
   // cause.
   if (::mkdir(path_.c_str(), 0777) != 0 && errno != EEXIST) {
-    DOPPIO_THROW("op ", DisplayName(), ": cannot create rendezvous directory '", path_,
-                 "': ", std::strerror(errno));
+    DOPPIO_THROW("cannot create rendezvous directory '", path_, "': ", std::strerror(errno));
   }
   struct stat info;
-  DOPPIO_ENFORCE(::stat(path_.c_str(), &info) == 0 && S_ISDIR(info.st_mode), "op ",
-                 DisplayName(), ": rendezvous path '", path_, "' is not a directory");
+  DOPPIO_ENFORCE(::stat(path_.c_str(), &info) == 0 && S_ISDIR(info.st_mode), "rendezvous path '",
+                 path_, "' is not a directory");
   std::unique_ptr<gloo::rendezvous::Store> store;
   try {
     store = std::make_unique<gloo::rendezvous::FileStore>(path_);
   } catch (const std::exception& error) {
-    DOPPIO_THROW("op ", DisplayName(), ": cannot open file store '", path_, "': ",
-                 error.what());
+    DOPPIO_THROW("cannot open file store '", path_, "': ", error.what());
   }
   OutputBlob(0)->Reset(std::make_unique<GlooStoreHandler>(std::move(store), prefix_,
                                                           "file store '" + path_ + "'"));
@@ -53,9 +50,9 @@ RedisStoreHandlerCreateOp::RedisStoreHandlerCreateOp(const OperatorDef& def,
       host_(GetSingleArgument<std::string>("host", "")),
       port_(GetSingleArgument<int>("port", 0)),
       prefix_(GetSingleArgument<std::string>("prefix", "")) {
-  DOPPIO_ENFORCE(!host_.empty(), "op ", DisplayName(), ": argument 'host' is required");
-  DOPPIO_ENFORCE(port_ > 0 && port_ < 65536, "op ", DisplayName(),
-                 ": argument 'port' must be a TCP port (1..65535), got ", port_);
+  DOPPIO_ENFORCE(!host_.empty(), "argument 'host' is required");
+  DOPPIO_ENFORCE(port_ > 0 && port_ < 65536, "argument 'port' must be a TCP port (1..65535), got ",
+                 port_);
 }
 
 void RedisStoreHandlerCreateOp::RunOnDevice() {
@@ -66,8 +63,7 @@ void RedisStoreHandlerCreateOp::RunOnDevice() {
     // unreachable server is reported here rather than at rendezvous.
     store = std::make_unique<gloo::rendezvous::RedisStore>(host_, port_);
   } catch (const std::exception& error) {
-    DOPPIO_THROW("op ", DisplayName(), ": cannot connect to Redis at ", where, ": ",
-                 error.what());
+    DOPPIO_THROW("cannot connect to Redis at ", where, ": ", error.what());
   }
   OutputBlob(0)->Reset(std::make_unique<GlooStoreHandler>(std::move(store), prefix_,
                                                           "Redis store at " + where));

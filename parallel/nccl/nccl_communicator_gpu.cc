@@ -28,9 +28,9 @@ class CreateNCCLCommunicatorOp final : public Operator<CUDAContext> {
         rank_(GetSingleArgument<int>("rank", -1)),
         name_(GetSingleArgument<std::string>("name", def.output(0))),
         timeout_(GetSingleArgument<int>("timeout_ms", 30000)) {
-    DOPPIO_ENFORCE(HasArgument("size") && HasArgument("rank"), "", DisplayName(),
-                   ": needs the arguments 'size' (number of processes) and 'rank'");
-    DOPPIO_ENFORCE(timeout_.count() > 0, "", DisplayName(), ": timeout_ms must be positive");
+    DOPPIO_ENFORCE(HasArgument("size") && HasArgument("rank"),
+                   "needs the arguments 'size' (number of processes) and 'rank'");
+    DOPPIO_ENFORCE(timeout_.count() > 0, "timeout_ms must be positive");
   }
 
   void RunOnDevice() override {

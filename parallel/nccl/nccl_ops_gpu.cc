@@ -63,23 +63,22 @@ class NcclCollectiveOp final : public Operator<CUDAContext> {
         CollectiveDevices(DisplayName(), described, NcclTypeSupported);
     const int local = static_cast<int>(devices.size());
     const int expected_outputs = kKind == Collective::kReduce ? 1 : local;
-    DOPPIO_ENFORCE_EQ(OutputSize(), expected_outputs, "", DisplayName(), ": ", local,
-                      " tensor inputs need ", expected_outputs, " outputs");
+    DOPPIO_ENFORCE_EQ(OutputSize(), expected_outputs, "", local, " tensor inputs need ",
+                      expected_outputs, " outputs");
 
     std::vector<Participant> parts(local);
     int ranks = local;
     NcclCommunicatorBlob process_comm;
     if (has_comm) {
       process_comm = InputAs<NcclCommunicatorBlob>(0);
-      DOPPIO_ENFORCE(process_comm != nullptr, "", DisplayName(), ": communicator '", input_name(0),
-                     "' is empty");
-      DOPPIO_ENFORCE_EQ(local, 1, "", DisplayName(), ": with a communicator ('", input_name(0),
+      DOPPIO_ENFORCE(process_comm != nullptr, "communicator '", input_name(0), "' is empty");
+      DOPPIO_ENFORCE_EQ(local, 1, "with a communicator ('", input_name(0),
                         "') the op takes this process's one tensor");
-      DOPPIO_ENFORCE_EQ(devices[0], process_comm->device, "", DisplayName(), ": input '",
-                        input_name(1), "' is not on the GPU of communicator '", input_name(0),
-                        "' (", process_comm->description, ")");
-      DOPPIO_ENFORCE(process_comm->comm != nullptr, "", DisplayName(), ": communicator '",
-                     input_name(0), "' (", process_comm->description,
+      DOPPIO_ENFORCE_EQ(devices[0], process_comm->device, "input '", input_name(1),
+                        "' is not on the GPU of communicator '", input_name(0), "' (",
+                        process_comm->description, ")");
+      DOPPIO_ENFORCE(process_comm->comm != nullptr, "communicator '", input_name(0), "' (",
+                     process_comm->description,
                      ") was aborted after an earlier failure; create a new one");
       ranks = process_comm->size;
       parts[0].rank = process_comm->rank;
@@ -139,18 +138,20 @@ class NcclCollectiveOp final : public Operator<CUDAContext> {
       for (int j = 0; j < local; ++j) {
         // In place on another participant's input would overwrite it while
         // that device still sends it.
-        DOPPIO_ENFORCE(j == i || !IsInputOutputAlias(first_tensor + j, output), "", DisplayName(),
-                       ": output '", output_name(output), "' is input '",
-                       input_name(first_tensor + j), "' of another device");
+        DOPPIO_ENFORCE(j == i || !IsInputOutputAlias(first_tensor + j, output), "output '",
+                       output_name(output), "' is input '", input_name(first_tensor + j),
+                       "' of another device");
       }
       const Tensor& x = *part.input;
       std::vector<int64_t> dims = x.dims();
       if (kKind == Collective::kAllGather) {
         dims.insert(dims.begin(), ranks);
       } else if (kKind == Collective::kReduceScatter) {
-        DOPPIO_ENFORCE(x.ndim() >= 1 && x.dim(0) % ranks == 0, "", DisplayName(), ": input '",
-                       input_name(first_tensor + i), "' needs a leading dimension divisible "
-                       "by the ", ranks, " ranks (output i is block i of the sum along it)");
+        DOPPIO_ENFORCE(x.ndim() >= 1 && x.dim(0) % ranks == 0, "input '",
+                       input_name(first_tensor + i),
+                       "' needs a leading dimension divisible "
+                       "by the ",
+                       ranks, " ranks (output i is block i of the sum along it)");
         dims[0] /= ranks;
       }
       CudaDeviceGuard guard(part.device);

@@ -260,8 +260,10 @@ def test_sum_reduce_like(shapes, args, dtype):
 def test_integer_gradients_are_refused_clearly_on_gpu():
     dc = np.ones((2, 3), np.int32)
     op = on_gpu(h.make_op("AddGradient", ["dC", "A", "B"], ["dA", "dB"]))
-    with pytest.raises(RuntimeError, match="AddGradient.*int32.*float32 and float64"):
+    with pytest.raises(RuntimeError,
+                       match="'dC' holds int32; supported types are float32, float64") as error:
         h.run_op(op, [dc, dc, dc])
+    assert "AddGradient" in str(error.value)
 
 
 # ---- update ops with the learning rate on the host ----

@@ -1,0 +1,83 @@
+// The CUDA fallback (core/cuda/cuda_fallback_op.h): op types with a CPU
+// kernel only still run under a CUDA device option, their outputs on the
+// GPU and equal to the CPU's. Without a GPU the GPU cases skip (failing
+// under DOPPIO_REQUIRE_GPU=1) and the op fails on the missing device, not on
+// a missing kernel.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/cuda/cuda_common.h"
+#include "core/registry.h"
+#include "core/workspace.h"
+#include "tests/operators/cpu_vs_cuda_util.h"
+#include "tests/test_util.h"
+
+namespace doppio {
+namespace {
+
+using cpu_vs_cuda::ExpectCpuEqualsCuda;
+using cpu_vs_cuda::Make;
+using cpu_vs_cuda::Values;
+using testing::ErrorOf;
+using testing::IntArg;
+using testing::IntsArg;
+using testing::MakeOp;
+
+OperatorDef OnGpu(OperatorDef def) {
+  def.mutable_device_option()->set_device_type(CUDA);
+  return def;
+}
+
+TEST(CudaFallbackTest, ChosenOnlyWhereNoCudaKernelExists) {
+  ASSERT_NE(OperatorRegistry::FindFallback(DeviceKind::kCUDA), nullptr);
+  // The premise of the cases below: these types have CPU kernels only.
+  for (const char* type : {"Transpose", "Reshape", "Cast", "LayerNorm"}) {
+    EXPECT_EQ(OperatorRegistry::Find({type, DeviceKind::kCUDA, ""}), nullptr) << type;
+    EXPECT_NE(OperatorRegistry::Find({type, DeviceKind::kCPU, ""}), nullptr) << type;
+  }
+}
+
+TEST(CudaFallbackTest, WithoutAGpuTheDeviceIsTheError) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  Workspace ws;
+  ws.CreateBlob("X")->GetMutableTensor()->Resize({2, 3});
+  const std::string message =
+      ErrorOf([&] { ws.RunOperatorOnce(OnGpu(MakeOp("Transpose", {"X"}, {"Y"}))); });
+  EXPECT_EQ(message.find("no CUDA implementation"), std::string::npos) << message;
+  EXPECT_NE(message.find(CudaUnavailableReason()), std::string::npos) << message;
+}
+
+TEST(CudaFallbackTest, OutputsLiveOnTheGpuAndEqualTheCpus) {
+  SKIP_WITHOUT_GPU();
+  ExpectCpuEqualsCuda(MakeOp("Transpose", {"X"}, {"Y"}, {IntsArg("axes", {2, 0, 1})}),
+                      {Make<float>("X", {2, 3, 4}, Values<float>(24, 2.0, 1))}, 0);
+  // Two outputs, one of them a shape; a reshape whose shape input stays on
+  // the host (a CPU tensor among the inputs is copied on the host).
+  ExpectCpuEqualsCuda(MakeOp("Reshape", {"X", "shape"}, {"Y", "old_shape"}),
+                      {Make<double>("X", {4, 6}, Values<double>(24, 1.0, 2)),
+                       Make<int64_t>("shape", {2}, {3, -1}, /*host_only=*/true)},
+                      0);
+  // A dtype that changes on the way.
+  ExpectCpuEqualsCuda(MakeOp("Cast", {"X"}, {"Y"}, {IntArg("to", TensorProto::INT32)}),
+                      {Make<float>("X", {5}, {-2.5f, -1.0f, 0.0f, 1.5f, 7.0f})}, 0);
+}
+
+TEST(CudaFallbackTest, InPlaceStaysInPlace) {
+  SKIP_WITHOUT_GPU();
+  ExpectCpuEqualsCuda(MakeOp("Transpose", {"X"}, {"X"}),
+                      {Make<float>("X", {3, 2}, Values<float>(6, 1.0, 3))}, 0);
+}
+
+TEST(CudaFallbackTest, ANonTensorInputIsNamed) {
+  SKIP_WITHOUT_GPU();
+  Workspace ws;
+  *ws.CreateBlob("X")->GetMutable<std::string>() = "not a tensor";
+  const std::string message =
+      ErrorOf([&] { ws.RunOperatorOnce(OnGpu(MakeOp("Transpose", {"X"}, {"Y"}))); });
+  EXPECT_MESSAGE_HAS(message, "'X'", "moves tensors only", "Transpose");
+}
+
+}  // namespace
+}  // namespace doppio
