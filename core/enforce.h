@@ -95,6 +95,17 @@ class NotImplementedError : public Error {
     }                                                                                           \
   } while (false)
 
+// As DOPPIO_ENFORCE, for a case the code does not support (yet), though the
+// input is valid: throws NotImplementedError, which a caller may act on (a
+// CUDA op then runs its CPU kernel, core/cuda/cuda_fallback_op.h).
+#define DOPPIO_ENFORCE_SUPPORTED(condition, ...)                              \
+  do {                                                                        \
+    if (!(condition)) {                                                       \
+      throw ::doppio::NotImplementedError(__FILE__, __LINE__, #condition,     \
+                                          ::doppio::MakeString(__VA_ARGS__)); \
+    }                                                                         \
+  } while (false)
+
 #define DOPPIO_ENFORCE_BINARY_(op, a, b, ...)                                 \
   do {                                                                        \
     const auto& doppio_lhs_ = (a);                                            \

@@ -49,9 +49,9 @@ CudnnConvPlan ResolveCudnnConv(const ConvPoolArgs& args, const std::string& x_na
                  " channels per group but input '", x_name, "' has ", g.channels,
                  " channels in ", plan.group, " group(s)");
   for (int axis = 0; axis < g.num_spatial(); ++axis) {
-    DOPPIO_ENFORCE(g.pad_begin(axis) == g.pad_end(axis), "op ", op,
-                   ": cuDNN needs equal begin and end pads per axis, got pads ", g.pads,
-                   " for input '", x_name, "'");
+    DOPPIO_ENFORCE_SUPPORTED(g.pad_begin(axis) == g.pad_end(axis), "op ", op,
+                             ": cuDNN needs equal begin and end pads per axis, got pads ", g.pads,
+                             " for input '", x_name, "'");
   }
   plan.output_dims = g.OutputDims(plan.out_channels);
 
@@ -101,7 +101,7 @@ class CudnnConvOp final : public CudnnConvOpBase {
  public:
   using CudnnConvOpBase::CudnnConvOpBase;
 
-  void RunOnDevice() override {
+  void RunCudnn() override {
     EnforceInputsOnDevice(*this, context_.device());
     const Tensor& X = Input(0);
     const Tensor& filter = Input(1);
@@ -127,7 +127,7 @@ class CudnnConvGradientOp final : public CudnnConvOpBase {
   CudnnConvGradientOp(const OperatorDef& def, Workspace* workspace)
       : CudnnConvOpBase(def, workspace), no_bias_(ReadNoBias(*this)) {}
 
-  void RunOnDevice() override {
+  void RunCudnn() override {
     EnforceInputsOnDevice(*this, context_.device());
     const Tensor& X = Input(0);
     const Tensor& filter = Input(1);

@@ -58,10 +58,11 @@ Perf PickCudnnAlgorithm(const std::vector<Perf>& perfs, size_t workspace_limit,
     }
     return perf;
   }
-  DOPPIO_THROW("op ", op, ": cuDNN offers no ", pass, " algorithm within ws_nbytes_limit=",
-               workspace_limit, deterministic ? " that is deterministic" : "",
-               allow_tensor_op_math ? "" : " without tensor-op math", " (", perfs.size(),
-               " candidates); raise ws_nbytes_limit or drop deterministic");
+  throw NotImplementedError(MakeString(
+      "op ", op, ": cuDNN offers no ", pass, " algorithm within ws_nbytes_limit=", workspace_limit,
+      deterministic ? " that is deterministic" : "",
+      allow_tensor_op_math ? "" : " without tensor-op math", " (", perfs.size(),
+      " candidates); raise ws_nbytes_limit or drop deterministic"));
 }
 
 }  // namespace doppio

@@ -92,11 +92,11 @@ CudnnConvTransposePlan ResolveCudnnConvTranspose(const ConvPoolArgs& args,
     // X's size only in this range; outside it Y's trailing rows would have no
     // place in cuDNN's problem.
     const int64_t extra = adj[axis] + begin - end;
-    DOPPIO_ENFORCE(extra >= 0 && extra < stride[axis], "op ", op,
-                   ": the CUDA (cuDNN) ConvTranspose needs 0 <= adj + pad_begin - pad_end < "
-                   "stride on each spatial dim; dim ",
-                   axis, " has adj ", adj[axis], ", pads ", begin, " and ", end, ", stride ",
-                   stride[axis], " (input '", x_name, "'); run it on the CPU instead");
+    DOPPIO_ENFORCE_SUPPORTED(extra >= 0 && extra < stride[axis], "op ", op,
+                             ": the CUDA (cuDNN) ConvTranspose needs 0 <= adj + pad_begin - "
+                             "pad_end < stride on each spatial dim; dim ",
+                             axis, " has adj ", adj[axis], ", pads ", begin, " and ", end,
+                             ", stride ", stride[axis], " (input '", x_name, "')");
   }
   plan.output_dims = {plan.batch};
   if (nchw) plan.output_dims.push_back(plan.out_channels);
@@ -161,7 +161,7 @@ class CudnnConvTransposeOp final : public CudnnConvTransposeOpBase {
  public:
   using CudnnConvTransposeOpBase::CudnnConvTransposeOpBase;
 
-  void RunOnDevice() override {
+  void RunCudnn() override {
     EnforceInputsOnDevice(*this, context_.device());
     const Tensor& X = Input(0);
     const Tensor& filter = Input(1);
@@ -187,7 +187,7 @@ class CudnnConvTransposeGradientOp final : public CudnnConvTransposeOpBase {
   CudnnConvTransposeGradientOp(const OperatorDef& def, Workspace* workspace)
       : CudnnConvTransposeOpBase(def, workspace), no_bias_(ReadNoBias(*this)) {}
 
-  void RunOnDevice() override {
+  void RunCudnn() override {
     EnforceInputsOnDevice(*this, context_.device());
     const Tensor& X = Input(0);
     const Tensor& filter = Input(1);

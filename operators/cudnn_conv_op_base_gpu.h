@@ -8,6 +8,8 @@
 // plays cuDNN's input and which its output.
 #pragma once
 
+#include <cudnn.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -16,10 +18,9 @@
 #include <string>
 #include <vector>
 
-#include <cudnn.h>
-
 #include "core/cuda/cuda_common.h"
 #include "core/cuda/cuda_context.h"
+#include "core/cuda/cuda_fallback_op.h"
 #include "core/operator.h"
 #include "operators/conv_op_gpu.h"
 #include "operators/cudnn_descriptors_gpu.h"
@@ -40,7 +41,20 @@ class CudnnConvOpBase : public Operator<CUDAContext> {
                    "; it must be >= 0");
   }
 
+  // The cuDNN path, or the op's CPU kernel through the CUDA fallback where
+  // cuDNN cannot take the problem (NotImplementedError from the plan or the
+  // algorithm search).
+  void RunOnDevice() final {
+    try {
+      RunCudnn();
+    } catch (const NotImplementedError&) {
+      cpu_fallback_.Run(*this, context_);
+    }
+  }
+
  protected:
+  virtual void RunCudnn() = 0;
+
   // `plan` is a CudnnConvPlan or a CudnnConvTransposePlan: both carry
   // cuDNN's x/y/w dims, pads, strides, dilations, group and out_channels.
   template <typename Plan>
@@ -235,6 +249,7 @@ class CudnnConvOpBase : public Operator<CUDAContext> {
   std::map<std::string, cudnnConvolutionBwdDataAlgoPerf_t> data_algorithms_;
   std::map<std::string, cudnnConvolutionBwdFilterAlgoPerf_t> filter_algorithms_;
   Tensor workspace_{context_.device()};
+  CudaCpuFallback cpu_fallback_;
 };
 
 }  // namespace doppio

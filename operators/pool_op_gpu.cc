@@ -6,6 +6,7 @@
 
 #include "core/cuda/cuda_common.h"
 #include "core/cuda/cuda_context.h"
+#include "core/cuda/cuda_fallback_op.h"
 #include "core/registry.h"
 #include "operators/cudnn_descriptors_gpu.h"
 #include "operators/pool_op.h"
@@ -15,17 +16,18 @@ namespace doppio {
 CudnnPoolPlan ResolveCudnnPool(const ConvPoolArgs& args, const std::string& x_name,
                                const std::vector<int64_t>& x_dims) {
   const std::string& op = args.op_type();
-  DOPPIO_ENFORCE(x_dims.size() == 4, "op ", op, ": the CUDA (cuDNN) pooling takes 4-D inputs ",
-                 "(2-D images); input '", x_name, "' has shape ", x_dims);
+  DOPPIO_ENFORCE_SUPPORTED(x_dims.size() == 4, "op ", op,
+                           ": the CUDA (cuDNN) pooling takes 4-D inputs (2-D images); input '",
+                           x_name, "' has shape ", x_dims);
   CudnnPoolPlan plan;
   plan.geometry = args.Resolve(x_dims, x_name);
   const ConvPoolGeometry& g = plan.geometry;
   for (int axis = 0; axis < 2; ++axis) {
     DOPPIO_ENFORCE(g.dilation[axis] == 1, "op ", op, ": pooling does not support dilation, got ",
                    g.dilation);
-    DOPPIO_ENFORCE(g.pad_begin(axis) == g.pad_end(axis), "op ", op,
-                   ": cuDNN needs equal begin and end pads per axis, got pads ", g.pads,
-                   " for input '", x_name, "'");
+    DOPPIO_ENFORCE_SUPPORTED(g.pad_begin(axis) == g.pad_end(axis), "op ", op,
+                             ": cuDNN needs equal begin and end pads per axis, got pads ", g.pads,
+                             " for input '", x_name, "'");
     DOPPIO_ENFORCE(args.global_pooling() || g.pad_begin(axis) < g.kernel[axis], "op ", op,
                    ": pads ", g.pads, " must be smaller than the kernel ", g.kernel);
   }
@@ -50,7 +52,19 @@ class CudnnPoolOpBase : public Operator<CUDAContext> {
     }
   }
 
+  // The cuDNN path, or the CPU kernel through the CUDA fallback where cuDNN
+  // cannot take the problem (NotImplementedError from the plan).
+  void RunOnDevice() final {
+    try {
+      RunCudnn();
+    } catch (const NotImplementedError&) {
+      cpu_fallback_.Run(*this, context_);
+    }
+  }
+
  protected:
+  virtual void RunCudnn() = 0;
+
   // Validates X and sets the descriptors; returns the plan.
   CudnnPoolPlan Prepare(const Tensor& X) {
     EnforceInputType(FloatTypes{}, *this, 0, X.dtype());
@@ -71,6 +85,7 @@ class CudnnPoolOpBase : public Operator<CUDAContext> {
   cudnnDataType_t type_ = CUDNN_DATA_FLOAT;
   CudnnTensorDescriptor x_desc_, y_desc_;
   CudnnPoolingDescriptor pool_desc_;
+  CudaCpuFallback cpu_fallback_;
 };
 
 template <CudnnPoolKind kKind>
@@ -79,7 +94,7 @@ class CudnnPoolOp final : public CudnnPoolOpBase {
   CudnnPoolOp(const OperatorDef& def, Workspace* workspace)
       : CudnnPoolOpBase(def, workspace, kKind) {}
 
-  void RunOnDevice() override {
+  void RunCudnn() override {
     EnforceInputsOnDevice(*this, context_.device());
     const Tensor& X = Input(0);
     const CudnnPoolPlan plan = Prepare(X);
@@ -100,7 +115,7 @@ class CudnnPoolGradientOp final : public CudnnPoolOpBase {
   CudnnPoolGradientOp(const OperatorDef& def, Workspace* workspace)
       : CudnnPoolOpBase(def, workspace, kKind) {}
 
-  void RunOnDevice() override {
+  void RunCudnn() override {
     EnforceInputsOnDevice(*this, context_.device());
     const Tensor& X = Input(0);
     const Tensor& Y = Input(1);

@@ -70,6 +70,8 @@ class CUDAContext {
 
   Device device() const { return Device{DeviceKind::kCUDA, gpu_id_}; }
   int cuda_gpu_id() const { return gpu_id_; }
+  // The worker stream SwitchToDevice last selected.
+  int stream_id() const { return stream_id_; }
 
   // Makes the op's device current and selects worker `stream_id`'s stream,
   // also as the thread's current stream for the CUDA allocator.

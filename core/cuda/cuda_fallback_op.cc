@@ -74,6 +74,20 @@ void CudaFallbackOp::RunOnDevice() {
   CopyOutputsToDevice();
 }
 
+std::unique_ptr<OperatorBase> CreateCudaFallback(const OperatorDef& def, Workspace* workspace) {
+  const OperatorCreator* cpu = OperatorRegistry::Find({def.type(), DeviceKind::kCPU, ""});
+  DOPPIO_ENFORCE(cpu != nullptr, "operator type '", def.type(),
+                 "' has no CPU kernel to fall back on");
+  return std::make_unique<CudaFallbackOp>(def, workspace, *cpu);
+}
+
+void CudaCpuFallback::Run(const OperatorBase& op, const CUDAContext& context) {
+  if (!fallback_) fallback_ = CreateCudaFallback(op.def(), op.workspace());
+  // The op's stream already waits for the inputs' producers; the fallback
+  // copies on it and returns once its outputs are on the GPU.
+  fallback_->RunOnStream(context.stream_id());
+}
+
 namespace {
 
 const bool kRegistered = [] {

@@ -10,6 +10,9 @@
 // stay in place. Only tensors travel: a blob holding anything else (a DB
 // cursor, a common world) is an error naming it. CreateOperator picks this
 // op by itself (core/registry.h); registering it is this file's side effect.
+// A CUDA op whose library cannot take some problems (cuDNN: asymmetric pads,
+// ranks it lacks, no algorithm within the limits) hands those to the same
+// fallback through CudaCpuFallback.
 //
 // Thread-safety: as any op, run by one thread at a time.
 #pragma once
@@ -38,6 +41,21 @@ class CudaFallbackOp final : public Operator<CUDAContext> {
 
   Workspace host_;  // the CPU kernel's blobs, named as the op's
   std::unique_ptr<OperatorBase> cpu_op_;
+};
+
+// The fallback op of `def` (whose type must have a CPU kernel) in
+// `workspace`.
+std::unique_ptr<OperatorBase> CreateCudaFallback(const OperatorDef& def, Workspace* workspace);
+
+// Held by a CUDA op: runs the op's CPU kernel through the fallback on the
+// op's current stream, returning with the outputs on the GPU. The fallback
+// op is made on first use.
+class CudaCpuFallback {
+ public:
+  void Run(const OperatorBase& op, const CUDAContext& context);
+
+ private:
+  std::unique_ptr<OperatorBase> fallback_;
 };
 
 }  // namespace doppio

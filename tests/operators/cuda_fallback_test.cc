@@ -24,6 +24,7 @@ using testing::ErrorOf;
 using testing::IntArg;
 using testing::IntsArg;
 using testing::MakeOp;
+using testing::StringArg;
 
 OperatorDef OnGpu(OperatorDef def) {
   def.mutable_device_option()->set_device_type(CUDA);
@@ -66,8 +67,30 @@ TEST(CudaFallbackTest, OutputsLiveOnTheGpuAndEqualTheCpus) {
 
 TEST(CudaFallbackTest, InPlaceStaysInPlace) {
   SKIP_WITHOUT_GPU();
-  ExpectCpuEqualsCuda(MakeOp("Transpose", {"X"}, {"X"}),
+  ASSERT_EQ(OperatorRegistry::Find({"Negative", DeviceKind::kCUDA, ""}), nullptr);
+  ExpectCpuEqualsCuda(MakeOp("Negative", {"X"}, {"X"}),
                       {Make<float>("X", {3, 2}, Values<float>(6, 1.0, 3))}, 0);
+}
+
+// The cuDNN ops hand the problems cuDNN cannot take to their CPU kernel:
+// asymmetric pads, pooling of other than 2-D images, float64 NHWC.
+TEST(CudaFallbackTest, CudnnOpsFallBackWhereCudnnCannot) {
+  SKIP_WITHOUT_GPU();
+  const auto x = Make<float>("X", {1, 2, 5, 5}, Values<float>(50, 1.0, 4));
+  const auto w = Make<float>("W", {2, 3, 3, 3}, Values<float>(54, 0.5, 5));
+  ExpectCpuEqualsCuda(
+      MakeOp("Conv", {"X", "W"}, {"Y"}, {IntArg("kernel", 3), IntsArg("pads", {0, 1, 1, 0})}),
+      {x, Make<float>("W", {3, 2, 3, 3}, Values<float>(54, 0.5, 5))}, 1e-5);
+  ExpectCpuEqualsCuda(MakeOp("ConvTranspose", {"X", "W"}, {"Y"},
+                             {IntArg("kernel", 3), IntsArg("pads", {0, 1, 1, 0})}),
+                      {x, w}, 1e-5);
+  ExpectCpuEqualsCuda(MakeOp("MaxPool", {"X"}, {"Y"}, {IntArg("kernel", 2)}),
+                      {Make<float>("X", {2, 3, 8}, Values<float>(48, 1.0, 6))}, 0);
+  ExpectCpuEqualsCuda(
+      MakeOp("ConvTranspose", {"X", "W"}, {"Y"}, {IntArg("kernel", 1), StringArg("order", "NHWC")}),
+      {Make<double>("X", {1, 3, 2}, Values<double>(6, 1.0, 7)),
+       Make<double>("W", {2, 1, 4}, Values<double>(8, 1.0, 8))},
+      1e-12);
 }
 
 TEST(CudaFallbackTest, ANonTensorInputIsNamed) {

@@ -520,9 +520,14 @@ TEST(CudnnConvTransposePlanTest, BadArgumentsAndShapesNameTheOpAndBlob) {
   EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("adj", -1)}, x, w), "ConvTranspose", ">= 0");
   EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("pad", 4)}, {2, 8, 1, 1}, w), "ConvTranspose",
                      "'X'", "output size");
-  // What the CPU op takes but cuDNN's convolution cannot express.
+  // What the CPU op takes but cuDNN's convolution cannot express: the CUDA
+  // op then runs the CPU kernel (NotImplementedError, cuda_fallback_test).
   EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("stride", 2), IntArg("adj", 2)}, x, w),
-                     "ConvTranspose", "CUDA", "adj + pad_begin - pad_end", "CPU");
+                     "ConvTranspose", "CUDA", "adj + pad_begin - pad_end");
+  EXPECT_THROW(
+      PlanOf(MakeOp("ConvTranspose", {"X", "W"}, {"Y"}, {IntArg("stride", 2), IntArg("adj", 2)}), x,
+             w),
+      NotImplementedError);
   EXPECT_MESSAGE_HAS(ConvTransposeError({IntsArg("pads", {2, 0, 0, 0})}, x, w),
                      "ConvTranspose", "CUDA", "pad_begin", "'X'");
   EXPECT_MESSAGE_HAS(ConvTransposeError({IntArg("global_pooling", 1)}, x, w), "ConvTranspose",
@@ -571,6 +576,28 @@ TEST(CudaDnnOpsTest, CreatingOneWithoutAGpuIsAnErrorNotACrash) {
   OperatorDef def = MakeOp("Softmax", {"X"}, {"Y"});
   def.mutable_device_option()->set_device_type(static_cast<int>(DeviceKind::kCUDA));
   EXPECT_FALSE(ErrorOf([&] { CreateOperator(def, &ws); }).empty());
+}
+
+// What cuDNN cannot take is NotImplementedError, which the ops answer with
+// their CPU kernel (cuda_fallback_test); a wrong argument stays an Error of
+// another kind, reported to the user.
+TEST(CudnnPlanTest, WhatCudnnCannotTakeIsNotImplemented) {
+  const std::vector<int64_t> x = {1, 2, 5, 5}, w = {3, 2, 3, 3};
+  const OperatorDef asymmetric =
+      MakeOp("Conv", {"X", "W"}, {"Y"}, {IntArg("kernel", 3), IntsArg("pads", {0, 1, 1, 0})});
+  EXPECT_THROW(ResolveCudnnConv(ConvPoolArgs(asymmetric), "X", x, "W", w), NotImplementedError);
+  EXPECT_THROW(
+      ResolveCudnnPool(ConvPoolArgs(MakeOp("MaxPool", {"X"}, {"Y"}, {IntArg("kernel", 2)})), "X",
+                       {2, 3, 8}),
+      NotImplementedError);
+  const OperatorDef wrong_kernel = MakeOp("Conv", {"X", "W"}, {"Y"}, {IntArg("kernel", 5)});
+  try {
+    ResolveCudnnConv(ConvPoolArgs(wrong_kernel), "X", x, "W", w);
+    ADD_FAILURE() << "a kernel that does not match the filter was accepted";
+  } catch (const NotImplementedError& error) {
+    ADD_FAILURE() << "a user error reads as unsupported: " << error.what();
+  } catch (const Error&) {
+  }
 }
 
 }  // namespace
