@@ -67,8 +67,8 @@ TEST(CudaFallbackTest, OutputsLiveOnTheGpuAndEqualTheCpus) {
 
 TEST(CudaFallbackTest, InPlaceStaysInPlace) {
   SKIP_WITHOUT_GPU();
-  ASSERT_EQ(OperatorRegistry::Find({"Negative", DeviceKind::kCUDA, ""}), nullptr);
-  ExpectCpuEqualsCuda(MakeOp("Negative", {"X"}, {"X"}),
+  ASSERT_EQ(OperatorRegistry::Find({"Neg", DeviceKind::kCUDA, ""}), nullptr);
+  ExpectCpuEqualsCuda(MakeOp("Neg", {"X"}, {"X"}),
                       {Make<float>("X", {3, 2}, Values<float>(6, 1.0, 3))}, 0);
 }
 
