@@ -21,6 +21,7 @@ using cpu_vs_cuda::ExpectCpuEqualsCuda;
 using cpu_vs_cuda::Make;
 using cpu_vs_cuda::Values;
 using testing::ErrorOf;
+using testing::FloatArg;
 using testing::IntArg;
 using testing::IntsArg;
 using testing::MakeOp;
@@ -34,7 +35,7 @@ OperatorDef OnGpu(OperatorDef def) {
 TEST(CudaFallbackTest, ChosenOnlyWhereNoCudaKernelExists) {
   ASSERT_NE(OperatorRegistry::FindFallback(DeviceKind::kCUDA), nullptr);
   // The premise of the cases below: these types have CPU kernels only.
-  for (const char* type : {"Transpose", "Reshape", "Cast", "LayerNorm"}) {
+  for (const char* type : {"Transpose", "Reshape", "Cast", "LayerNorm", "Clip"}) {
     EXPECT_EQ(OperatorRegistry::Find({type, DeviceKind::kCUDA, ""}), nullptr) << type;
     EXPECT_NE(OperatorRegistry::Find({type, DeviceKind::kCPU, ""}), nullptr) << type;
   }
@@ -67,8 +68,7 @@ TEST(CudaFallbackTest, OutputsLiveOnTheGpuAndEqualTheCpus) {
 
 TEST(CudaFallbackTest, InPlaceStaysInPlace) {
   SKIP_WITHOUT_GPU();
-  ASSERT_EQ(OperatorRegistry::Find({"Neg", DeviceKind::kCUDA, ""}), nullptr);
-  ExpectCpuEqualsCuda(MakeOp("Neg", {"X"}, {"X"}),
+  ExpectCpuEqualsCuda(MakeOp("Clip", {"X"}, {"X"}, {FloatArg("min", -0.5f), FloatArg("max", 0.5f)}),
                       {Make<float>("X", {3, 2}, Values<float>(6, 1.0, 3))}, 0);
 }
 
