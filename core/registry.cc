@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/engine_pref.h"
 #include "core/schema.h"
 
 namespace doppio {
@@ -65,9 +66,13 @@ std::vector<std::string> SplitEngines(const std::string& engines) {
 }
 
 // The creator registered for `def`'s type on `kind`: the def's engines in
-// order, then the default engine; nullptr when there is none.
+// order, then the preferred ones (core/engine_pref.h), then the default
+// engine; nullptr when there is none.
 const OperatorCreator* FindCreator(const OperatorDef& def, DeviceKind kind) {
-  for (const std::string& engine : SplitEngines(def.engine())) {
+  std::vector<std::string> engines = SplitEngines(def.engine());
+  const std::vector<std::string> preferred = PreferredEngines(def.type(), kind);
+  engines.insert(engines.end(), preferred.begin(), preferred.end());
+  for (const std::string& engine : engines) {
     if (const OperatorCreator* creator = OperatorRegistry::Find({def.type(), kind, engine})) {
       return creator;
     }

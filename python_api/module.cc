@@ -435,6 +435,7 @@ void DefineMemonger(py::module_& m) {
 void DefineCrossDeviceCopies(py::module_& m);
 // python_api/parallelize_py.cc
 void DefineParallelize(py::module_& m);
+void DefineEnginePref(py::module_& m);
 // python_api/transforms_py.cc
 void DefineTransforms(py::module_& m, std::function<Workspace*()> current_workspace);
 
@@ -496,6 +497,7 @@ PYBIND11_MODULE(_C, m) {
     return devices;
   }, py::arg("op_type"));
   DefineParallelize(m);
+  DefineEnginePref(m);
   DefineMemonger(m);
   DefineCrossDeviceCopies(m);
   DefineTransforms(m, [] { return Registry().Current(); });

@@ -43,6 +43,31 @@ def IsOperatorWithEngine(op_type, engine):
     return IsOperator(op_type)
 
 
+def SetPerOpEnginePref(op_engine_pref):
+    """Caffe2's per-op engine preference: {device_type: {op_type: [engine,
+    ...]}}. CreateOperator tries these engines after the op's own and before
+    the device-wide ones; every op type named must have a kernel on its
+    device."""
+    _C.set_per_op_engine_pref(op_engine_pref)
+
+
+def SetGlobalEnginePref(global_engine_pref):
+    """{device_type: [engine, ...]}: tried for every op on the device, after
+    its own and its type's preferred engines."""
+    _C.set_global_engine_pref(global_engine_pref)
+
+
+def SetEnginePref(per_op_engine_pref, global_engine_pref):
+    """Both preferences at once; SetEnginePref({}, {}) clears them (Caffe2's
+    test utilities do that before every test)."""
+    _C.set_engine_pref(per_op_engine_pref, global_engine_pref)
+
+
+def SetOpEnginePref(op_type, op_engine_pref):
+    """{device_type: [engine, ...]} for one op type."""
+    _C.set_op_engine_pref(op_type, op_engine_pref)
+
+
 def DeviceOption(device_type, device_id=0, random_seed=None, node_name=None,
                  numa_node_id=None, cuda_gpu_id=None):
     """A DeviceOption proto; the device id goes to cuda_gpu_id as in Caffe2's
