@@ -35,14 +35,12 @@ class PhiloxSource {
   uint64_t offset_ = 0;
 };
 
-// The fills every CUDA filler shares: the op's Philox stream and float32
-// output (ConstantFill, which also writes float64, int32 and int64, checks
-// its own dtype).
-class CudaFillerBase : public FillerOp<CUDAContext> {
+// What the random CUDA fills share: the op's Philox stream and float32
+// output.
+class CudaRandomFillBase : public FillerOp<CUDAContext> {
  public:
-  CudaFillerBase(const OperatorDef& def, Workspace* workspace)
+  CudaRandomFillBase(const OperatorDef& def, Workspace* workspace)
       : FillerOp<CUDAContext>(def, workspace), philox_(def, context_) {
-    if (def.type() == "ConstantFill") return;
     const DataType dtype =
         DtypeArgumentType(def.type(), GetSingleArgument<int>("dtype", TensorProto::FLOAT));
     DOPPIO_ENFORCE(dtype == DataType::kFloat, "the CUDA random fills write float32 only, not ",
@@ -67,10 +65,10 @@ using ConstantFillTypes = NumericTypes;
 
 // ConstantFill with Caffe2's dtype rule (ConstantFillType); the value input
 // V is CPU-only.
-class CudaConstantFillOp final : public CudaFillerBase {
+class CudaConstantFillOp final : public FillerOp<CUDAContext> {
  public:
   CudaConstantFillOp(const OperatorDef& def, Workspace* workspace)
-      : CudaFillerBase(def, workspace), dtype_(ConstantFillType(def)) {
+      : FillerOp<CUDAContext>(def, workspace), dtype_(ConstantFillType(def)) {
     DOPPIO_ENFORCE(InputSize() < 2, "the value input V is supported on the CPU only");
     DOPPIO_ENFORCE(TypeListHas(ConstantFillTypes{}, dtype_), "the CUDA ConstantFill writes ",
                    TypeListNames(ConstantFillTypes{}), ", not ", DataTypeName(dtype_),
@@ -96,10 +94,10 @@ class CudaConstantFillOp final : public CudaFillerBase {
   Tensor value_;  // the parsed `value`, a host scalar of dtype_
 };
 
-class CudaUniformFillOp final : public CudaFillerBase {
+class CudaUniformFillOp final : public CudaRandomFillBase {
  public:
   CudaUniformFillOp(const OperatorDef& def, Workspace* workspace)
-      : CudaFillerBase(def, workspace), range_(ReadUniformRange<float>(*this)) {
+      : CudaRandomFillBase(def, workspace), range_(ReadUniformRange<float>(*this)) {
     DOPPIO_ENFORCE(InputSize() < 3, "min and max as inputs are supported on the CPU only");
   }
 
@@ -110,10 +108,10 @@ class CudaUniformFillOp final : public CudaFillerBase {
   UniformRange<float> range_;
 };
 
-class CudaGaussianFillOp final : public CudaFillerBase {
+class CudaGaussianFillOp final : public CudaRandomFillBase {
  public:
   CudaGaussianFillOp(const OperatorDef& def, Workspace* workspace)
-      : CudaFillerBase(def, workspace), args_(ReadGaussianArgs(*this)) {}
+      : CudaRandomFillBase(def, workspace), args_(ReadGaussianArgs(*this)) {}
 
  protected:
   void Fill(Tensor* output) override { Gaussian(output, args_.mean, args_.std); }
@@ -123,9 +121,9 @@ class CudaGaussianFillOp final : public CudaFillerBase {
 };
 
 // Uniform on [-sqrt(3 / fan_in), sqrt(3 / fan_in)], fan_in = numel / dim 0.
-class CudaXavierFillOp final : public CudaFillerBase {
+class CudaXavierFillOp final : public CudaRandomFillBase {
  public:
-  using CudaFillerBase::CudaFillerBase;
+  using CudaRandomFillBase::CudaRandomFillBase;
 
  protected:
   void Fill(Tensor* output) override {
@@ -136,9 +134,9 @@ class CudaXavierFillOp final : public CudaFillerBase {
 };
 
 // Normal(0, sqrt(2 / fan_out)), fan_out = numel / dim 1.
-class CudaMSRAFillOp final : public CudaFillerBase {
+class CudaMSRAFillOp final : public CudaRandomFillBase {
  public:
-  using CudaFillerBase::CudaFillerBase;
+  using CudaRandomFillBase::CudaRandomFillBase;
 
  protected:
   void Fill(Tensor* output) override {
