@@ -141,6 +141,37 @@ void WriteElements(const T* values, int64_t count, TensorProto* proto) {
   }
 }
 
+// Caffe2's std::string blobs (what FeedBlob makes of a Python str or
+// bytes; predictor exports keep their MetaNetDef in one): BlobProto type
+// "std::string" with the bytes in `content`, never chunked, as Caffe2
+// writes them.
+constexpr const char* kStringBlobType = "std::string";
+
+class StringSerializer final : public BlobSerializerBase {
+ public:
+  void Serialize(const Blob& blob, const std::string& name, const SerializationAcceptor& acceptor,
+                 int64_t /*chunk_size*/) override {
+    BlobProto proto;
+    proto.set_name(name);
+    proto.set_type(kStringBlobType);
+    proto.set_content(blob.Get<std::string>());
+    acceptor(name, proto.SerializeAsString());
+  }
+};
+
+class StringDeserializer final : public BlobDeserializerBase {
+ public:
+  void Deserialize(const BlobProto& proto, Blob* blob) override {
+    blob->Reset(std::make_unique<std::string>(proto.content()));
+  }
+};
+
+BlobSerializerRegisterer g_string_serializer(std::type_index(typeid(std::string)),
+                                             [] { return std::make_unique<StringSerializer>(); });
+BlobDeserializerRegisterer g_string_deserializer(kStringBlobType, [] {
+  return std::make_unique<StringDeserializer>();
+});
+
 }  // namespace
 
 namespace serialization_internal {

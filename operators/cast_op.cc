@@ -9,6 +9,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/op_type_dispatch.h"
 #include "operators/parallel_for.h"
 
 namespace doppio {
@@ -145,5 +146,101 @@ class GetCastGradient final : public GradientMakerBase {
 }  // namespace
 
 REGISTER_GRADIENT(Cast, GetCastGradient);
+
+// ---- FloatToHalf / HalfToFloat ----
+
+namespace {
+
+// The largest finite float16.
+constexpr float kHalfMax = 65504.0f;
+
+// Y (of X's shape, type Dst) = convert(X's Src elements), elementwise.
+template <typename Src, typename Dst, typename Convert>
+void ConvertElements(const Tensor& X, Tensor* Y, Convert convert) {
+  // X and Y never share storage: their element sizes differ, so an in-place
+  // form cannot exist (the schemas allow none).
+  Y->Resize(X.dims());
+  const Src* x = X.data<Src>();
+  Dst* y = Y->mutable_data<Dst>();
+  ParallelFor(X.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = convert(x[i]);
+  });
+}
+
+}  // namespace
+
+void FloatToHalfOp::RunOnDevice() {
+  EnforceInputType(TypeList<float>{}, *this, 0, Input(0).dtype());
+  const bool clip = clip_;
+  ConvertElements<float, float16>(Input(0), Output(0), [clip](float value) {
+    // nan compares false both ways and passes through unclipped.
+    if (clip && value > kHalfMax) value = kHalfMax;
+    if (clip && value < -kHalfMax) value = -kHalfMax;
+    return FloatToHalf(value);
+  });
+}
+
+void HalfToFloatOp::RunOnDevice() {
+  EnforceInputType(TypeList<float16>{}, *this, 0, Input(0).dtype());
+  ConvertElements<float16, float>(Input(0), Output(0),
+                                  [](float16 value) { return HalfToFloat(value); });
+}
+
+REGISTER_CPU_OPERATOR(FloatToHalf, FloatToHalfOp);
+REGISTER_CPU_OPERATOR(HalfToFloat, HalfToFloatOp);
+
+namespace {
+
+TensorShape WithDataType(TensorShape shape, TensorProto::DataType dtype) {
+  shape.set_data_type(dtype);
+  return shape;
+}
+
+}  // namespace
+
+OPERATOR_SCHEMA(FloatToHalf)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
+      return std::vector<TensorShape>{WithDataType(in.at(0), TensorProto::FLOAT16)};
+    })
+    .Arg("clip",
+         "(bool, default false) saturate at the float16 range (+-65504) instead "
+         "of overflowing to +-inf")
+    .Input(0, "X", "float32 tensor")
+    .Output(0, "Y", "X rounded to float16 (nearest even), of X's shape")
+    .Doc(
+        "Converts float32 to float16: the float16 copy of a float32 master weight in "
+        "mixed-precision training (PseudoFP16Initializer).");
+
+OPERATOR_SCHEMA(HalfToFloat)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
+      return std::vector<TensorShape>{WithDataType(in.at(0), TensorProto::FLOAT)};
+    })
+    .Input(0, "X", "float16 tensor")
+    .Output(0, "Y", "X as float32 (exact), of X's shape")
+    .Doc("Converts float16 to float32, exactly.");
+
+namespace {
+
+// d/dX of an elementwise precision change is the identity, in the other
+// direction's precision: the gradient of one cast is the other cast.
+template <const char* kInverse>
+class GetPrecisionCastGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef(kInverse, "", {GO(0)}, {GI(0)});
+  }
+};
+
+constexpr char kFloatToHalf[] = "FloatToHalf";
+constexpr char kHalfToFloat[] = "HalfToFloat";
+
+}  // namespace
+
+REGISTER_GRADIENT(FloatToHalf, GetPrecisionCastGradient<kHalfToFloat>);
+REGISTER_GRADIENT(HalfToFloat, GetPrecisionCastGradient<kFloatToHalf>);
 
 }  // namespace doppio

@@ -4,6 +4,11 @@
 // becomes 0) instead of C++'s undefined behaviour; numbers to bool by
 // != 0; any number to STRING with std::to_string, as Caffe2. Strings cannot
 // be cast from.
+//
+// FloatToHalf / HalfToFloat: Caffe2's fixed-type casts between float32 and
+// float16 (round to nearest even; FloatToHalf's `clip` saturates at
+// +-65504 instead of overflowing to infinity). Each is the other's
+// gradient.
 #pragma once
 
 #include <string>
@@ -26,6 +31,23 @@ class CastOp final : public Operator<CPUContext> {
 
  private:
   DataType to_;
+};
+
+class FloatToHalfOp final : public Operator<CPUContext> {
+ public:
+  FloatToHalfOp(const OperatorDef& def, Workspace* workspace)
+      : Operator<CPUContext>(def, workspace),
+        clip_(ArgumentHelper(def).GetSingle<bool>("clip", false)) {}
+  void RunOnDevice() override;
+
+ private:
+  bool clip_;
+};
+
+class HalfToFloatOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
 };
 
 }  // namespace doppio

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -321,8 +322,28 @@ std::string LoadOp::BlobNameFromKey(const std::string& key) const {
   return add_prefix_ + StripPrefix(BlobNameFromChunkKey(key), strip_prefix_);
 }
 
+namespace {
+
+// Whether the records gathered for a blob hold all of it: an unchunked
+// record, tensor segments as long as the tensor, or every content chunk.
+bool HoldsWholeBlob(const std::vector<BlobProto>& chunks) {
+  const BlobProto& first = chunks.front();
+  if (first.has_tensor() && first.tensor().has_segment()) {
+    int64_t numel = 1;
+    for (int64_t dim : first.tensor().dims()) numel *= dim;
+    int64_t covered = 0;
+    for (const BlobProto& chunk : chunks) {
+      covered += chunk.tensor().segment().end() - chunk.tensor().segment().begin();
+    }
+    return covered >= numel;
+  }
+  return static_cast<int64_t>(chunks.size()) >= std::max(1, first.content_num_chunks());
+}
+
+}  // namespace
+
 void LoadOp::Gather(db::Cursor* cursor, int db_index, const std::string& source,
-                    GatheredBlobs* gathered) const {
+                    GatheredBlobs* gathered, bool stop_when_found) const {
   DOPPIO_ENFORCE(cursor != nullptr, "Load: the reader for '", source, "' is not open");
   // Save checksums every record, so one without a checksum beside ones with
   // it is a record whose checksum field itself was damaged.
@@ -352,7 +373,16 @@ void LoadOp::Gather(db::Cursor* cursor, int db_index, const std::string& source,
     }
     blob.chunks.push_back(std::move(proto));
     blob.keys.push_back(key);
+    if (stop_when_found && !load_all_ && AllFound(*gathered)) return;
   }
+}
+
+bool LoadOp::AllFound(const GatheredBlobs& gathered) const {
+  if (gathered.size() < output_index_.size()) return false;
+  for (const auto& entry : gathered) {
+    if (!HoldsWholeBlob(entry.second.chunks)) return false;
+  }
+  return true;
 }
 
 void LoadOp::CheckComplete(const GatheredBlobs& gathered, const std::string& sources) const {
@@ -377,7 +407,7 @@ void LoadOp::RunOnDevice() {
     for (int i = 0; i < InputSize(); ++i) {
       const db::DBReader& reader = InputAs<db::DBReader>(i);
       sources.push_back(reader.source());
-      Gather(reader.cursor(), i, reader.source(), &gathered);
+      Gather(reader.cursor(), i, reader.source(), &gathered, /*stop_when_found=*/true);
     }
   } else {
     for (int i = 0; i < static_cast<int>(db_names_.size()); ++i) {
@@ -388,7 +418,7 @@ void LoadOp::RunOnDevice() {
       std::unique_ptr<db::DB> in =
           OpenForLoad(db_type_, checked, OpenDBLocation("Load", checked));
       std::unique_ptr<db::Cursor> cursor = in->NewCursor();
-      Gather(cursor.get(), i, path, &gathered);
+      Gather(cursor.get(), i, path, &gathered, /*stop_when_found=*/false);
     }
   }
   CheckComplete(gathered, MakeString(sources));

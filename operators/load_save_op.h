@@ -113,9 +113,15 @@ class LoadOp final : public Operator<CPUContext> {
   using GatheredBlobs = std::map<std::string, Gathered>;
 
   // Reads the wanted records from `cursor` (db number db_index, called
-  // `source` in messages) into `gathered`, verifying their checksums.
-  void Gather(db::Cursor* cursor, int db_index, const std::string& source,
-              GatheredBlobs* gathered) const;
+  // `source` in messages) into `gathered`, verifying their checksums. With
+  // `stop_when_found` (a DBReader input, as in Caffe2) it stops at the
+  // record completing the last wanted blob, leaving the cursor there: a
+  // second Load over the same reader continues from that point (how a
+  // predictor export reads its MetaNetDef, then the parameters after it).
+  void Gather(db::Cursor* cursor, int db_index, const std::string& source, GatheredBlobs* gathered,
+              bool stop_when_found) const;
+  // Every wanted blob gathered whole.
+  bool AllFound(const GatheredBlobs& gathered) const;
   // The workspace name a db key loads into.
   std::string BlobNameFromKey(const std::string& key) const;
   // Errors when a requested blob is absent, unless allow_incomplete.

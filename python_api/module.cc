@@ -131,9 +131,18 @@ void FeedBlob(const std::string& name, const py::array& array,
   Registry().Current()->CreateBlob(name)->Reset(std::make_unique<Tensor>(std::move(tensor)));
 }
 
-// GPU tensors are copied to the host first. A CUDA device option only
-// asserts that the caller expects a GPU (a clear error where there is none).
-py::array FetchBlob(const std::string& name, const py::object& device_option_bytes) {
+// A Python str or bytes is a std::string blob, as in Caffe2 (not a string
+// tensor: Caffe2 scripts fetch it back as bytes, and Save writes it as
+// Caffe2's "std::string" BlobProto).
+void FeedStringBlob(const std::string& name, const py::bytes& value) {
+  Registry().Current()->CreateBlob(name)->Reset(
+      std::make_unique<std::string>(static_cast<std::string>(value)));
+}
+
+// GPU tensors are copied to the host first; a std::string blob comes back
+// as bytes. A CUDA device option only asserts that the caller expects a GPU
+// (a clear error where there is none).
+py::object FetchBlob(const std::string& name, const py::object& device_option_bytes) {
   if (!device_option_bytes.is_none()) {
     const auto option =
         ParseProto<DeviceOption>(device_option_bytes.cast<py::bytes>(), "DeviceOption");
@@ -142,8 +151,9 @@ py::array FetchBlob(const std::string& name, const py::object& device_option_byt
   const Blob* blob = Registry().Current()->GetBlob(name);
   DOPPIO_ENFORCE(blob != nullptr, "cannot fetch blob '", name,
                  "': it does not exist in the current workspace");
-  DOPPIO_ENFORCE(blob->IsTensor(), "cannot fetch blob '", name, "': it holds ",
-                 blob->TypeName(), ", not a tensor");
+  if (blob->IsType<std::string>()) return py::bytes(blob->Get<std::string>());
+  DOPPIO_ENFORCE(blob->IsTensor(), "cannot fetch blob '", name, "': it holds ", blob->TypeName(),
+                 ", not a tensor or a string");
   const Tensor& tensor = blob->GetTensor();
   if (tensor.device().kind == DeviceKind::kCUDA) {
     return TensorToArray(CopyToHost(tensor, name), name);
@@ -465,6 +475,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("root_folder", [] { return Registry().Current()->RootFolder(); });
   m.def("feed_blob", &FeedBlob, py::arg("name"), py::arg("array"),
         py::arg("device_option") = py::none());
+  m.def("feed_string_blob", &FeedStringBlob, py::arg("name"), py::arg("value"));
   m.def("fetch_blob", &FetchBlob, py::arg("name"), py::arg("device_option") = py::none());
   m.def("has_blob", [](const std::string& name) { return Registry().Current()->HasBlob(name); });
   m.def("blobs", [] { return Registry().Current()->Blobs(); });

@@ -8,6 +8,7 @@ Net), so it reaches the runtime through doppio._C, not doppio.workspace."""
 import collections
 import collections.abc
 import copy
+import logging
 
 import numpy as np
 from google.protobuf.message import Message
@@ -29,6 +30,12 @@ _registered_operators = set()
 
 def RegisteredOperators():
     return _C.registered_operators()
+
+
+def RefreshRegisteredOperators():
+    """Caffe2 cached the registry's op list and refreshed it after loading an
+    op library; Doppio asks the registry each time, so there is nothing to
+    refresh."""
 
 
 def IsOperator(op_type):
@@ -610,6 +617,33 @@ class Net(object):
                 op.device_option.CopyFrom(device_option)
         self._ExtendOps(ops)
         return self
+
+    def RunAllOnGPU(self, gpu_id=0, use_cudnn=False):
+        """Puts every op on CUDA device `gpu_id` (with engine CUDNN when
+        `use_cudnn`). On a machine with no usable GPU the ops stay where they
+        are and a warning says so: Caffe2 scripts call this unconditionally
+        (resnet50_trainer.py's LoadModel does even with --use_cpu), and a
+        CPU op set is the only one that can run there."""
+        if _C.num_cuda_devices() == 0:
+            logging.getLogger('doppio').warning(
+                'net %s: RunAllOnGPU(%d) on a machine without a usable GPU (%s); its ops stay '
+                'on their devices', self.Name(), gpu_id, _C.cuda_unavailable_reason())
+            return
+        device = DeviceOption(caffe2_pb2.CUDA, gpu_id)
+        self._net.device_option.CopyFrom(device)
+        for op in self._net.op:
+            op.device_option.CopyFrom(device)
+            if use_cudnn:
+                op.engine = 'CUDNN'
+
+    def RunAllOnMKL(self):
+        """Caffe2 moved the ops to its MKL-DNN device; Doppio's CPU ops
+        already run on oneDNN where it helps, so the ops become plain CPU
+        ops."""
+        device = DeviceOption(caffe2_pb2.CPU)
+        self._net.device_option.CopyFrom(device)
+        for op in self._net.op:
+            op.device_option.CopyFrom(device)
 
     def AddGradientOperators(self, ys, skip=0):
         """Appends the backward pass of ops[skip:] for the losses `ys` (a list:

@@ -12,7 +12,8 @@ def _prefix(model, device):
     return workspace.C.device_prefix(model._device_type, device)
 
 
-def _OptimizeGradientMemorySimple(model, losses_by_gpu, devices, blobs_to_keep=None):
+def _OptimizeGradientMemorySimple(model, losses_by_gpu, devices, blobs_to_keep=None,
+                                  share_activations=False):
     """Caffe2's gradient sharing: share_grad_blobs per device namescope on
     the parallelized net, never touching the device's losses, param grads or
     blobs_to_keep (given without the device prefix, as in Caffe2). Blobs are
@@ -33,7 +34,7 @@ def _OptimizeGradientMemorySimple(model, losses_by_gpu, devices, blobs_to_keep=N
             param_grads,
             namescope,
             dont_share_blobs=keep,
-            share_activations=False,
+            share_activations=share_activations,
         )
 
 

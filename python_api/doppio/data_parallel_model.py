@@ -114,7 +114,7 @@ def _refuse(option, value, why):
 
 def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
                 param_update_builder_fun=None, optimizer_builder_fun=None,
-                devices=None, rendezvous=None, net_type='dag',
+                post_sync_builder_fun=None, devices=None, rendezvous=None, net_type='dag',
                 broadcast_computed_params=True, optimize_gradient_memory=False,
                 dynamic_memory_management=False, blobs_to_keep=None, use_nccl=False,
                 max_concurrent_distributed_ops=16, cpu_device=False, ideep=False,
@@ -123,7 +123,11 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     """Replicates the model on `devices` for synchronous SGD (see the module
     doc). `param_update_builder_fun(model)` or `optimizer_builder_fun(model)`
     (at most one; neither: forward only) adds the updates; both see
-    model.param_to_grad with the template's names. combine_spatial_bn=True
+    model.param_to_grad with the template's names. post_sync_builder_fun(
+    model) runs once per device, in its device and name scope, after the
+    init net has broadcast device 0's parameters: ops it adds to
+    param_init_net see the synced values (Caffe2 refreshes float32 master
+    copies of float16 parameters there). combine_spatial_bn=True
     makes training SpatialBN use the statistics of all devices' batches
     (ChannelStats / ChannelBackpropStats summed across devices), so N
     devices normalize like one device with the whole batch. shared_model=True
@@ -162,6 +166,8 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     work = _WorkingCopy(model)
     _BuildParallel(work, input_builder_fun, forward_pass_builder_fun,
                    param_update_builder_fun, optimizer_builder_fun, options, rendezvous)
+    if post_sync_builder_fun is not None:
+        _BuildPerDevice(work, post_sync_builder_fun)
     if optimize_gradient_memory:
         _OptimizeGradientMemorySimple(work, work._losses_by_gpu, devices, blobs_to_keep)
     if dynamic_memory_management:
@@ -293,6 +299,9 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     model.net = _NetFromBytes(result.net)
     model._parallel_plan = result.plan
     model._device_prefixes = dict(zip(devices, result.plan.prefixes))
+    # Caffe2's attribute: the device kind of "<kind>_<id>/" ("cpu", "gpu"),
+    # which scripts format into blob names themselves.
+    model._device_prefix = result.plan.prefixes[0].rsplit('_', 1)[0] if devices else ''
     _RecordDeviceBlobs(model, devices, params, computed, result, shared, options.shared_model)
     # Caffe2 keeps the replicas' weights and biases (the master's alone for
     # a shared model).
@@ -307,6 +316,23 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     model._net_type = options.net_type
     model._broadcast_computed_params = options.broadcast_computed_params
     model._rendezvous = rendezvous
+
+
+def stripBlobName(param):
+    """`param` without its first name scope ('gpu_0/fc_w' -> 'fc_w'); a
+    GradientSlice as 'indices:values'."""
+    if isinstance(param, core.GradientSlice):
+        return stripBlobName(param.indices) + ':' + stripBlobName(param.values)
+    name = str(param)
+    return name[name.index(scope._NAMESCOPE_SEPARATOR) + 1:]
+
+
+def _BuildPerDevice(model, builder_fun):
+    """builder_fun(model) once per device, inside that device's scopes."""
+    for device in model._devices:
+        with core.DeviceScope(core.DeviceOption(model._device_type, device)):
+            with core.NameScope(_Prefix(device, model).rstrip(scope._NAMESCOPE_SEPARATOR)):
+                builder_fun(model)
 
 
 def _Prefix(device, model=None):
@@ -521,6 +547,20 @@ def AddBlobSync(model, blobs, net=None):
                                              for d in devices}
         if len(devices) > 1:
             data_parallel_devices.AddBroadcast(model, net, group)
+
+
+def OptimizeGradientMemory(model, input_shapes, excluded_blobs, recycle_activations):
+    """Caffe2's memonger pass for a parallelized model, run after
+    Parallelize: gradient blobs (and, with recycle_activations, forward
+    activations) of each device share memory once dead. excluded_blobs
+    (unprefixed) keep their own memory on every device; so do the losses
+    and the parameters' gradients. input_shapes (unprefixed name -> shape)
+    is accepted for Caffe2's signature; the assignment here does not need
+    shapes."""
+    _CheckParallelized(model)
+    _OptimizeGradientMemorySimple(model, model._losses_by_gpu, model._devices,
+                                  blobs_to_keep=excluded_blobs,
+                                  share_activations=recycle_activations)
 
 
 def GetLearningRateBlobNames(model):

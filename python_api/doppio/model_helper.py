@@ -6,94 +6,10 @@ brew helpers and optimizers rely on."""
 
 from doppio import core
 from doppio import scope
-
-
-class ParameterTags(object):
-    """Tags under Caffe2's names; COMPUTED_PARAM marks blobs the net updates
-    itself (batch-norm running statistics) and optimizers must leave alone."""
-    BIAS = 'BIAS'
-    WEIGHT = 'WEIGHT'
-    COMPUTED_PARAM = 'COMPUTED_PARAM'
-
-
-class ParameterInfo(object):
-    """What is known about one parameter: its blob, shape and gradient."""
-
-    def __init__(self, param_id, param, key=None, shape=None, length=None,
-                 grad=None, blob_copy=None):
-        assert isinstance(param, core.BlobReference)
-        self.param_id = param_id
-        self.name = str(param)
-        self.blob = param
-        self.key = key
-        self.shape = shape
-        self.size = None if shape is None else _product(shape)
-        self.length = max(1, length if length is not None else 1)
-        self.grad = grad
-        self._cloned_init_net = None
-        self.blob_copy = blob_copy
-        self.optimizer = None
-        self.regularizer = None
-
-    def __str__(self):
-        return self.name
-
-
-def _product(shape):
-    size = 1
-    for dim in shape:
-        size *= dim
-    return size
-
-
-class Initializer(object):
-    """Creates a parameter with one fill op (e.g. XavierFill) of
-    param_init_net, given the parameter's shape."""
-
-    def __init__(self, operator_name=None, **kwargs):
-        self.operator_name = operator_name
-        self.operator_kwargs = kwargs
-
-    def update(self, operator_name, kwargs):
-        if self.operator_name is not None:
-            raise ValueError('Operator name already set to {}'.format(self.operator_name))
-        self.operator_name = operator_name
-        self.operator_kwargs = kwargs
-
-    def create_param(self, param_name, init_net, shape):
-        if self.operator_name is None:
-            raise ValueError('Initializer for {} has no fill operator'.format(param_name))
-        param = getattr(init_net, self.operator_name)(
-            [], param_name, shape=list(shape), **self.operator_kwargs)
-        return ParameterInfo(param_id=None, param=param, shape=shape)
-
-
-class ExternalInitializer(object):
-    """For models built with init_params=False: the parameter comes from
-    elsewhere (a checkpoint, another model), so nothing is added to
-    param_init_net."""
-
-    def create_param(self, param_name, init_net, shape):
-        if isinstance(param_name, core.BlobReference):
-            param = core.BlobReference(str(param_name), init_net)
-        elif isinstance(param_name, str):
-            param = core.ScopedBlobReference(param_name, init_net)
-        else:
-            raise TypeError('Unsupported type for param_name: {}'.format(
-                type(param_name).__name__))
-        return ParameterInfo(param_id=None, param=param, shape=shape)
-
-
-def update_initializer(initializer_class, operator_name_and_kwargs,
-                       default_operator_name_and_kwargs):
-    """The initializer a helper should use: an explicit Initializer object
-    wins, then an (op name, kwargs) pair, then the helper's default."""
-    if initializer_class is not None:
-        return initializer_class
-    if operator_name_and_kwargs is None:
-        operator_name_and_kwargs = default_operator_name_and_kwargs
-    name, kwargs = operator_name_and_kwargs
-    return Initializer(name, **kwargs)
+# Caffe2 scripts import these from model_helper as well as from modeling.
+from doppio.modeling.initializers import (  # noqa: F401
+    ExternalInitializer, Initializer, update_initializer)
+from doppio.modeling.parameter_info import ParameterInfo, ParameterTags  # noqa: F401
 
 
 class ModelHelper(object):
@@ -214,9 +130,10 @@ class ModelHelper(object):
 
     @staticmethod
     def _FilterByNameScope(blobs, namescope):
+        # None: the current scope; '' (explicitly): every blob, as Caffe2.
         if namescope is None:
             namescope = scope.CurrentNameScope()
-        elif not namescope.endswith(scope._NAMESCOPE_SEPARATOR):
+        elif namescope and not namescope.endswith(scope._NAMESCOPE_SEPARATOR):
             namescope += scope._NAMESCOPE_SEPARATOR
         if namescope == '':
             return blobs[:]

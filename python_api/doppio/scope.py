@@ -77,3 +77,15 @@ def DeviceScope(scope, node_name=None):
         assert _threadlocal_scope.devicescope == new_scope, \
             'device scope changed inside DeviceScope'
         _threadlocal_scope.devicescope = old_scope
+
+
+@contextlib.contextmanager
+def EmptyDeviceScope():
+    """No device scope inside (ops get no device_option), whatever scope
+    surrounds it: for nets whose loader picks the device."""
+    old_scope = CurrentDeviceScope()
+    _threadlocal_scope.devicescope = None
+    try:
+        yield
+    finally:
+        _threadlocal_scope.devicescope = old_scope

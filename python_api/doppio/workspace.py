@@ -216,9 +216,6 @@ def _TensorProtoToArray(tensor):
 def _AsFeedableArray(name, arr):
     if isinstance(arr, caffe2_pb2.TensorProto):
         return _TensorProtoToArray(arr)
-    if isinstance(arr, (str, bytes)):
-        # A lone string becomes a 0-d string tensor.
-        return np.array(arr, dtype=object)
     if not isinstance(arr, np.ndarray):
         # Python scalars and (nested) lists take numpy's dtype for them.
         try:
@@ -233,9 +230,14 @@ def _AsFeedableArray(name, arr):
 
 
 def FeedBlob(name, arr, device_option=None):
-    """Stores `arr` (numpy array, TensorProto, scalar, list or string) as a
-    tensor in blob `name` of the current workspace."""
+    """Stores `arr` (numpy array, TensorProto, scalar or list) as a tensor
+    in blob `name` of the current workspace. A str or bytes is a string blob,
+    as in Caffe2: FetchBlob gives it back as bytes (a str as its UTF-8), Save
+    writes it as Caffe2 does; a numpy array of strings is a string tensor."""
     name = StringifyBlobName(name)
+    if isinstance(arr, (str, bytes)):
+        C.feed_string_blob(name, arr.encode('utf-8') if isinstance(arr, str) else arr)
+        return True
     arr = _AsFeedableArray(name, arr)
     if device_option is None:
         device_option = scope.CurrentDeviceScope()
@@ -249,7 +251,8 @@ def FeedBlob(name, arr, device_option=None):
 
 
 def FetchBlob(name, device_option=None):
-    """The tensor in blob `name` as a numpy array (strings as bytes objects).
+    """The tensor in blob `name` as a numpy array (strings as bytes objects);
+    a string blob as bytes.
     GPU tensors are copied to the host. A CUDA `device_option` (a Doppio
     extension) states that a GPU is expected: without one it raises."""
     name = StringifyBlobName(name)

@@ -467,6 +467,28 @@ BlobSerializerRegisterer g_note_serializer(std::type_index(typeid(Note)),
 BlobDeserializerRegisterer g_note_deserializer(
     "TestNote", [] { return std::make_unique<NoteDeserializer>(); });
 
+// Caffe2's StringSerializer writes {name, type "std::string", content}; a
+// proto built to that description loads here, and ours has that form.
+TEST(BlobSerializationTest, StringBlobsUseCaffe2sForm) {
+  const std::string bytes("meta\0net", 8);
+  BlobProto caffe2_form;
+  caffe2_form.set_name("!!META_NET_DEF");
+  caffe2_form.set_type("std::string");
+  caffe2_form.set_content(bytes);
+  Blob loaded;
+  DeserializeBlob(caffe2_form.SerializeAsString(), &loaded);
+  ASSERT_TRUE(loaded.IsType<std::string>());
+  EXPECT_EQ(loaded.Get<std::string>(), bytes);
+
+  BlobProto written;
+  ASSERT_TRUE(written.ParseFromString(SerializeBlobToString(loaded, "!!META_NET_DEF")));
+  EXPECT_EQ(written.name(), "!!META_NET_DEF");
+  EXPECT_EQ(written.type(), "std::string");
+  EXPECT_EQ(written.content(), bytes);
+  EXPECT_FALSE(written.has_tensor());
+  EXPECT_FALSE(written.has_content_num_chunks());
+}
+
 TEST(BlobSerializationTest, RegistriesHandleOtherTypes) {
   Blob blob;
   blob.Reset(std::make_unique<Note>(Note{"hello world"}));

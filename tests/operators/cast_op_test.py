@@ -74,5 +74,60 @@ def test_bad_types():
                       "'S'", "strings")
 
 
+# ---- FloatToHalf / HalfToFloat against numpy's float16 ----
+
+finite_floats = st.floats(-70000, 70000, width=32)
+
+
+@given(h.dims(0, 3), st.data())
+def test_float_to_half_matches_numpy(shape, data):
+    x = data.draw(h.arrays(tuple(shape), np.float32, elements=finite_floats))
+    # numpy rounds to nearest even and overflows to inf, as Caffe2 does.
+    h.check_output(h.make_op("FloatToHalf", ["X"], ["Y"]), [x],
+                   lambda x: x.astype(np.float16), output_dtypes=[np.float16])
+
+
+@given(h.dims(0, 3), st.data())
+def test_float_to_half_clip_saturates(shape, data):
+    x = data.draw(h.arrays(tuple(shape), np.float32, elements=finite_floats))
+    h.check_output(h.make_op("FloatToHalf", ["X"], ["Y"], clip=1), [x],
+                   lambda x: np.clip(x, -65504, 65504).astype(np.float16),
+                   output_dtypes=[np.float16])
+
+
+def test_float_to_half_specials():
+    x = np.array([np.inf, -np.inf, np.nan, 1e-8, -0.0, 65520.0], np.float32)
+    got = h.run_op(h.make_op("FloatToHalf", ["X"], ["Y"]), [x])[0]
+    with np.errstate(over="ignore"):  # 65520 overflows to inf, as intended
+        want = x.astype(np.float16)
+    np.testing.assert_array_equal(got, want)
+    got = h.run_op(h.make_op("FloatToHalf", ["X"], ["Y"], clip=True), [x])[0]
+    np.testing.assert_array_equal(got[[0, 1, 5]], np.array([65504, -65504, 65504], np.float16))
+    assert np.isnan(got[2])
+
+
+@given(h.dims(0, 3), st.data())
+def test_half_to_float_is_exact(shape, data):
+    bits = data.draw(h.arrays(tuple(shape), np.int64, elements=st.integers(0, 0xFFFF)))
+    x = bits.astype(np.uint16).view(np.float16)  # every float16, nan and inf included
+    got = h.run_op(h.make_op("HalfToFloat", ["X"], ["Y"]), [x])[0]
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, x.astype(np.float32))
+
+
+def test_precision_casts_are_each_others_gradient():
+    for op_type, inverse in (("FloatToHalf", "HalfToFloat"), ("HalfToFloat", "FloatToHalf")):
+        ops, grads = h.gradient_ops(h.make_op(op_type, ["X"], ["Y"]))
+        assert [(o.type, list(o.input), list(o.output)) for o in ops] == [
+            (inverse, ["Y_grad"], ["X_grad"])]
+
+
+def test_precision_casts_refuse_other_types():
+    h.assert_op_error(h.make_op("FloatToHalf", ["X"], ["Y"]), [np.zeros(2, np.float64)],
+                      "'X'", "float64", "float32")
+    h.assert_op_error(h.make_op("HalfToFloat", ["X"], ["Y"]), [np.zeros(2, np.float32)],
+                      "'X'", "float16")
+
+
 if __name__ == "__main__":
     h.run_main(__file__)

@@ -20,6 +20,7 @@
 #include "core/db.h"
 #include "core/gradient.h"
 #include "core/schema.h"
+#include "core/serialization.h"
 #include "core/workspace.h"
 #include "tests/test_util.h"
 
@@ -394,6 +395,42 @@ TEST(SaveLoadTest, CreateDBReaderFeedsLoad) {
                             {StringArg("db_name", "/no/such.minidb"),
                              StringArg("db_type", "minidb"), IntArg("absolute_path", 1)}));
   EXPECT_FALSE(ws.GetBlob("no")->GetTensor().data<bool>()[0]);
+}
+
+// As in Caffe2, a Load over a DBReader stops at the record that completes
+// its last blob and leaves the reader there: the next Load over the reader
+// continues after it (a predictor export loads its MetaNetDef, then the
+// parameters stored behind it), and a blob behind the cursor is not seen.
+TEST(SaveLoadTest, LoadsOverOneReaderContinueWhereTheLastStopped) {
+  Workspace ws;
+  FeedEveryType(&ws);
+  const std::string path = TempDir("reader_cursor") + "/db";
+  // Chunks of 2 elements: "f32" (12 elements) spans six records.
+  ws.RunOperatorOnce(SaveOp(path, {"f64", "f32", "i8"}, {IntArg("chunk_size", 2)}));
+  Workspace loaded;
+  loaded.RunOperatorOnce(
+      MakeOp("CreateDB", {}, {"reader"}, {StringArg("db", path), StringArg("db_type", "minidb")}));
+  const std::vector<std::string> keys = [&] {
+    std::vector<std::string> all;
+    auto db = db::OpenDB("minidb", path, db::Mode::READ);
+    for (auto cursor = db->NewCursor(); cursor->Valid(); cursor->Next()) {
+      all.push_back(BlobNameFromChunkKey(cursor->key()));
+    }
+    return all;
+  }();
+  ASSERT_FALSE(keys.empty());
+  const std::string first = keys.front();
+  loaded.RunOperatorOnce(MakeOp("Load", {"reader"}, {first}, {}));
+  std::vector<std::string> rest;
+  for (const std::string& name : {"f64", "f32", "i8"}) {
+    if (name != first) rest.push_back(name);
+  }
+  loaded.RunOperatorOnce(MakeOp("Load", {"reader"}, rest, {}));
+  ExpectSameBlobs(&loaded, &ws, {"f64", "f32", "i8"});
+  // The reader now stands on the last record: the first blob lies behind it.
+  const std::string error =
+      ErrorOf([&] { loaded.RunOperatorOnce(MakeOp("Load", {"reader"}, {first}, {})); });
+  EXPECT_NE(error.find("not found"), std::string::npos) << error;
 }
 
 TEST(SaveLoadTest, SchemasAndGradients) {

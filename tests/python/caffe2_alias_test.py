@@ -90,18 +90,57 @@ def test_runtime_errors_reach_caffe2_scripts_as_exceptions():
         workspace.FetchBlob('nope')
 
 
-@pytest.mark.parametrize('name', ['model_helper', 'brew'])
-def test_later_modules_forward_to_doppio(name):
-    """caffe2.python.model_helper / brew are doppio's once those exist; until
-    then importing them fails the way importing doppio's would."""
-    try:
-        target = importlib.import_module('doppio.' + name)
-    except ModuleNotFoundError as missing:
-        assert missing.name == 'doppio.' + name
-        with pytest.raises(ModuleNotFoundError, match='doppio.' + name):
-            importlib.import_module('caffe2.python.' + name)
-        return
-    assert importlib.import_module('caffe2.python.' + name) is target
+CAFFE2_MODULES = [
+    # (Caffe2's name, the Doppio module it is)
+    ('caffe2.python.model_helper', 'doppio.model_helper'),
+    ('caffe2.python.brew', 'doppio.brew'),
+    ('caffe2.python.experiment_util', 'doppio.experiment_util'),
+    ('caffe2.python.timeout_guard', 'doppio.timeout_guard'),
+    ('caffe2.python.dyndep', 'doppio.dyndep'),
+    ('caffe2.python.data_parallel_model_utils', 'doppio.data_parallel_model_utils'),
+    ('caffe2.python.predictor_constants', 'doppio.predictor_constants'),
+    ('caffe2.python.models.resnet', 'doppio.models.resnet'),
+    ('caffe2.python.modeling.initializers', 'doppio.modeling.initializers'),
+    ('caffe2.python.modeling.parameter_info', 'doppio.modeling.parameter_info'),
+    ('caffe2.python.predictor.predictor_exporter', 'doppio.predictor.predictor_exporter'),
+    ('caffe2.python.predictor.predictor_py_utils', 'doppio.predictor.predictor_py_utils'),
+    ('caffe2.python.onnx.backend', 'doppio.onnx.backend'),
+    ('caffe2.proto.caffe2_pb2', 'doppio.proto.caffe2_pb2'),
+    ('caffe2.proto.metanet_pb2', 'doppio.proto.metanet_pb2'),
+    ('caffe2.proto.predictor_consts_pb2', 'doppio.proto.predictor_consts_pb2'),
+]
+
+
+@pytest.mark.parametrize('caffe2_name,doppio_name', CAFFE2_MODULES)
+def test_caffe2_modules_are_the_doppio_modules(caffe2_name, doppio_name):
+    module = importlib.import_module(caffe2_name)
+    assert module is importlib.import_module(doppio_name)
+    assert sys.modules[caffe2_name] is module
+    # `from caffe2.python.models import resnet` binds the same object.
+    parent, _, child = caffe2_name.rpartition('.')
+    assert getattr(importlib.import_module(parent), child) is module
+
+
+def test_submodule_classes_exist_once():
+    from caffe2.python.modeling.initializers import Initializer
+    from caffe2.python.model_helper import Initializer as helper_initializer
+    from caffe2.proto import metanet_pb2
+    import doppio.modeling.initializers
+    assert Initializer is doppio.modeling.initializers.Initializer is helper_initializer
+    assert metanet_pb2.MetaNetDef is doppio_pb2.MetaNetDef
+    # A MetaNetDef's nets are the NetDefs every other module builds.
+    meta = metanet_pb2.MetaNetDef()
+    meta.nets.add(key='k', value=core.Net('n').Proto())
+    assert isinstance(meta.nets[0].value, caffe2_pb2.NetDef)
+
+
+@pytest.mark.parametrize('name', ['caffe2.python.no_such_module',
+                                  'caffe2.python.models.no_such_model',
+                                  'caffe2.proto.no_such_pb2'])
+def test_missing_caffe2_modules_fail_like_python_imports(name):
+    with pytest.raises(ModuleNotFoundError) as raised:
+        importlib.import_module(name)
+    assert raised.value.name == name
 
 
 if __name__ == '__main__':

@@ -46,6 +46,10 @@ def test_create_param_records_and_scopes():
     assert names(model.params) == ["block/w"]
     assert names(model.GetComputedParams()) == ["block/stat"]
     assert names(model.GetAllParams()) == ["block/w", "block/stat"]
+    with core.NameScope("elsewhere"):
+        assert names(model.GetParams()) == []
+        assert names(model.GetParams("")) == ["block/w"]  # '' means every scope
+        assert names(model.GetParams("block")) == ["block/w"]
     assert names(model.GetWeights()) == ["block/w"]
     ops = model.param_init_net.Proto().op
     assert [op.type for op in ops] == ["ConstantFill", "ConstantFill"]

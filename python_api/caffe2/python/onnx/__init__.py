@@ -1,1 +1,0 @@
-"""caffe2.python.onnx: its modules are doppio.onnx's (see caffe2/__init__.py)."""

@@ -1,1 +1,0 @@
-"""caffe2.python.predictor: its modules are doppio.predictor's."""

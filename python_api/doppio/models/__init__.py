@@ -1,0 +1,1 @@
+"""caffe2.python.models: reference model builders written with brew."""

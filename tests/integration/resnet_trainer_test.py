@@ -1,0 +1,149 @@
+"""python_api/examples/resnet_trainer.py, the program written against
+Caffe2's API the way Caffe2's resnet50_trainer.py is: ResNet-50 trains on 2
+CPU devices (replicas bit-identical, loss falling), its predictor export
+holds device 0's checkpoint and resumes where it stopped, and 2 processes
+rendezvous through a file store or a real redis-server to the same
+parameters."""
+import os
+import subprocess
+import sys
+import uuid
+
+import numpy as np
+import pytest
+
+import resnet_trainer
+from caffe2.python import data_parallel_model, optimizer, workspace
+from caffe2.python.predictor import predictor_exporter, predictor_py_utils
+from caffe2.python.predictor_constants import predictor_constants
+from redis_server import running_redis_server
+
+TRAINER = resnet_trainer.__file__
+WALL_LIMIT_S = 300
+
+
+@pytest.fixture(autouse=True)
+def fresh_workspace():
+    workspace.ResetWorkspace()
+    optimizer.reset_optimizer_instance_count()
+    yield
+    workspace.ResetWorkspace()
+
+
+def _args(workdir, *extra):
+    return resnet_trainer.parse_args(['--workdir', str(workdir), '--devices', '2',
+                                      '--image_size', '32', '--batch_size', '8',
+                                      '--epoch_size', '32'] + list(extra))
+
+
+def _saved_blobs(path):
+    """{name: value} of every blob an export holds, loaded into a scratch
+    workspace."""
+    current = workspace.CurrentWorkspace()
+    workspace.SwitchWorkspace('saved_' + uuid.uuid4().hex, True)
+    try:
+        meta = predictor_exporter.load_from_db(path, 'minidb')
+        workspace.RunNetOnce(predictor_py_utils.GetNet(
+            meta, predictor_constants.GLOBAL_INIT_NET_TYPE))
+        names = predictor_py_utils.GetBlobs(meta, predictor_constants.PARAMETERS_BLOB_TYPE)
+        return {name: workspace.FetchBlob(name) for name in names}
+    finally:
+        workspace.SwitchWorkspace(current)
+
+
+def test_trains_saves_and_resumes(tmp_path):
+    args = _args(tmp_path, '--num_epochs', '1')
+    model = resnet_trainer.build_model(args)
+    workspace.RunNetOnce(model.param_init_net)
+    workspace.CreateNet(model.net)
+    losses = []
+    for _ in range(4):
+        workspace.RunNet(model.net.Proto().name)
+        losses.append(float(workspace.FetchBlob('cpu_0/loss')))
+    assert losses[-1] < losses[0] and all(np.isfinite(losses))
+    for param in model.GetParams('cpu_0/'):
+        name = data_parallel_model.stripBlobName(param)
+        np.testing.assert_array_equal(workspace.FetchBlob('cpu_1/' + name),
+                                      workspace.FetchBlob(str(param)), err_msg=name)
+    path = resnet_trainer.save_model(args, model, 1)
+    saved = _saved_blobs(path)
+    checkpoint = set(str(b) for b in data_parallel_model.GetCheckpointParams(model))
+    assert set(saved) == checkpoint
+    assert 'cpu_0/conv1_w_momentum' in saved and saved['optimizer_iteration'].tolist() == [4]
+    assert not any(name.startswith('cpu_1/') for name in saved)
+
+    # A new run from the export: device 0's blobs come back, and
+    # FinalizeAfterCheckpoint hands them to device 1.
+    workspace.ResetWorkspace()
+    optimizer.reset_optimizer_instance_count()
+    resumed = resnet_trainer.build_model(args)
+    workspace.RunNetOnce(resumed.param_init_net)
+    workspace.CreateNet(resumed.net)
+    assert resnet_trainer.load_model(path) == 1
+    data_parallel_model.FinalizeAfterCheckpoint(resumed)
+    for name, value in saved.items():
+        np.testing.assert_array_equal(workspace.FetchBlob(name), value, err_msg=name)
+        if name.startswith('cpu_0/'):
+            np.testing.assert_array_equal(workspace.FetchBlob('cpu_1/' + name[6:]), value,
+                                          err_msg=name)
+    workspace.RunNet(resumed.net.Proto().name)
+    assert workspace.FetchBlob('optimizer_iteration').tolist() == [5]
+
+
+def test_main_loop_writes_one_export_per_epoch(tmp_path):
+    saved = resnet_trainer.train(_args(tmp_path, '--num_epochs', '2'))
+    assert [os.path.basename(p) for p in saved] == ['resnet_1.mdl', 'resnet_2.mdl']
+    logs = [f for f in os.listdir(str(tmp_path)) if f.endswith('.log')]
+    assert len(logs) == 1
+    rows = (tmp_path / logs[0]).read_text().splitlines()
+    assert rows[0].startswith('# Namespace(') and len(rows) == 4  # args, header, 2 epochs
+    assert _saved_blobs(saved[1])['optimizer_iteration'].tolist() == [8]
+
+
+def _two_shards(tmp_path, extra):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    processes = []
+    run_id = uuid.uuid4().hex  # fresh keys: Redis keeps those of earlier tests
+    for shard in (0, 1):
+        command = [sys.executable, TRAINER, '--workdir', str(tmp_path), '--devices', '1',
+                   '--image_size', '32', '--batch_size', '4', '--epoch_size', '16',
+                   '--num_shards', '2', '--shard_id', str(shard), '--run_id', run_id,
+                   '--save_model_name', 'shard{}'.format(shard)] + extra
+        processes.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT))
+    outputs = []
+    for process in processes:
+        try:
+            out, _ = process.communicate(timeout=WALL_LIMIT_S)
+        except subprocess.TimeoutExpired:
+            for other in processes:
+                other.kill()
+            pytest.fail('a shard ran past {} s'.format(WALL_LIMIT_S))
+        outputs.append(out.decode())
+        assert process.returncode == 0, out.decode()
+    first = _saved_blobs(str(tmp_path / 'shard0_1.mdl'))
+    second = _saved_blobs(str(tmp_path / 'shard1_1.mdl'))
+    assert set(first) == set(second)
+    # Each shard keeps its own batch-norm running statistics (computed from
+    # its own batches; as in Caffe2, they are not synced across shards);
+    # everything trained is identical.
+    trained = [n for n in first if not n.endswith(('_rm', '_riv'))]
+    assert len(trained) > 200
+    for name in trained:
+        np.testing.assert_array_equal(first[name], second[name], err_msg=name)
+    assert not np.array_equal(first['cpu_0/conv1_spatbn_relu_rm'],
+                              second['cpu_0/conv1_spatbn_relu_rm'])
+    assert first['optimizer_iteration'].tolist() == [2]
+
+
+def test_two_processes_with_a_file_store(tmp_path):
+    _two_shards(tmp_path, [])
+
+
+def test_two_processes_with_redis(tmp_path):
+    with running_redis_server() as port:
+        _two_shards(tmp_path, ['--redis_host', '127.0.0.1', '--redis_port', str(port)])
+
+
+if __name__ == '__main__':
+    sys.exit(pytest.main([__file__, '-q', '-p', 'no:cacheprovider']))
