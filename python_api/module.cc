@@ -4,6 +4,10 @@
 //
 // Every doppio::Error surfaces as RuntimeError with the whole message. Calls
 // that run nets or operators release the GIL.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -12,10 +16,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <pybind11/numpy.h>
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
 
 #include "core/allocator.h"
 #include "core/backward.h"
@@ -26,6 +26,7 @@
 #include "core/net.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "core/serialization.h"
 #include "core/workspace.h"
 #include "operators/op_cost.h"
 #include "parallel/gloo/gloo_common.h"
@@ -446,6 +447,10 @@ void DefineCrossDeviceCopies(py::module_& m);
 // python_api/parallelize_py.cc
 void DefineParallelize(py::module_& m);
 void DefineEnginePref(py::module_& m);
+// python_api/capabilities_py.cc
+void DefineCapabilities(py::module_& m);
+// python_api/shape_inference_py.cc
+void DefineShapeInference(py::module_& m, std::function<Workspace*()> current_workspace);
 // python_api/transforms_py.cc
 void DefineTransforms(py::module_& m, std::function<Workspace*()> current_workspace);
 
@@ -478,6 +483,22 @@ PYBIND11_MODULE(_C, m) {
   m.def("feed_string_blob", &FeedStringBlob, py::arg("name"), py::arg("value"));
   m.def("fetch_blob", &FetchBlob, py::arg("name"), py::arg("device_option") = py::none());
   m.def("has_blob", [](const std::string& name) { return Registry().Current()->HasBlob(name); });
+  m.def("create_blob", [](const std::string& name) {
+    Registry().Current()->CreateBlob(name);
+    return true;
+  });
+  // A blob as one BlobProto's bytes (what Save writes for it), and back.
+  m.def("serialize_blob", [](const std::string& name) {
+    const Blob* blob = Registry().Current()->GetBlob(name);
+    DOPPIO_ENFORCE(blob != nullptr, "cannot serialize blob '", name,
+                   "': it does not exist in the current workspace");
+    return py::bytes(SerializeBlobToString(*blob, name));
+  });
+  m.def("deserialize_blob", [](const std::string& name, const py::bytes& serialized) {
+    Blob loaded;
+    DeserializeBlob(static_cast<std::string>(serialized), &loaded);
+    Registry().Current()->CreateBlob(name)->Swap(loaded);
+  });
   m.def("blobs", [] { return Registry().Current()->Blobs(); });
   m.def("remove_blob", [](const std::string& name) { return Registry().Current()->RemoveBlob(name); });
   m.def("run_operator_once", &RunOperatorOnce, py::arg("op_def"));
@@ -525,11 +546,8 @@ PYBIND11_MODULE(_C, m) {
     DOPPIO_ENFORCE(schema != nullptr, "op type '", type, "' has no schema");
     return schema->inplace_enforced(input, output);
   });
-  // This extension is always built with CUDA; whether a GPU is usable is a
-  // run-time question (num_cuda_devices, cuda_unavailable_reason).
-  m.attr("has_cuda_support") = true;
-  m.def("num_cuda_devices", [] { return CudaDeviceCount(); });
-  m.def("cuda_unavailable_reason", [] { return CudaUnavailableReason(); });
+  DefineCapabilities(m);
+  DefineShapeInference(m, [] { return Registry().Current(); });
   // Peak workspace bytes for memonger's benchmark and tests (Doppio only).
   m.def("cpu_allocator_stats", [] {
     const doppio::AllocatorStats stats = doppio::GetCPUAllocatorStats();

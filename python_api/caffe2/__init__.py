@@ -12,6 +12,10 @@ day it lands.
 
 A Caffe2 module Doppio does not have fails as Python's own import does
 (ModuleNotFoundError naming `caffe2.python.X`).
+
+Importing this package also restores the numpy names Caffe2-era programs
+use and today's numpy dropped (np.asscalar, np.bool ...; see
+doppio/legacy_env.py).
 """
 
 import importlib
@@ -72,3 +76,5 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
 
 if not any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
     sys.meta_path.insert(0, _AliasFinder())
+
+importlib.import_module('doppio.legacy_env').restore_numpy_aliases()

@@ -6,6 +6,8 @@ carrying the C++ message.
 """
 
 import atexit
+import collections.abc
+import contextlib
 import os
 import sys
 
@@ -16,11 +18,27 @@ from doppio.proto import doppio_pb2 as caffe2_pb2
 from doppio import plan
 from doppio import scope
 
-# Build-time capabilities, under Caffe2's names. This build's extension
-# reports a CUDA flag only when it was compiled with CUDA.
-has_cuda_support = bool(getattr(C, 'has_cuda_support', False))
-has_gpu_support = has_cuda_support
-has_hip_support = False
+# Build-time capabilities, under Caffe2's names (the extension's answers;
+# python_api/capabilities_py.cc).
+has_cuda_support = C.has_cuda_support
+has_gpu_support = C.has_gpu_support
+has_hip_support = C.has_hip_support
+is_asan = C.is_asan
+GetCUDAVersion = C.get_cuda_version
+GetCuDNNVersion = C.get_cudnn_version
+GetDeviceProperties = C.get_device_properties
+IsNUMAEnabled = C.is_numa_enabled
+GetNumNUMANodes = C.get_num_numa_nodes
+
+
+def GetCudaPeerAccessPattern():
+    """[i, j]: whether CUDA device i reads device j's memory directly (an
+    empty array without GPUs)."""
+    pattern = C.get_cuda_peer_access_pattern()
+    return np.asarray(pattern, dtype=bool).reshape(len(pattern), len(pattern))
+
+
+GetGpuPeerAccessPattern = GetCudaPeerAccessPattern
 
 
 # At a normal exit, wait for the peers of every Gloo common world this
@@ -192,6 +210,21 @@ def HasBlob(name):
     return C.has_blob(StringifyBlobName(name))
 
 
+def CreateBlob(name):
+    """An empty blob `name` (kept if it exists)."""
+    return C.create_blob(StringifyBlobName(name))
+
+
+def SerializeBlob(name):
+    """Blob `name` as the bytes of one BlobProto (as Save stores it)."""
+    return C.serialize_blob(StringifyBlobName(name))
+
+
+def DeserializeBlob(name, serialized):
+    """Sets blob `name` from the bytes SerializeBlob (or Caffe2) made."""
+    C.deserialize_blob(StringifyBlobName(name), serialized)
+
+
 def _TensorProtoToArray(tensor):
     dtypes = caffe2_pb2.TensorProto
     shape = tuple(tensor.dims)
@@ -308,6 +341,17 @@ def RunNet(name, num_iter=1, allow_fail=False):
     return True
 
 
+def InferShapesAndTypes(nets, blob_dimensions=None, nets_proto=False, blob_types=None):
+    """(shapes, types): blob -> dims and blob -> TensorProto.DataType after
+    running `nets` (Nets or NetDefs) in order, as the operators' schemas
+    infer them. Starts from `blob_dimensions` (blob -> dims, float unless
+    `blob_types` says otherwise) or, without it, from the tensors in the
+    current workspace. Blobs whose shape cannot be inferred are absent."""
+    del nets_proto  # Nets and NetDefs are both accepted
+    return C.infer_shapes_and_types([StringifyProto(net) for net in nets], blob_dimensions,
+                                    blob_types)
+
+
 def Nets():
     return list(C.nets())
 
@@ -323,3 +367,49 @@ def RunPlan(plan_or_step):
                         'core.ExecutionStep, got {}'.format(type(plan_or_step).__name__))
     C.run_plan(StringifyProto(plan_or_step))
     return True
+
+
+def GetNameScope():
+    """The current name scope (Caffe2 keeps this helper in workspace)."""
+    return scope.CurrentNameScope()
+
+
+@contextlib.contextmanager
+def WorkspaceGuard(workspace_name):
+    """Runs the block in workspace `workspace_name` (created if missing),
+    then switches back."""
+    previous = CurrentWorkspace()
+    SwitchWorkspace(workspace_name, True)
+    try:
+        yield
+    finally:
+        SwitchWorkspace(previous)
+
+
+class _BlobDict(collections.abc.MutableMapping):
+    """workspace.blobs: the current workspace's blobs as a dict; reading
+    fetches, assigning feeds."""
+
+    def __getitem__(self, name):
+        if not HasBlob(name):
+            raise KeyError(name)
+        return FetchBlob(name)
+
+    def __setitem__(self, name, value):
+        FeedBlob(name, value)
+
+    def __delitem__(self, name):
+        if not C.remove_blob(StringifyBlobName(name)):
+            raise KeyError(name)
+
+    def __contains__(self, name):
+        return HasBlob(name)
+
+    def __iter__(self):
+        return iter(Blobs())
+
+    def __len__(self):
+        return len(Blobs())
+
+
+blobs = _BlobDict()

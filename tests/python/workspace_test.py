@@ -204,7 +204,8 @@ def test_capabilities_and_global_init():
     assert workspace.C is _C
     assert isinstance(workspace.NumCudaDevices(), int) and workspace.NumCudaDevices() >= 0
     assert isinstance(workspace.has_gpu_support, bool)
-    assert workspace.has_cuda_support == workspace.has_gpu_support
+    assert workspace.has_gpu_support == (workspace.has_cuda_support and
+                                         workspace.NumCudaDevices() > 0)
     assert workspace.GlobalInit(["prog", "--caffe2_log_level=0", "--logtostderr=1"]) is True
     assert core.GlobalInit(["prog"]) is True
     with pytest.raises(TypeError):
@@ -265,6 +266,84 @@ def test_bad_operators_and_nets():
         workspace.RunNetOnce(12)
     with pytest.raises(TypeError):
         workspace.RunNet(3.5)
+
+
+# ---- Caffe2's probes and blob helpers ----
+
+def test_capability_probes_are_the_extensions_answers():
+    assert workspace.has_cuda_support is True and workspace.has_hip_support is False
+    assert workspace.has_gpu_support is (workspace.NumCudaDevices() > 0)
+    assert workspace.C.has_mkldnn is False and workspace.C.use_mkldnn is False
+    assert isinstance(workspace.is_asan, bool)
+    assert workspace.GetCUDAVersion() >= 11000 and workspace.GetCuDNNVersion() >= 8000
+    count = workspace.NumCudaDevices()
+    pattern = workspace.GetCudaPeerAccessPattern()
+    assert pattern.shape == (count, count) and pattern.dtype == bool
+    assert all(pattern[i, i] for i in range(count))
+    if count == 0:
+        with pytest.raises(RuntimeError, match="CUDA device 0 does not exist"):
+            workspace.GetDeviceProperties(0)
+    else:
+        properties = workspace.GetDeviceProperties(0)
+        assert properties["name"] and properties["major"] >= 1
+    assert workspace.IsNUMAEnabled() is False
+
+
+def test_serialize_and_deserialize_blobs():
+    value = np.arange(6, dtype=np.int64).reshape(2, 3)
+    workspace.FeedBlob("t", value)
+    workspace.FeedBlob("s", b"raw\x00bytes")
+    tensor_bytes = workspace.SerializeBlob("t")
+    string_bytes = workspace.SerializeBlob("s")
+    proto = doppio_pb2.BlobProto()
+    proto.ParseFromString(string_bytes)
+    assert (proto.name, proto.type, proto.content) == ("s", "std::string", b"raw\x00bytes")
+    workspace.DeserializeBlob("t2", tensor_bytes)
+    workspace.DeserializeBlob("s2", string_bytes)
+    np.testing.assert_array_equal(workspace.FetchBlob("t2"), value)
+    assert workspace.FetchBlob("s2") == b"raw\x00bytes"
+    with pytest.raises(RuntimeError):
+        workspace.DeserializeBlob("bad", b"\xff\xff not a proto")
+    assert not workspace.HasBlob("bad")
+    with pytest.raises(RuntimeError, match="'nope'"):
+        workspace.SerializeBlob("nope")
+    workspace.CreateBlob("empty")
+    assert workspace.HasBlob("empty")
+
+
+def test_blobs_dict_and_workspace_guard():
+    workspace.blobs["a"] = np.ones(2, np.float32)
+    assert "a" in workspace.blobs and "zz" not in workspace.blobs
+    np.testing.assert_array_equal(workspace.blobs["a"], [1, 1])
+    assert list(workspace.blobs) == ["a"] and len(workspace.blobs) == 1
+    with pytest.raises(KeyError):
+        workspace.blobs["zz"]
+    before = workspace.CurrentWorkspace()
+    with workspace.WorkspaceGuard("guarded"):
+        assert workspace.CurrentWorkspace() == "guarded" and "a" not in workspace.blobs
+    assert workspace.CurrentWorkspace() == before
+    del workspace.blobs["a"]
+    assert not workspace.HasBlob("a")
+    with core.NameScope("scope"):
+        assert workspace.GetNameScope() == "scope/"
+
+
+def test_infer_shapes_and_types():
+    net = core.Net("infer")
+    net.FC(["x", "w", "b"], "y")
+    net.Cast("y", "y_int", to=core.DataType.INT32)
+    shapes, types = workspace.InferShapesAndTypes(
+        [net], {"x": [4, 3], "w": [5, 3], "b": [5]})
+    assert shapes["y"] == [4, 5] and types["y"] == core.DataType.FLOAT
+    assert shapes["y_int"] == [4, 5] and types["y_int"] == core.DataType.INT32
+    # Without shapes given, the workspace's tensors are the start.
+    workspace.FeedBlob("x", np.zeros((2, 3), np.float64))
+    workspace.FeedBlob("w", np.zeros((6, 3), np.float64))
+    workspace.FeedBlob("b", np.zeros(6, np.float64))
+    shapes, types = workspace.InferShapesAndTypes([net])
+    assert shapes["y"] == [2, 6] and types["x"] == core.DataType.DOUBLE
+    with pytest.raises(RuntimeError, match="list of ints"):
+        workspace.InferShapesAndTypes([net], {"x": "bad"})
 
 
 if __name__ == "__main__":
