@@ -11,6 +11,10 @@ DOPPIO_DEBIAN_PACKAGES=(
   libgoogle-glog-dev libgflags-dev
   libgtest-dev libgmock-dev
   liblmdb-dev
+  # ImageInput decodes JPEG records with libjpeg-turbo; python3-lmdb and
+  # python3-pil write and check LMDBs of JPEG images in tests, as Caffe2's
+  # lmdb_create_example.py does
+  libjpeg62-turbo-dev python3-lmdb python3-pil
   libopenblas-dev libdnnl-dev
   pybind11-dev python3-dev
   python3-protobuf python3-numpy python3-pytest python3-hypothesis

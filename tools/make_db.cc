@@ -10,11 +10,12 @@
 // Both files are read and checked completely before the DB is created, so a
 // bad input (wrong magic, truncated, counts that differ) leaves no output.
 
+#include <gflags/gflags.h>
 #include <zlib.h>
 
 #include <cerrno>
-#include <climits>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -22,10 +23,9 @@
 #include <string>
 #include <vector>
 
-#include <gflags/gflags.h>
-
 #include "core/db.h"
 #include "core/enforce.h"
+#include "operators/image_codec.h"
 #include "proto/doppio.pb.h"
 #include "tools/cli_util.h"
 
@@ -39,6 +39,10 @@ DEFINE_int32(data_limit, -1, "write only the first N records; -1 writes them all
 DEFINE_bool(channel_first, true,
             "image records as [1, rows, cols] (CHW); --nochannel_first writes "
             "[rows, cols, 1] (HWC)");
+DEFINE_string(record_format, "tensor_protos",
+              "tensor_protos (raw uint8 images, for TensorProtosDBInput), "
+              "jpeg_tensor_protos or jpeg_datum (grayscale JPEG files, for ImageInput)");
+DEFINE_int32(jpeg_quality, 90, "JPEG quality (1-100) of the jpeg_* record formats");
 
 namespace doppio {
 namespace {
@@ -168,10 +172,64 @@ TensorProtos RecordTemplate(uint64_t rows, uint64_t cols) {
   return protos;
 }
 
+// The serialized record of image `i` in the --record_format chosen.
+class RecordWriter {
+ public:
+  RecordWriter(uint64_t rows, uint64_t cols)
+      : rows_(static_cast<int>(rows)),
+        cols_(static_cast<int>(cols)),
+        protos_(RecordTemplate(rows, cols)) {}
+
+  void Serialize(const char* pixels, uint8_t label, std::string* value) {
+    const size_t num_pixels = static_cast<size_t>(rows_) * cols_;
+    if (FLAGS_record_format == "tensor_protos") {
+      FillRecord(pixels, num_pixels, label, &protos_);
+      DOPPIO_ENFORCE(protos_.SerializeToString(value), "cannot serialize a record");
+      return;
+    }
+    const Image image{rows_, cols_, 1, std::vector<uint8_t>(pixels, pixels + num_pixels)};
+    const std::string jpeg = EncodeJpeg(image, FLAGS_jpeg_quality);
+    if (FLAGS_record_format == "jpeg_datum") {
+      Datum datum;
+      datum.set_channels(1);
+      datum.set_height(rows_);
+      datum.set_width(cols_);
+      datum.set_encoded(true);
+      datum.set_data(jpeg);
+      datum.set_label(label);
+      DOPPIO_ENFORCE(datum.SerializeToString(value), "cannot serialize a record");
+      return;
+    }
+    TensorProtos protos;
+    TensorProto* encoded = protos.add_protos();
+    encoded->set_data_type(TensorProto::STRING);
+    encoded->add_string_data(jpeg);
+    TensorProto* label_proto = protos.add_protos();
+    label_proto->set_data_type(TensorProto::INT32);
+    label_proto->add_int32_data(label);
+    DOPPIO_ENFORCE(protos.SerializeToString(value), "cannot serialize a record");
+  }
+
+ private:
+  int rows_;
+  int cols_;
+  TensorProtos protos_;
+};
+
 int MakeDB() {
   if (FLAGS_image_file.empty()) throw cli::UsageError("--image_file is required");
   if (FLAGS_label_file.empty()) throw cli::UsageError("--label_file is required");
   if (FLAGS_output_file.empty()) throw cli::UsageError("--output_file is required");
+  if (FLAGS_record_format != "tensor_protos" && FLAGS_record_format != "jpeg_tensor_protos" &&
+      FLAGS_record_format != "jpeg_datum") {
+    throw cli::UsageError(
+        "--record_format must be tensor_protos, jpeg_tensor_protos or "
+        "jpeg_datum, not '" +
+        FLAGS_record_format + "'");
+  }
+  if (FLAGS_jpeg_quality < 1 || FLAGS_jpeg_quality > 100) {
+    throw cli::UsageError("--jpeg_quality must be in [1, 100]");
+  }
   if (FLAGS_data_limit < -1 || FLAGS_data_limit == 0) {
     throw cli::UsageError("--data_limit must be positive, or -1 for every record");
   }
@@ -195,16 +253,14 @@ int MakeDB() {
   std::unique_ptr<db::DB> out = db::OpenDB(FLAGS_db, FLAGS_output_file, db::NEW);
   {
     std::unique_ptr<db::Transaction> transaction = out->NewTransaction();
-    TensorProtos protos = RecordTemplate(rows, cols);
+    RecordWriter writer(rows, cols);
     const size_t num_pixels = static_cast<size_t>(rows * cols);
     const char* pixels = images.bytes.data() + images.data_offset;
     const char* label_bytes = labels.bytes.data() + labels.data_offset;
     std::string value;
     char key[16];
     for (uint64_t i = 0; i < count; ++i) {
-      FillRecord(pixels + i * num_pixels, num_pixels, static_cast<uint8_t>(label_bytes[i]),
-                 &protos);
-      DOPPIO_ENFORCE(protos.SerializeToString(&value), "cannot serialize record ", i);
+      writer.Serialize(pixels + i * num_pixels, static_cast<uint8_t>(label_bytes[i]), &value);
       std::snprintf(key, sizeof(key), "%08llu", static_cast<unsigned long long>(i));
       transaction->Put(key, value);
       if ((i + 1) % kRecordsPerCommit == 0) transaction->Commit();
@@ -218,9 +274,11 @@ int MakeDB() {
   const std::string image_dims = FLAGS_channel_first
                                      ? MakeString("[1,", rows, ",", cols, "]")
                                      : MakeString("[", rows, ",", cols, ",1]");
-  std::printf("make_db: wrote %llu records (uint8 %s images, int32 labels) to %s db '%s' "
-              "in %.2f s\n",
-              static_cast<unsigned long long>(count), image_dims.c_str(), FLAGS_db.c_str(),
+  const std::string contents = FLAGS_record_format == "tensor_protos"
+                                   ? "uint8 " + image_dims + " images, int32 labels"
+                                   : FLAGS_record_format + " JPEG images, int32 labels";
+  std::printf("make_db: wrote %llu records (%s) to %s db '%s' in %.2f s\n",
+              static_cast<unsigned long long>(count), contents.c_str(), FLAGS_db.c_str(),
               FLAGS_output_file.c_str(), seconds);
   return 0;
 }

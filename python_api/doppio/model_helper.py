@@ -219,6 +219,10 @@ class ModelHelper(object):
         return self.net.TensorProtosDBInput(reader, blob_out, batch_size=batch_size,
                                             **kwargs)
 
+    def CreateDB(self, blob_out, db, db_type, **kwargs):
+        """A DB reader made once, by param_init_net (as in Caffe2)."""
+        return self.param_init_net.CreateDB([], blob_out, db=db, db_type=db_type, **kwargs)
+
     def __getattr__(self, op_type):
         """Other operators (those without parameters) go to `net`."""
         if op_type.startswith('_'):

@@ -15,8 +15,11 @@ unchanged too (README, "Coming from Caffe2").
         --workdir /tmp/resnet [--load_model_path /tmp/resnet/resnet_1.mdl]
         [--num_shards 2 --shard_id K --run_id ID [--redis_host H --redis_port P]]
 
-Input is synthetic, as Caffe2's `--train_data null`: each step every device
-draws a Gaussian image batch, with a constant label.
+Input: `--train_data null` (Caffe2's synthetic input: each step every
+device draws a Gaussian image batch, with a constant label), or a DB of
+JPEG images read by ImageInput through brew.image_input, one reader shared
+by the devices (and sharded across processes), e.g. Fashion-MNIST as Caffe
+Datums made by `tools/make_db --record_format jpeg_datum`.
 """
 import argparse
 import logging
@@ -42,6 +45,13 @@ for _library in ('@/caffe2/caffe2/distributed:file_store_handler_ops',
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--devices', type=int, default=2, help='CPU devices per process')
+    parser.add_argument('--train_data', type=str, default='null',
+                        help="a DB of images for ImageInput, or 'null' for synthetic input")
+    parser.add_argument('--db_type', type=str, default='lmdb')
+    parser.add_argument('--use_caffe_datum', type=int, default=1,
+                        help='1: the DB holds Caffe Datums; 0: TensorProtos')
+    parser.add_argument('--scale', type=int, default=None,
+                        help='ImageInput scale (shorter side); default image_size')
     parser.add_argument('--image_size', type=int, default=32)
     parser.add_argument('--num_labels', type=int, default=10)
     parser.add_argument('--label', type=int, default=1, help='the synthetic label')
@@ -79,16 +89,34 @@ def _rendezvous(args):
                 interface='', exit_nets=None)
 
 
+def _input_builder(args, model):
+    """Adds the per-device input ops (the reader, when there is one, is made
+    here, once, and shared by every device)."""
+    per_device = args.batch_size // args.devices
+    if args.train_data == 'null':
+        def add_null_input(model):
+            # A fresh batch every step, made by the net (so it is not a blob
+            # of the checkpoint, which holds what param_init_net makes).
+            model.net.GaussianFill([], 'data',
+                                   shape=[per_device, 3, args.image_size, args.image_size])
+            model.net.ConstantFill([], 'label', shape=[per_device], value=args.label,
+                                   dtype=core.DataType.INT32)
+        return add_null_input
+    reader = model.CreateDB('reader', db=args.train_data, db_type=args.db_type,
+                            num_shards=args.num_shards, shard_id=args.shard_id)
+
+    def add_image_input(model):
+        data, _ = brew.image_input(
+            model, reader, ['data', 'label'], batch_size=per_device, output_type='float',
+            use_gpu_transform=False, use_caffe_datum=args.use_caffe_datum, mean=128.,
+            std=128., scale=args.scale or args.image_size, crop=args.image_size, mirror=1,
+            is_test=False)
+        model.StopGradient(data, data)
+    return add_image_input
+
+
 def build_model(args):
     """The parallelized training model."""
-    per_device = args.batch_size // args.devices
-
-    def add_input(model):
-        # A fresh batch every step, made by the net (so it is not a blob of
-        # the checkpoint, which holds what param_init_net makes).
-        model.net.GaussianFill([], 'data', shape=[per_device, 3, args.image_size, args.image_size])
-        model.net.ConstantFill([], 'label', shape=[per_device], value=args.label,
-                               dtype=core.DataType.INT32)
 
     def add_forward(model, loss_scale):
         with brew.arg_scope([brew.conv, brew.fc], WeightInitializer=Initializer,
@@ -118,7 +146,7 @@ def build_model(args):
     model = model_helper.ModelHelper(
         name='resnet50', arg_scope={'order': 'NCHW', 'use_cudnn': False})
     data_parallel_model.Parallelize(
-        model, input_builder_fun=add_input, forward_pass_builder_fun=add_forward,
+        model, input_builder_fun=_input_builder(args, model), forward_pass_builder_fun=add_forward,
         optimizer_builder_fun=add_optimizer, post_sync_builder_fun=refresh_float32_copies,
         devices=list(range(args.devices)), rendezvous=_rendezvous(args),
         optimize_gradient_memory=False, cpu_device=True, num_threads_per_device=1)

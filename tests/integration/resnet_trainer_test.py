@@ -4,10 +4,15 @@ CPU devices (replicas bit-identical, loss falling), its predictor export
 holds device 0's checkpoint and resumes where it stopped, and 2 processes
 rendezvous through a file store or a real redis-server to the same
 parameters."""
+import gzip
+import io
 import os
 import subprocess
 import sys
 import uuid
+
+import lmdb
+from PIL import Image
 
 import numpy as np
 import pytest
@@ -16,7 +21,9 @@ import resnet_trainer
 from caffe2.python import data_parallel_model, optimizer, workspace
 from caffe2.python.predictor import predictor_exporter, predictor_py_utils
 from caffe2.python.predictor_constants import predictor_constants
+from doppio.proto import doppio_pb2
 from redis_server import running_redis_server
+from tool_paths import runfile
 
 TRAINER = resnet_trainer.__file__
 WALL_LIMIT_S = 300
@@ -98,6 +105,45 @@ def test_main_loop_writes_one_export_per_epoch(tmp_path):
     rows = (tmp_path / logs[0]).read_text().splitlines()
     assert rows[0].startswith('# Namespace(') and len(rows) == 4  # args, header, 2 epochs
     assert _saved_blobs(saved[1])['optimizer_iteration'].tolist() == [8]
+
+
+FASHION = '/usr/share/datasets/fashion-mnist'
+
+
+def _fashion_labels(count):
+    """The first `count` training labels, read from the IDX file itself."""
+    with gzip.open(os.path.join(FASHION, 'train-labels-idx1-ubyte.gz')) as f:
+        return np.frombuffer(f.read(), np.uint8)[8:8 + count]
+
+
+def test_trains_on_an_lmdb_of_jpeg_datums(tmp_path):
+    db = str(tmp_path / 'fashion_jpeg.lmdb')
+    subprocess.run([runfile('tools/make_db'), '--db', 'lmdb', '--record_format', 'jpeg_datum',
+                    '--data_limit', '64', '--output_file', db,
+                    '--image_file', os.path.join(FASHION, 'train-images-idx3-ubyte.gz'),
+                    '--label_file', os.path.join(FASHION, 'train-labels-idx1-ubyte.gz')],
+                   check=True, capture_output=True)
+    args = resnet_trainer.parse_args(['--workdir', str(tmp_path), '--devices', '1',
+                                      '--image_size', '28', '--batch_size', '4',
+                                      '--train_data', db])
+    model = resnet_trainer.build_model(args)
+    assert 'ImageInput' in [op.type for op in model.net.Proto().op]
+    workspace.RunNetOnce(model.param_init_net)
+    workspace.CreateNet(model.net)
+    workspace.RunNet(model.net.Proto().name)
+    # The first batch is the DB's first four records, decoded independently.
+    np.testing.assert_array_equal(workspace.FetchBlob('cpu_0/label'), _fashion_labels(4))
+    data = workspace.FetchBlob('cpu_0/data')
+    assert data.shape == (4, 3, 28, 28) and np.isfinite(workspace.FetchBlob('cpu_0/loss'))
+    env = lmdb.open(db, readonly=True)
+    with env.begin() as txn:
+        datums = [doppio_pb2.Datum.FromString(value) for _, value in txn.cursor()][:4]
+    for image, datum in zip(data, datums):
+        gray = np.asarray(Image.open(io.BytesIO(datum.data)).convert('L'), np.float32)
+        want = (gray - 128.0) / 128.0
+        # Every channel is the gray image, mirrored or not (mirror=1).
+        assert any(np.abs(image[c] - w).max() <= 1.0 / 128 for c in range(3)
+                   for w in (want, want[:, ::-1]))
 
 
 def _two_shards(tmp_path, extra):

@@ -379,6 +379,8 @@ std::vector<Case> Cases() {
       {MakeOp("ExpandDims", {"x"}, {"y"}, {IntsArg("dims", {0, 3})}), {{{3, 2}, i64}}},
       {MakeOp("Cast", {"x"}, {"y"}, {IntArg("to", 10)}), {{{2, 3}, f32}}},
       {MakeOp("Cast", {"x"}, {"y"}, {testing::StringArg("to", "float")}), {{{2}, boolean}}},
+      {MakeOp("FloatToHalf", {"x"}, {"y"}), {{{2, 3}, f32}}},
+      {MakeOp("HalfToFloat", {"x"}, {"y"}), {{{4}, DataType::kFloat16}}},
       {MakeOp("Shape", {"x"}, {"y"}), {{{2, 3, 4}, f32}}},
       {MakeOp("Shape", {"x"}, {"y"}, {IntsArg("axes", {2, 0})}), {{{2, 3, 4}, f32}}},
       {MakeOp("StopGradient", {"x"}, {"y"}), {{{2, 3}, f64}}},

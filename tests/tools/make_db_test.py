@@ -411,5 +411,48 @@ def test_records_of_different_shapes_fail_from_run_net(tmp):
     check_batch(a_images, a_labels, [0, 1], True, data="gd", label="gl")
 
 
+# ---------------------------------------------------------------- JPEG records
+
+@pytest.mark.parametrize("record_format", ["jpeg_tensor_protos", "jpeg_datum"])
+def test_jpeg_records_decode_to_the_idx_images(tmp, record_format):
+    import io
+    from PIL import Image
+    yy, xx = np.mgrid[0:16, 0:12]
+    images = np.stack([(yy * 16 + xx * 5 + 7 * k) % 256 for k in range(3)]).astype(np.uint8)
+    labels = np.array([3, 1, 4], np.uint8)
+    image_file, label_file = write_dataset(tmp, images, labels)
+    db = os.path.join(tmp, record_format + ".minidb")
+    out = make_db_ok(image_file, label_file, db, "--db=minidb", "--record_format=" + record_format,
+                     "--jpeg_quality=100")
+    assert "3 records" in out.stdout and record_format in out.stdout
+    create_reader(db, "minidb")
+    workspace.RunOperatorOnce(core.CreateOperator(
+        "ImageInput", ["reader"], ["data", "label"], batch_size=3, scale=12, crop=12,
+        is_test=1, color=0, use_caffe_datum=int(record_format == "jpeg_datum")))
+    np.testing.assert_array_equal(workspace.FetchBlob("label"), labels)
+    data = workspace.FetchBlob("data")[:, :, :, 0]
+    for i in range(3):
+        # ImageInput center-crops the 16 x 12 image to 12 x 12 (rows 2..13).
+        np.testing.assert_allclose(data[i], images[i, 2:14].astype(np.float32), atol=3)
+    if record_format == "jpeg_tensor_protos":
+        # The record's first tensor is a JPEG file PIL reads back (within JPEG's loss).
+        create_reader(db, "minidb", reader="r2")
+        workspace.RunOperatorOnce(core.CreateOperator(
+            "TensorProtosDBInput", ["r2"], ["jpeg", "jpeg_label"], batch_size=0))
+        jpeg = workspace.FetchBlob("jpeg").reshape(-1)[0]
+        decoded = np.asarray(Image.open(io.BytesIO(jpeg)).convert("L"), np.float32)
+        np.testing.assert_allclose(decoded, images[0].astype(np.float32), atol=3)
+        assert workspace.FetchBlob("jpeg_label").reshape(-1)[0] == labels[0]
+
+
+def test_bad_record_format_and_quality_are_usage_errors(tmp):
+    images, labels = synthetic(2)
+    image_file, label_file = write_dataset(tmp, images, labels)
+    for flag, fragment in [("--record_format=png", "--record_format"),
+                           ("--jpeg_quality=0", "--jpeg_quality")]:
+        result = make_db(image_file, label_file, os.path.join(tmp, "out"), flag)
+        assert result.returncode != 0 and fragment in result.stderr
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
