@@ -13,11 +13,19 @@ namespace doppio {
 namespace {
 
 // Adds one to the counter tensor of `op`'s output 0, refusing anything that is
-// not a single non-negative int64 (a float counter, or one from a corrupt
-// checkpoint, must not be silently reset).
+// not a single non-negative integer (a float counter, or one from a corrupt
+// checkpoint, must not be silently reset). An int32 counter (Caffe2 scripts
+// make them with ConstantFill dtype=INT32; Caffe2's Iter re-typed the tensor
+// to int64, leaving its value undefined) becomes int64 with its value kept.
 void IncrementIter(const OperatorBase& op, Tensor* counter) {
+  if (counter->dtype() == DataType::kInt32 && counter->numel() == 1) {
+    const int64_t value = counter->data<int32_t>()[0];
+    counter->Resize({1});
+    counter->raw_mutable_data(DataType::kInt64);
+    counter->mutable_data<int64_t>()[0] = value;
+  }
   DOPPIO_ENFORCE(counter->dtype() == DataType::kInt64, "the iteration counter '", op.output_name(0),
-                 "' holds ", DataTypeName(counter->dtype()), "; it must be int64");
+                 "' holds ", DataTypeName(counter->dtype()), "; it must be int64 (or int32)");
   DOPPIO_ENFORCE(counter->numel() == 1, "the iteration counter '", op.output_name(0),
                  "' must hold one element, but has shape ", counter->dims());
   int64_t* value = counter->mutable_data<int64_t>();

@@ -11,8 +11,11 @@ import functools
 import inspect
 import threading
 
+from doppio import core
 from doppio import model_helper
+from doppio import scope
 from doppio.model_helper import ParameterTags, update_initializer, ExternalInitializer
+from doppio.proto import doppio_pb2 as caffe2_pb2
 
 _threadlocal_scope = threading.local()
 
@@ -234,6 +237,70 @@ def db_input(model, blobs_out, batch_size, db, db_type, **kwargs):
                                          **kwargs)
 
 
+def tanh(model, blob_in, blob_out, use_cudnn=False, order='NCHW', **kwargs):
+    return model.net.Tanh(blob_in, blob_out, **_with_cudnn(use_cudnn, kwargs))
+
+
+def transpose(model, blob_in, blob_out, use_cudnn=False, **kwargs):
+    return model.net.Transpose(blob_in, blob_out, **_with_cudnn(use_cudnn, kwargs))
+
+
+def batch_mat_mul(model, blob_in, blob_out, enable_tensor_core=False, **kwargs):
+    if enable_tensor_core:
+        kwargs['engine'] = 'TENSORCORE'
+    return model.net.BatchMatMul(blob_in, blob_out, **kwargs)
+
+
+def prelu(model, blob_in, blob_out, num_channels=1, slope_init=None, **kwargs):
+    """PRelu with a trained slope `<blob_out>_slope` [num_channels]
+    (ConstantFill 0.25 unless slope_init = (op, kwargs))."""
+    op_name, op_kwargs = slope_init or ('ConstantFill', {'value': 0.25})
+    if model.init_params:
+        slope = getattr(model.param_init_net, op_name)(
+            [], blob_out + '_slope', shape=[num_channels], **op_kwargs)
+    else:
+        slope = core.ScopedBlobReference(blob_out + '_slope', model.param_init_net)
+    model.AddParameter(slope)
+    return model.net.PRelu([blob_in, slope], [blob_out])
+
+
+def lrn(model, blob_in, blob_out, order='NCHW', use_cudnn=False, **kwargs):
+    """LRN; on the CPU it also writes `_<blob_out>_scale` (the gradient's)."""
+    device = kwargs.get('device_option', scope.CurrentDeviceScope())
+    on_cpu = device is None or device.device_type == caffe2_pb2.CPU
+    if use_cudnn and not on_cpu:
+        kwargs['engine'] = 'CUDNN'
+        return model.net.LRN(blob_in, blob_out, order=order, **kwargs)
+    return model.net.LRN(blob_in, [blob_out, '_' + blob_out + '_scale'], order=order,
+                         **kwargs)[0]
+
+
+def instance_norm(model, blob_in, blob_out, dim_in, order='NCHW', **kwargs):
+    """InstanceNorm with scale `_s` (1) and bias `_b` (0); in training it also
+    writes the saved mean `_sm` and inverse std `_siv`."""
+    blob_out = blob_out or model.net.NextName()
+    scale = model.param_init_net.ConstantFill([], blob_out + '_s', shape=[dim_in], value=1.0)
+    bias = model.param_init_net.ConstantFill([], blob_out + '_b', shape=[dim_in], value=0.0)
+    model.AddParameter(scale, ParameterTags.WEIGHT)
+    model.AddParameter(bias, ParameterTags.BIAS)
+    if kwargs.get('is_test'):
+        return model.net.InstanceNorm([blob_in, scale, bias], [blob_out], order=order, **kwargs)
+    return model.net.InstanceNorm([blob_in, scale, bias],
+                                  [blob_out, blob_out + '_sm', blob_out + '_siv'],
+                                  order=order, **kwargs)[0]
+
+
+def iter(model, blob_out, **kwargs):
+    """An int64 counter made (0) on the CPU by param_init_net and incremented
+    by each run of the net."""
+    kwargs.pop('device_option', None)
+    model.param_init_net.ConstantFill([], blob_out, shape=[1], value=0,
+                                      dtype=core.DataType.INT64,
+                                      device_option=core.DeviceOption(caffe2_pb2.CPU, 0),
+                                      **kwargs)
+    return model.net.Iter(blob_out, blob_out, **kwargs)
+
+
 def image_input(model, blob_in, blob_out, order='NCHW', use_gpu_transform=False, **kwargs):
     """Caffe2's helper over ImageInput (operators/image_input_op.h): the
     images come out NHWC and an NHWC2NCHW op makes blob_out[0] NCHW; with
@@ -304,5 +371,6 @@ def has_helper(helper_or_helper_name):
 
 
 for _helper in [fc, conv, spatial_bn, max_pool, average_pool, relu, softmax,
-                dropout, sum, concat, depth_concat, accuracy, db_input, image_input]:
+                dropout, sum, concat, depth_concat, accuracy, db_input, image_input, tanh,
+                transpose, batch_mat_mul, prelu, lrn, instance_norm, iter]:
     Register(_helper)

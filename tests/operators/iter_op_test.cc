@@ -49,5 +49,18 @@ TEST(IterOpTest, AtomicIterCountsEveryRunAcrossThreads) {
   EXPECT_EQ(Fetch<int64_t>(ws, "iter"), std::vector<int64_t>{kThreads * kRuns});
 }
 
+// Caffe2 scripts make int32 counters (toy_regression_test does): the count
+// goes on, as int64; a float counter stays an error.
+TEST(IterOpTest, Int32CountersBecomeInt64AndKeepTheirValue) {
+  Workspace ws;
+  Feed<int32_t>(ws, "iter", {1}, {41});
+  ws.RunOperatorOnce(MakeOp("Iter", {"iter"}, {"iter"}));
+  EXPECT_EQ(Fetch<int64_t>(ws, "iter"), std::vector<int64_t>{42});
+  ws.RunOperatorOnce(MakeOp("Iter", {"iter"}, {"iter"}));
+  EXPECT_EQ(Fetch<int64_t>(ws, "iter"), std::vector<int64_t>{43});
+  Feed<float>(ws, "f", {1}, {1.f});
+  EXPECT_THROW(ws.RunOperatorOnce(MakeOp("Iter", {"f"}, {"f"})), Error);
+}
+
 }  // namespace
 }  // namespace doppio

@@ -233,5 +233,40 @@ def test_fc_with_wrong_dim_in_names_the_op():
         workspace.RunNetOnce(model.net)
 
 
+def test_more_caffe2_helpers_against_numpy():
+    model = model_helper.ModelHelper(name="more_helpers")
+    x = np.random.RandomState(3).randn(2, 3, 4, 4).astype(np.float32)
+    workspace.FeedBlob("x", x)
+    brew.tanh(model, "x", "t")
+    brew.transpose(model, "x", "xt", axes=[0, 2, 3, 1])
+    brew.prelu(model, "x", "p", num_channels=3)
+    brew.instance_norm(model, "x", "inorm", 3, epsilon=1e-5)
+    brew.lrn(model, "x", "l", size=3, alpha=1e-4, beta=0.75, bias=1.0)
+    brew.iter(model, "counter")
+    a = np.random.RandomState(4).randn(2, 3, 5).astype(np.float32)
+    b = np.random.RandomState(5).randn(2, 5, 4).astype(np.float32)
+    workspace.FeedBlob("a", a)
+    workspace.FeedBlob("b", b)
+    brew.batch_mat_mul(model, ["a", "b"], "ab")
+    assert [str(p) for p in model.params] == ["p_slope", "inorm_s", "inorm_b"]
+    workspace.RunNetOnce(model.param_init_net)
+    workspace.CreateNet(model.net)
+    workspace.RunNet(model.net.Name(), 2)
+    np.testing.assert_allclose(workspace.FetchBlob("t"), np.tanh(x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(workspace.FetchBlob("xt"), x.transpose(0, 2, 3, 1))
+    np.testing.assert_allclose(workspace.FetchBlob("p"), np.where(x > 0, x, 0.25 * x), rtol=1e-6)
+    mean = x.mean(axis=(2, 3), keepdims=True)
+    std = np.sqrt(x.var(axis=(2, 3), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(workspace.FetchBlob("inorm"), (x - mean) / std, rtol=1e-4,
+                               atol=1e-5)
+    padded = np.pad(x ** 2, ((0, 0), (1, 1), (0, 0), (0, 0)))
+    window = padded[:, :-2] + padded[:, 1:-1] + padded[:, 2:]
+    np.testing.assert_allclose(workspace.FetchBlob("l"),
+                               x / (1.0 + 1e-4 / 3 * window) ** 0.75, rtol=1e-5)
+    assert workspace.FetchBlob("_l_scale").shape == x.shape
+    np.testing.assert_allclose(workspace.FetchBlob("ab"), a @ b, rtol=1e-5, atol=1e-6)
+    assert workspace.FetchBlob("counter").tolist() == [2]
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))

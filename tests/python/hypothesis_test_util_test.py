@@ -71,8 +71,18 @@ class TestChecks(hu.HypothesisTestCase):
         blob.feed(np.arange(3, dtype=np.float32))
         np.testing.assert_array_equal(blob.fetch(), [0, 1, 2])
         self.assertIn('x', self.ws.blobs)
+        np.testing.assert_array_equal(self.ws.blobs['x'].fetch(), [0, 1, 2])
         self.ws.run(core.CreateOperator('Relu', ['x'], ['y']))
-        np.testing.assert_array_equal(workspace.FetchBlob('y'), [0, 1, 2])
+        np.testing.assert_array_equal(self.ws.blobs['y'].fetch(), [0, 1, 2])
+        net = core.Net('ws_net')
+        net.Scale('x', 'z', scale=2.0)
+        handle = self.ws.create_net(net)
+        handle.run()
+        self.ws.run(handle)
+        self.assertIn('ws_net', self.ws.nets)
+        np.testing.assert_array_equal(workspace.FetchBlob('z'), [0, 2, 4])
+        with self.assertRaises(KeyError):
+            self.ws.blobs['nope']
 
 
 class TestStrategies(unittest.TestCase):
