@@ -17,6 +17,7 @@ from doppio import _C as C
 from doppio.proto import doppio_pb2 as caffe2_pb2
 from doppio import plan
 from doppio import scope
+from doppio import workspace_object
 
 # Build-time capabilities, under Caffe2's names (the extension's answers;
 # python_api/capabilities_py.cc).
@@ -179,7 +180,6 @@ def SwitchWorkspace(name, create_if_missing=False):
     if not isinstance(name, str):
         raise TypeError('workspace name must be str, got {}'.format(type(name).__name__))
     C.switch_workspace(name, bool(create_if_missing))
-    return True
 
 
 def ResetWorkspace(root_folder=None):
@@ -413,3 +413,11 @@ class _BlobDict(collections.abc.MutableMapping):
 
 
 blobs = _BlobDict()
+
+
+# Caffe2's Workspace object, where Caffe2 scripts look for it.
+workspace_object.Workspace._feed = staticmethod(FeedBlob)
+workspace_object.Workspace._fetch = staticmethod(FetchBlob)
+workspace_object.Workspace._stringify = staticmethod(StringifyProto)
+C.Workspace = workspace_object.Workspace
+Predictor = workspace_object.Predictor

@@ -80,9 +80,15 @@ class TestChecks(hu.HypothesisTestCase):
         handle.run()
         self.ws.run(handle)
         self.assertIn('ws_net', self.ws.nets)
-        np.testing.assert_array_equal(workspace.FetchBlob('z'), [0, 2, 4])
+        np.testing.assert_array_equal(self.ws.blobs['z'].fetch(), [0, 2, 4])
         with self.assertRaises(KeyError):
             self.ws.blobs['nope']
+        # self.ws is a workspace of its own, as in Caffe2.
+        self.assertFalse(workspace.HasBlob('z'))
+        current = workspace.C.Workspace.current
+        current.create_blob('here').feed(np.ones(2, np.float32))
+        self.assertTrue(workspace.HasBlob('here'))
+        self.assertNotIn('here', self.ws.blobs)
 
 
 class TestStrategies(unittest.TestCase):

@@ -346,5 +346,52 @@ def test_infer_shapes_and_types():
         workspace.InferShapesAndTypes([net], {"x": "bad"})
 
 
+def test_workspace_objects_are_separate_workspaces():
+    ws = workspace.C.Workspace()
+    assert ws.blobs == {} and ws.nets == {}
+    ws.create_blob("x").feed(np.array([-1.0, 2.0], np.float32))
+    ws.run(core.CreateOperator("Relu", ["x"], ["y"]))
+    np.testing.assert_array_equal(ws.blobs["y"].fetch(), [0.0, 2.0])
+    assert not workspace.HasBlob("y")  # the current workspace is another one
+    net = core.Net("object_net")
+    net.Scale("y", "z", scale=3.0)
+    handle = ws.create_net(net)
+    assert handle.run() and set(ws.nets) == {"object_net"}
+    np.testing.assert_array_equal(ws.blobs["z"].fetch(), [0.0, 6.0])
+    plan = core.Plan("object_plan")
+    plan.AddStep(core.ExecutionStep("step", net))
+    assert ws.run(plan)
+    with pytest.raises(RuntimeError, match="nope"):
+        ws.run(core.CreateOperator("Relu", ["nope"], ["w"]))
+    with pytest.raises(ValueError, match="Workspace.run"):
+        ws.run(42)
+    workspace.FeedBlob("here", np.ones(1, np.float32))
+    assert "here" in workspace.C.Workspace.current.blobs and "here" not in ws.blobs
+
+
+def test_predictor_runs_an_init_and_a_predict_net():
+    rng = np.random.RandomState(11)
+    w = rng.randn(3, 4).astype(np.float32)
+    b = rng.randn(3).astype(np.float32)
+    init = core.Net("predictor_init")
+    init.GivenTensorFill([], "w", shape=[3, 4], values=w.flatten().tolist())
+    init.GivenTensorFill([], "b", shape=[3], values=b.tolist())
+    predict = core.Net("predictor_net")
+    predict.Proto().external_input.extend(["data", "w", "b"])
+    predict.FC(["data", "w", "b"], "y")
+    predict.Proto().external_output.extend(["y"])
+    predictor = workspace.Predictor(init.Proto().SerializeToString(),
+                                    predict.Proto().SerializeToString())
+    x = rng.randn(2, 4).astype(np.float32)
+    out = predictor.run([x])
+    assert len(out) == 1
+    np.testing.assert_allclose(out[0], x @ w.T + b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(predictor.run({"data": 2 * x})[0], 2 * x @ w.T + b, rtol=1e-5,
+                               atol=1e-5)
+    assert not workspace.HasBlob("w")  # the predictor's workspace is its own
+    with pytest.raises(ValueError, match="3 external inputs"):
+        predictor.run([x, x, x, x])
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

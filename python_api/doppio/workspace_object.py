@@ -1,0 +1,187 @@
+"""Caffe2's Workspace object (`workspace.C.Workspace`): a workspace held as a
+Python object, with Blob and Net handles, next to the module's functions
+that act on the current workspace.
+
+    ws = workspace.C.Workspace()          # a new, separate workspace
+    ws.create_blob('x').feed(np.ones(3))
+    ws.run(core.CreateOperator('Relu', ['x'], ['y']))
+    ws.blobs['y'].fetch()
+    workspace.C.Workspace.current.blobs   # the current workspace's
+
+Each object names one of the process's workspaces (the C++ registry's);
+every call switches to it, acts, and switches back, so objects and the
+module functions can be mixed. Not thread-safe (neither is switching
+workspaces).
+"""
+import contextlib
+import itertools
+
+from doppio import _C as C
+
+_object_names = itertools.count()
+
+
+@contextlib.contextmanager
+def _inside(name):
+    previous = C.current_workspace()
+    if previous == name:
+        yield
+        return
+    C.switch_workspace(name, True)
+    try:
+        yield
+    finally:
+        C.switch_workspace(previous, True)
+
+
+class Blob(object):
+    """One blob of a workspace: feed(array), fetch()."""
+
+    def __init__(self, workspace_name, name, feed, fetch):
+        self._workspace = workspace_name
+        self._name = name
+        self._feed_fn = feed
+        self._fetch_fn = fetch
+
+    def feed(self, value, device_option=None):
+        with _inside(self._workspace):
+            return self._feed_fn(self._name, value, device_option)
+
+    def fetch(self):
+        with _inside(self._workspace):
+            return self._fetch_fn(self._name)
+
+    def is_tensor(self):
+        return not isinstance(self.fetch(), bytes)
+
+
+class Net(object):
+    """A net created in a workspace: run() runs it once."""
+
+    def __init__(self, workspace_name, name):
+        self._workspace = workspace_name
+        self.name = name
+
+    def run(self):
+        with _inside(self._workspace):
+            C.run_net(self.name, 1)
+        return True
+
+
+class _Current(object):
+    def __get__(self, instance, owner):
+        return owner(_name=C.current_workspace())
+
+
+class Workspace(object):
+    """A workspace of the process: new and empty, or (Workspace.current) the
+    current one."""
+
+    current = _Current()
+
+    # The module's feed / fetch / proto helpers (doppio.workspace sets them:
+    # this module must not import that one, which imports this one).
+    _feed = None
+    _fetch = None
+    _stringify = None
+
+    def __init__(self, _name=None):
+        self._name = _name if _name is not None else '_workspace_object_{}'.format(
+            next(_object_names))
+        with _inside(self._name):
+            pass
+
+    @property
+    def blobs(self):
+        with _inside(self._name):
+            names = list(C.blobs())
+        return {name: self._blob(name) for name in names}
+
+    @property
+    def nets(self):
+        with _inside(self._name):
+            names = list(C.nets())
+        return {name: Net(self._name, name) for name in names}
+
+    def _blob(self, name):
+        return Blob(self._name, name, type(self)._feed, type(self)._fetch)
+
+    def create_blob(self, name):
+        with _inside(self._name):
+            C.create_blob(name)
+        return self._blob(name)
+
+    def create_net(self, net, overwrite=False):
+        proto = net.Proto() if hasattr(net, 'Proto') else net
+        with _inside(self._name):
+            C.create_net(type(self)._stringify(proto), bool(overwrite))
+        return Net(self._name, proto.name)
+
+    def run(self, obj):
+        """Runs an OperatorDef, a Net / NetDef (once), a Plan / PlanDef, or
+        a Net handle from create_net."""
+        if isinstance(obj, Net):
+            return obj.run()
+        proto = obj.Proto() if hasattr(obj, 'Proto') else obj
+        kind = type(proto).__name__
+        if kind not in ('PlanDef', 'NetDef', 'OperatorDef'):
+            raise ValueError("Don't know how to do Workspace.run() on {}".format(kind))
+        data = type(self)._stringify(proto)
+        with _inside(self._name):
+            if kind == 'PlanDef':
+                C.run_plan(data)
+            elif kind == 'NetDef':
+                C.run_net_once(data)
+            else:
+                C.run_operator_once(data)
+        return True
+
+    def _run_net(self, data):
+        with _inside(self._name):
+            C.run_net_once(data)
+        return True
+
+    def _run_operator(self, data):
+        with _inside(self._name):
+            C.run_operator_once(data)
+        return True
+
+    def _run_plan(self, data):
+        with _inside(self._name):
+            C.run_plan(data)
+        return True
+
+
+class Predictor(object):
+    """Caffe2's Predictor: an init net and a predict net (NetDefs or their
+    bytes) in a workspace of their own. run(inputs) feeds a list to the
+    predict net's first external inputs in order (or a dict by name), runs
+    it, and returns its external outputs in order."""
+
+    def __init__(self, init_net, predict_net):
+        from doppio.proto import doppio_pb2
+        self._predict_net = doppio_pb2.NetDef()
+        self._predict_net.ParseFromString(Workspace._stringify(predict_net))
+        self._workspace = Workspace()
+        self._workspace._run_net(Workspace._stringify(init_net))
+        # Inputs the init net did not make are fed at run time.
+        with _inside(self._workspace._name):
+            for name in self._predict_net.external_input:
+                if not C.has_blob(name):
+                    C.create_blob(name)
+        self._workspace.create_net(self._predict_net, overwrite=True)
+
+    def run(self, inputs):
+        names = list(self._predict_net.external_input)
+        if isinstance(inputs, dict):
+            items = list(inputs.items())
+        else:
+            if len(inputs) > len(names):
+                raise ValueError('Predictor.run: {} inputs for a net with {} external inputs'
+                                 .format(len(inputs), len(names)))
+            items = list(zip(names, inputs))
+        for name, value in items:
+            self._workspace._blob(name).feed(value)
+        Net(self._workspace._name, self._predict_net.name).run()
+        return [self._workspace._blob(name).fetch()
+                for name in self._predict_net.external_output]
