@@ -23,6 +23,8 @@ DOPPIO_DEBIAN_PACKAGES=(
   iproute2
   dataset-fashion-mnist
   python3-tqdm python3-matplotlib graphviz
+  # memonger.compute_interference_graph returns a networkx graph, as Caffe2's
+  python3-networkx
   python3-onnx libonnx-testdata
   # PyTorch is an independent reference in tests (tests/examples,
   # tests/onnx) and the peer of every benchmark (tools/bench/peers)

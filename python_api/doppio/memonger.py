@@ -183,6 +183,122 @@ def optimize_interference(net, static_blobs, blob_sizes=None,
                         blob_assignments=blob_assignments)
 
 
+def optimize_inference_fast(net, static_blobs):
+    """Caffe2's inference memonger: every blob but static_blobs recycled
+    (the DAG-safe pass above); returns the optimized NetDef."""
+    return optimize_interference(net, static_blobs).net
+
+
+# ---- Caffe2's assignment helpers over live ranges ----
+# An assignment is a list of slots; a slot is a list of (blob, LiveRange)
+# whose ranges follow one another (each defined after the previous one's
+# last use), so the blobs can share one buffer, as large as the largest.
+
+def is_compatible(candidate_range, assignment, static_blobs):
+    """Whether a blob living over `candidate_range` can join the slot
+    `assignment` (none of whose blobs is static)."""
+    if any(name in static_blobs for name, _ in assignment):
+        return False
+    return candidate_range.defined > assignment[-1][1].used
+
+
+def _get_max_size(assignment):
+    return max((r.size or 0) for _, r in assignment) if assignment else 0
+
+
+def get_memory_usage(assignments):
+    return sum(_get_max_size(slot) for slot in assignments)
+
+
+def compute_blob_assignments(assignments):
+    """blob -> the name of its slot (the slot's first blob)."""
+    return {name: slot[0][0] for slot in assignments for name, _ in slot}
+
+
+def compute_assignments_greedy(ranges_sorted, init_assignments=None):
+    """Each blob, in order, joins the compatible slot whose size is closest
+    to its own, or opens a slot."""
+    assignments = [list(slot) for slot in (init_assignments or [])]
+    seen = set(name for slot in assignments for name, _ in slot)
+    for name, live in ranges_sorted:
+        if name in seen:
+            continue
+        size = live.size or 0
+        fitting = [i for i, slot in enumerate(assignments) if is_compatible(live, slot, [])]
+        if fitting:
+            best = min(fitting, key=lambda i: abs(_get_max_size(assignments[i]) - size))
+            assignments[best].append((name, live))
+        else:
+            assignments.append([(name, live)])
+    return assignments
+
+
+_EXACT_SEARCH_LIMIT = 12
+
+
+def compute_assignments_dp(ranges_sorted, init_assignment, counter=None):
+    """The assignment of least memory: an exact search over every way to
+    place the blobs (each joins a compatible slot or opens one), pruned by
+    the best found so far; beyond 12 blobs, the greedy assignment."""
+    start = [list(slot) for slot in (init_assignment or [])]
+    seen = set(name for slot in start for name, _ in slot)
+    todo = [(name, live) for name, live in ranges_sorted if name not in seen]
+    if len(todo) > _EXACT_SEARCH_LIMIT:
+        return compute_assignments_greedy(ranges_sorted, init_assignment)
+    best = [compute_assignments_greedy(todo, start)]
+
+    def place(index, slots):
+        if get_memory_usage(slots) >= get_memory_usage(best[0]):
+            return
+        if index == len(todo):
+            best[0] = [list(slot) for slot in slots]
+            return
+        name, live = todo[index]
+        for slot in slots:
+            if is_compatible(live, slot, []):
+                slot.append((name, live))
+                place(index + 1, slots)
+                slot.pop()
+        slots.append([(name, live)])
+        place(index + 1, slots)
+        slots.pop()
+
+    place(0, [list(slot) for slot in start])
+    return best[0]
+
+
+def compute_interference_graph(ops):
+    """networkx DiGraph over op indices: an edge i -> j (i < j) when op j
+    reads a blob op i writes, with those blobs as `deps`."""
+    import networkx as nx
+    graph = nx.DiGraph()
+    for i, op in enumerate(ops):
+        graph.add_node(i, op=op)
+    for i, parent in enumerate(ops):
+        for j in range(i + 1, len(ops)):
+            deps = set(ops[j].input).intersection(parent.output)
+            if deps:
+                graph.add_edge(i, j, deps=deps)
+    return graph
+
+
+def blob_nbytes(blob):
+    """The bytes blob `blob` holds in the current workspace (0, with a
+    warning, when it cannot be fetched)."""
+    from doppio import workspace
+    try:
+        return workspace.FetchBlob(str(blob)).nbytes
+    except Exception as error:  # a missing or non-tensor blob has no size here
+        log.warning('Error when fetching blob %s: %s', blob, error)
+        return 0
+
+
+def collect_blob_sizes(net):
+    """blob -> bytes, for every blob `net` (a NetDef) reads or writes, from
+    the current workspace (what optimize_interference's blob_sizes takes)."""
+    return {blob: blob_nbytes(blob) for op in net.op for blob in list(op.input) + list(op.output)}
+
+
 def compute_statistics(assignments):
     """Statistics(baseline_nbytes, optimized_nbytes) of `assignments` (as from
     optimize_interference), from the blobs' current contents in the workspace."""
