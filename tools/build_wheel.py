@@ -96,7 +96,7 @@ def copy_packages(package_root, staging):
         shutil.copytree(source, os.path.join(staging, package), symlinks=False,
                         ignore=shutil.ignore_patterns('__pycache__', '*.pyc', '*.params',
                                                       '*.runfiles*'))
-    for required in (EXTENSION, 'doppio/proto/doppio_pb2.py', 'caffe2/proto/caffe2_pb2.py'):
+    for required in (EXTENSION, 'doppio/proto/doppio_pb2.py', 'caffe2/__init__.py'):
         if not os.path.isfile(os.path.join(staging, required)):
             raise WheelError('{} is missing from {}'.format(required, package_root))
 

@@ -119,8 +119,11 @@ class WheelTest(unittest.TestCase):
                 self.assertEqual(int(size), len(data), path)
         for required in ['doppio/__init__.py', 'doppio/_C.so', 'doppio/core.py',
                          'doppio/data_parallel_model.py', 'doppio/proto/doppio_pb2.py',
-                         'caffe2/__init__.py', 'caffe2/python/core.py',
-                         'caffe2/python/data_parallel_model.py', 'caffe2/proto/caffe2_pb2.py']:
+                         'doppio/proto/caffe2_pb2.py', 'doppio/proto/metanet_pb2.py',
+                         # caffe2.python.X / caffe2.proto.X are doppio's modules
+                         # through the import hook in caffe2/__init__.py.
+                         'caffe2/__init__.py', 'caffe2/python/__init__.py',
+                         'caffe2/proto/__init__.py']:
             self.assertIn(required, names)
         carried = sorted(n.split('/', 1)[1] for n in names if n.startswith('doppio.libs/'))
         for soname in MUST_CARRY:
