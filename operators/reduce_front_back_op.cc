@@ -12,14 +12,14 @@
 namespace doppio {
 
 FrontBackSplit SplitForReduce(const std::vector<int64_t>& dims, int num_reduce_dim,
-                              ReduceSide side) {
+                              FrontBackSide side) {
   const int rank = static_cast<int>(dims.size());
   DOPPIO_ENFORCE(num_reduce_dim >= 0 && num_reduce_dim <= rank, "num_reduce_dim (", num_reduce_dim,
                  ") must be in [0, ", rank, "], the input's rank");
-  const int split = side == ReduceSide::kFront ? num_reduce_dim : rank - num_reduce_dim;
+  const int split = side == FrontBackSide::kFront ? num_reduce_dim : rank - num_reduce_dim;
   FrontBackSplit result;
   for (int d = 0; d < rank; ++d) {
-    const bool reduced = side == ReduceSide::kFront ? d < split : d >= split;
+    const bool reduced = side == FrontBackSide::kFront ? d < split : d >= split;
     (reduced ? result.reduced : result.kept) *= dims[d];
     if (!reduced) result.output_dims.push_back(dims[d]);
   }
@@ -30,9 +30,9 @@ namespace {
 
 // Element (r, k) of the [reduced, kept] view: rows are reduced for the
 // front ops, columns for the back ops.
-template <ReduceSide kSide>
+template <FrontBackSide kSide>
 int64_t Offset(int64_t r, int64_t k, const FrontBackSplit& s) {
-  return kSide == ReduceSide::kFront ? r * s.kept + k : k * s.reduced + r;
+  return kSide == FrontBackSide::kFront ? r * s.kept + k : k * s.reduced + r;
 }
 
 // The length of output k: lengths[k], checked, or the whole reduced extent.
@@ -57,12 +57,12 @@ const Tensor* CheckedLengths(const OperatorBase& op, int index, const FrontBackS
 
 }  // namespace
 
-template <ReduceSide kSide, ReduceKind kKind>
+template <FrontBackSide kSide, FrontBackReducer kKind>
 ReduceFrontBackOp<kSide, kKind>::ReduceFrontBackOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       num_reduce_dim_(GetSingleArgument<int>("num_reduce_dim", 1)) {}
 
-template <ReduceSide kSide, ReduceKind kKind>
+template <FrontBackSide kSide, FrontBackReducer kKind>
 void ReduceFrontBackOp<kSide, kKind>::RunOnDevice() {
   const Tensor& X = Input(0);
   EnforceInputType(TypeList<float>{}, *this, 0, X.dtype());
@@ -73,9 +73,9 @@ void ReduceFrontBackOp<kSide, kKind>::RunOnDevice() {
   const float* x = X.data<float>();
   float* y = Y->mutable_data<float>();
   for (int64_t k = 0; k < s.kept; ++k) {
-    const int64_t length = LengthOf(lengths, k, s, kKind != ReduceKind::kSum, *this, 1);
-    DOPPIO_ENFORCE(kKind == ReduceKind::kSum || length > 0, "cannot take the ",
-                   kKind == ReduceKind::kMax ? "max" : "mean", " of an empty reduction (",
+    const int64_t length = LengthOf(lengths, k, s, kKind != FrontBackReducer::kSum, *this, 1);
+    DOPPIO_ENFORCE(kKind == FrontBackReducer::kSum || length > 0, "cannot take the ",
+                   kKind == FrontBackReducer::kMax ? "max" : "mean", " of an empty reduction (",
                    X.DebugString(), ", num_reduce_dim ", num_reduce_dim_, ")");
     double sum = 0.0;
     float max = -std::numeric_limits<float>::infinity();
@@ -84,36 +84,36 @@ void ReduceFrontBackOp<kSide, kKind>::RunOnDevice() {
       sum += value;
       max = std::max(max, value);
     }
-    y[k] = kKind == ReduceKind::kMax    ? max
-           : kKind == ReduceKind::kMean ? static_cast<float>(sum / length)
-                                        : static_cast<float>(sum);
+    y[k] = kKind == FrontBackReducer::kMax    ? max
+           : kKind == FrontBackReducer::kMean ? static_cast<float>(sum / length)
+                                              : static_cast<float>(sum);
   }
 }
 
-template <ReduceSide kSide, ReduceKind kKind>
+template <FrontBackSide kSide, FrontBackReducer kKind>
 ReduceFrontBackGradientOp<kSide, kKind>::ReduceFrontBackGradientOp(const OperatorDef& def,
                                                                    Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       num_reduce_dim_(GetSingleArgument<int>("num_reduce_dim", 1)) {}
 
-template <ReduceSide kSide, ReduceKind kKind>
+template <FrontBackSide kSide, FrontBackReducer kKind>
 void ReduceFrontBackGradientOp<kSide, kKind>::RunOnDevice() {
   const Tensor& dY = Input(0);
   EnforceInputType(TypeList<float>{}, *this, 0, dY.dtype());
   const Tensor& second = Input(1);
   // Sum and Mean take X or X's shape (int64 dims), as Caffe2.
   std::vector<int64_t> dims = second.dims();
-  const bool given_shape =
-      kKind != ReduceKind::kMax && second.dtype() == DataType::kInt64 && second.dims().size() == 1;
+  const bool given_shape = kKind != FrontBackReducer::kMax && second.dtype() == DataType::kInt64 &&
+                           second.dims().size() == 1;
   if (given_shape) dims.assign(second.data<int64_t>(), second.data<int64_t>() + second.numel());
   const FrontBackSplit s = SplitForReduce(dims, num_reduce_dim_, kSide);
   DOPPIO_ENFORCE(dY.numel() == s.kept, "'", input_name(0), "' has ", dY.numel(),
                  " elements; the reduction has ", s.kept, " outputs");
-  const int lengths_index = kKind == ReduceKind::kMax ? 3 : 2;
+  const int lengths_index = kKind == FrontBackReducer::kMax ? 3 : 2;
   const Tensor* lengths = CheckedLengths(*this, lengths_index, s);
   const float* x = nullptr;
   const float* y = nullptr;
-  if (kKind == ReduceKind::kMax) {
+  if (kKind == FrontBackReducer::kMax) {
     EnforceInputType(TypeList<float>{}, *this, 1, second.dtype());
     const Tensor& Y = Input(2);
     DOPPIO_ENFORCE(Y.numel() == s.kept, "'", input_name(2), "' has ", Y.numel(),
@@ -130,19 +130,19 @@ void ReduceFrontBackGradientOp<kSide, kKind>::RunOnDevice() {
     const int64_t length = LengthOf(lengths, k, s, false, *this, lengths_index);
     for (int64_t r = 0; r < length; ++r) {
       const int64_t at = Offset<kSide>(r, k, s);
-      if (kKind == ReduceKind::kSum) dx[at] = dy[k];
-      if (kKind == ReduceKind::kMean) dx[at] = dy[k] / static_cast<float>(length);
-      if (kKind == ReduceKind::kMax && x[at] == y[k]) dx[at] = dy[k];
+      if (kKind == FrontBackReducer::kSum) dx[at] = dy[k];
+      if (kKind == FrontBackReducer::kMean) dx[at] = dy[k] / static_cast<float>(length);
+      if (kKind == FrontBackReducer::kMax && x[at] == y[k]) dx[at] = dy[k];
     }
   }
 }
 
 // ---- registration ----
 
-#define DOPPIO_REDUCE_FRONT_BACK_(name, side, kind)                                   \
-  REGISTER_CPU_OPERATOR(name, ReduceFrontBackOp<ReduceSide::side, ReduceKind::kind>); \
-  REGISTER_CPU_OPERATOR(name##Gradient,                                               \
-                        ReduceFrontBackGradientOp<ReduceSide::side, ReduceKind::kind>)
+#define DOPPIO_REDUCE_FRONT_BACK_(name, side, kind)                                            \
+  REGISTER_CPU_OPERATOR(name, ReduceFrontBackOp<FrontBackSide::side, FrontBackReducer::kind>); \
+  REGISTER_CPU_OPERATOR(name##Gradient,                                                        \
+                        ReduceFrontBackGradientOp<FrontBackSide::side, FrontBackReducer::kind>)
 DOPPIO_REDUCE_FRONT_BACK_(ReduceFrontSum, kFront, kSum);
 DOPPIO_REDUCE_FRONT_BACK_(ReduceFrontMean, kFront, kMean);
 DOPPIO_REDUCE_FRONT_BACK_(ReduceFrontMax, kFront, kMax);
@@ -153,8 +153,8 @@ DOPPIO_REDUCE_FRONT_BACK_(ReduceBackMax, kBack, kMax);
 
 namespace {
 
-void ForwardSchema(OpSchema& s, ReduceSide side, const char* what) {
-  const bool front = side == ReduceSide::kFront;
+void ForwardSchema(OpSchema& s, FrontBackSide side, const char* what) {
+  const bool front = side == FrontBackSide::kFront;
   s.NumInputs(1, 2)
       .NumOutputs(1)
       .TensorInferenceFunction([side](const OperatorDef& def, const std::vector<TensorShape>& in) {
@@ -205,22 +205,22 @@ constexpr const char kSecondOrder[] = "it is a gradient op; second derivatives a
 }  // namespace
 
 OPERATOR_SCHEMA(ReduceFrontSum).Apply([](OpSchema& s) {
-  ForwardSchema(s, ReduceSide::kFront, "sum");
+  ForwardSchema(s, FrontBackSide::kFront, "sum");
 });
 OPERATOR_SCHEMA(ReduceFrontMean).Apply([](OpSchema& s) {
-  ForwardSchema(s, ReduceSide::kFront, "mean");
+  ForwardSchema(s, FrontBackSide::kFront, "mean");
 });
 OPERATOR_SCHEMA(ReduceFrontMax).Apply([](OpSchema& s) {
-  ForwardSchema(s, ReduceSide::kFront, "max");
+  ForwardSchema(s, FrontBackSide::kFront, "max");
 });
 OPERATOR_SCHEMA(ReduceBackSum).Apply([](OpSchema& s) {
-  ForwardSchema(s, ReduceSide::kBack, "sum");
+  ForwardSchema(s, FrontBackSide::kBack, "sum");
 });
 OPERATOR_SCHEMA(ReduceBackMean).Apply([](OpSchema& s) {
-  ForwardSchema(s, ReduceSide::kBack, "mean");
+  ForwardSchema(s, FrontBackSide::kBack, "mean");
 });
 OPERATOR_SCHEMA(ReduceBackMax).Apply([](OpSchema& s) {
-  ForwardSchema(s, ReduceSide::kBack, "max");
+  ForwardSchema(s, FrontBackSide::kBack, "max");
 });
 OPERATOR_SCHEMA(ReduceFrontSumGradient).Apply([](OpSchema& s) { GradientSchema(s, false); });
 OPERATOR_SCHEMA(ReduceFrontMeanGradient).Apply([](OpSchema& s) { GradientSchema(s, false); });

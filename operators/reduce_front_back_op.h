@@ -18,8 +18,8 @@
 
 namespace doppio {
 
-enum class ReduceSide { kFront, kBack };
-enum class ReduceKind { kSum, kMean, kMax };
+enum class FrontBackSide { kFront, kBack };
+enum class FrontBackReducer { kSum, kMean, kMax };
 
 // The [rows, cols] split of `dims` for the op: `reduced` is the number of
 // elements folded into each output, `kept` the number of outputs.
@@ -30,9 +30,9 @@ struct FrontBackSplit {
 };
 
 FrontBackSplit SplitForReduce(const std::vector<int64_t>& dims, int num_reduce_dim,
-                              ReduceSide side);
+                              FrontBackSide side);
 
-template <ReduceSide kSide, ReduceKind kKind>
+template <FrontBackSide kSide, FrontBackReducer kKind>
 class ReduceFrontBackOp final : public Operator<CPUContext> {
  public:
   ReduceFrontBackOp(const OperatorDef& def, Workspace* workspace);
@@ -42,7 +42,7 @@ class ReduceFrontBackOp final : public Operator<CPUContext> {
   int num_reduce_dim_;
 };
 
-template <ReduceSide kSide, ReduceKind kKind>
+template <FrontBackSide kSide, FrontBackReducer kKind>
 class ReduceFrontBackGradientOp final : public Operator<CPUContext> {
  public:
   ReduceFrontBackGradientOp(const OperatorDef& def, Workspace* workspace);

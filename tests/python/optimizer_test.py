@@ -365,8 +365,13 @@ def test_adam_trains_like_numpy(beta1, beta2, epsilon):
     optimizer.reset_optimizer_instance_count()
     model = dense_model()
     opt = optimizer.build_adam(model, 0.05, beta1=beta1, beta2=beta2, epsilon=epsilon)
+    # atol: Adam divides m by sqrt(v), so where a gradient element is nearly
+    # zero (a cancellation in the float32 FC gradient, whose summation order
+    # follows the intra-op thread split) the step differs from the float64
+    # reference by up to a fraction of the step itself (alpha = 0.05). A run
+    # under load saw 4e-4 once.
     train_and_compare(model, ["fc_w", "fc_b"], adam_reference(0.05, beta1, beta2, epsilon),
-                      rtol=5e-4)
+                      rtol=5e-4, atol=2e-3)
     aux = opt.get_auxiliary_parameters()
     assert sorted(str(b) for b in aux.local) == [
         "fc_b_first_moment", "fc_b_second_moment", "fc_w_first_moment",
