@@ -23,7 +23,7 @@ def gradient_checker_device_option():
 
 
 gcs = dict(gc=gradient_checker_device_option(), dc=device_checker_device_options())
-gcs_cpu_only = dict(gc=st.sampled_from([cpu_do]), dc=st.just([cpu_do]))
-gcs_gpu_only = dict(gc=st.sampled_from([gpu_do]), dc=st.just([gpu_do]))
+gcs_cpu_only = hu.gcs_cpu_only
+gcs_gpu_only = hu.gcs_gpu_only
 gcs_mkl_only = dict(gc=st.sampled_from([mkl_do]), dc=st.just([mkl_do]))
 gcs_cpu_mkl = dict(gc=st.sampled_from([cpu_do, mkl_do]), dc=st.just([cpu_do, mkl_do]))

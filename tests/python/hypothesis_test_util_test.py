@@ -126,6 +126,11 @@ class TestStrategies(unittest.TestCase):
     def test_devices(self):
         self.assertEqual(hu.device_options[0], hu.cpu_do)
         self.assertEqual(len(hu.device_options), 2 if workspace.has_gpu_support else 1)
+        import caffe2.python.mkl_test_util as mu
+        # No MKL-DNN device in Doppio: its strategies exist, its device is never drawn.
+        self.assertEqual(mu.device_options, hu.device_options)
+        self.assertIs(mu.gcs_cpu_only, hu.gcs_cpu_only)
+        self.assertEqual(mu.mkl_do.device_type, 2)
 
 
 def test_gradient_checker_densifies_sparse_gradients():
