@@ -9,7 +9,7 @@ read them) of each replica to another GPU.
 import logging
 
 from doppio import core
-from doppio.data_parallel_model import stripBlobName
+from doppio.data_parallel_model import _Prefix, stripBlobName
 
 log = logging.getLogger('data_parallel_model_utils')
 
@@ -18,7 +18,7 @@ def GetActivationBlobs(model):
     """The activations of device 0's replica, unprefixed, in the order the
     net makes them: blobs made by a forward op, read by a later op, that are
     not parameters and whose gradient the backward pass reads."""
-    first_prefix = '{}_{}/'.format(model._device_prefix, model._devices[0])
+    first_prefix = _Prefix(model._devices[0], model)
     ops = model.net.Proto().op
     all_inputs = set(name for op in ops for name in op.input)
     params = set(str(p) for p in model.GetParams(''))
@@ -55,7 +55,7 @@ def _AssignDevices(ops, prefix, moved, others, from_device, to_device):
 
 
 def _ShiftActivationDevices(model, activations, from_device, to_device):
-    prefix = '{}_{}/'.format(model._device_prefix, from_device)
+    prefix = _Prefix(from_device, model)
     moved = set(prefix + a for a in activations)
     others = set(prefix + a for a in GetActivationBlobs(model))
     ops = [op for op in model.net.Proto().op if op.device_option.cuda_gpu_id == from_device]

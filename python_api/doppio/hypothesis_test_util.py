@@ -354,14 +354,15 @@ class HypothesisTestCase(test_util.TestCase):
                     raise
                 shapes = {}
             workspace.RunNetOnce(net)
-            outputs = self._check_against_reference(op, reference(*inputs), outputs_to_check,
+            reference_outputs = reference(*inputs)
+            outputs = self._check_against_reference(op, reference_outputs, outputs_to_check,
                                                     threshold, atol, shapes)
             if grad_reference is not None:
                 if output_to_grad is None:
                     raise ValueError('If grad_reference is set, output_to_grad has to be set '
                                      'as well')
                 with core.DeviceScope(device_option):
-                    self._assertGradReferenceChecks(op, inputs, reference(*inputs),
+                    self._assertGradReferenceChecks(op, inputs, reference_outputs,
                                                     output_to_grad, grad_reference,
                                                     threshold=threshold)
             return outputs
