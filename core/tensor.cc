@@ -97,12 +97,18 @@ void Tensor::Reshape(const std::vector<int64_t>& dims) {
   dims_ = dims;
 }
 
+namespace {
+char* At(const Storage& storage, size_t offset_bytes) {
+  return static_cast<char*>(storage.data()) + offset_bytes;
+}
+}  // namespace
+
 const void* Tensor::raw_data() const {
-  if (numel_ == 0) return storage_ ? storage_->data() : nullptr;
+  if (numel_ == 0) return storage_ ? At(*storage_, offset_bytes_) : nullptr;
   DOPPIO_ENFORCE(storage_ != nullptr && storage_->dtype() == dtype_ &&
-                     storage_->capacity_bytes() >= nbytes(),
+                     storage_->capacity_bytes() >= offset_bytes_ + nbytes(),
                  "tensor ", DebugString(), " was read before it was written");
-  return storage_->data();
+  return At(*storage_, offset_bytes_);
 }
 
 void* Tensor::raw_mutable_data(DataType dtype) {
@@ -112,7 +118,7 @@ void* Tensor::raw_mutable_data(DataType dtype) {
                      std::numeric_limits<size_t>::max() / ItemSize(dtype),
                  "shape ", dims_, " of ", DataTypeName(dtype), " is too large to allocate");
   const size_t needed = static_cast<size_t>(numel_) * ItemSize(dtype);
-  const bool fits = storage_ != nullptr && storage_->capacity_bytes() >= needed &&
+  const bool fits = storage_ != nullptr && storage_->capacity_bytes() >= offset_bytes_ + needed &&
                     storage_->device() == device_;
   // Retyping storage another tensor shares would change what that tensor
   // reads, so only sole owners reuse theirs across dtypes.
@@ -122,9 +128,10 @@ void* Tensor::raw_mutable_data(DataType dtype) {
   }
   if (!fits || storage_->dtype() != dtype) {
     storage_ = std::make_shared<Storage>(device_, dtype, numel_);
+    offset_bytes_ = 0;
   }
   dtype_ = dtype;
-  return storage_->data();
+  return At(*storage_, offset_bytes_);
 }
 
 void Tensor::CopyFrom(const Tensor& source) {
@@ -155,6 +162,25 @@ void Tensor::ShareData(const Tensor& source) {
   dims_ = source.dims_;
   numel_ = source.numel_;
   storage_ = source.storage_;
+  offset_bytes_ = source.offset_bytes_;
+}
+
+void Tensor::ShareSlice(const Tensor& source, int64_t begin, int64_t count) {
+  DOPPIO_ENFORCE(source.ndim() >= 1, "cannot slice a scalar tensor ", source.DebugString());
+  DOPPIO_ENFORCE(0 <= begin && 0 <= count && begin + count <= source.dim(0), "slices [", begin,
+                 ", ", begin + count, ") out of range for shape ", source.dims());
+  DOPPIO_ENFORCE(source.storage_ != nullptr, "cannot slice tensor ", source.DebugString(),
+                 " before it holds data");
+  const int64_t slice = source.SizeFromDim(1);
+  std::vector<int64_t> dims = source.dims();
+  dims[0] = count;
+  device_ = source.device_;
+  dtype_ = source.dtype_;
+  dims_ = dims;
+  numel_ = count * slice;
+  storage_ = source.storage_;
+  offset_bytes_ =
+      source.offset_bytes_ + static_cast<size_t>(begin * slice) * ItemSize(source.dtype_);
 }
 
 void Tensor::Reset() {
@@ -162,6 +188,7 @@ void Tensor::Reset() {
   dims_.clear();
   numel_ = 0;
   storage_.reset();
+  offset_bytes_ = 0;
 }
 
 std::string Tensor::DebugString() const {

@@ -2,7 +2,9 @@
 //
 // Ownership: a Tensor owns a shared reference to a Storage made by its
 // device's allocator. ShareData makes two tensors alias one storage (that is
-// how Alias and in-place memonger sharing work); CopyFrom copies elements.
+// how Alias and in-place memonger sharing work); ShareSlice makes a tensor a
+// view of some outer slices of another (how RecurrentNetwork hands each
+// timestep its rows of a sequence without copying); CopyFrom copies elements.
 // Tensors are movable, not copyable, so aliasing is always explicit.
 //
 // Resize only records the new shape; the first mutable_data() after it
@@ -117,6 +119,11 @@ class Tensor {
   void CopyFrom(const Tensor& source);
   // Aliases source's storage, shape and dtype.
   void ShareData(const Tensor& source);
+  // Becomes a view of `count` slices of source's outermost dim starting at
+  // `begin` (shape [count, source dims 1...]); writes through it land in
+  // source. Source must hold data. A later Resize that outgrows the view
+  // gives this tensor storage of its own (source no longer sees its writes).
+  void ShareSlice(const Tensor& source, int64_t begin, int64_t count);
   bool SharesStorageWith(const Tensor& other) const {
     return storage_ != nullptr && storage_ == other.storage_;
   }
@@ -132,6 +139,8 @@ class Tensor {
   std::vector<int64_t> dims_;
   int64_t numel_ = 0;
   std::shared_ptr<Storage> storage_;
+  // Where this tensor's elements start in storage_ (non-zero for slices).
+  size_t offset_bytes_ = 0;
 };
 
 }  // namespace doppio

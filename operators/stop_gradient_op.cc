@@ -1,5 +1,7 @@
 #include "operators/stop_gradient_op.h"
 
+#include <vector>
+
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
@@ -23,5 +25,33 @@ OPERATOR_SCHEMA(StopGradient)
          "through it.");
 
 NO_GRADIENT(StopGradient, "it exists to block the gradient: its input gets none");
+
+REGISTER_CPU_OPERATOR(ZeroGradient, ZeroGradientOp);
+
+OPERATOR_SCHEMA(ZeroGradient)
+    .NumInputs(1)
+    .NumOutputs(0)
+    .Input(0, "input", "the tensor that gets a zero gradient")
+    .Doc(
+        "Does nothing in the forward pass; in the backward pass its input gets a gradient of "
+        "zeros of its shape (Caffe2's ZeroGradient).");
+
+namespace {
+
+class GetZeroGradientGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    Argument value;
+    value.set_name("value");
+    value.set_f(0.0f);
+    google::protobuf::RepeatedPtrField<Argument> args;
+    *args.Add() = value;
+    return SingleGradientDef("ConstantFill", "", {I(0)}, {GI(0)}, args);
+  }
+};
+
+}  // namespace
+
+REGISTER_GRADIENT(ZeroGradient, GetZeroGradientGradient);
 
 }  // namespace doppio

@@ -457,6 +457,9 @@ class Net(object):
             refs.append(BlobReference(name, self))
         return refs[0] if len(refs) == 1 else refs
 
+    def AddExternalInputs(self, *inputs):
+        return self.AddExternalInput(*inputs)
+
     def AddExternalOutput(self, *outputs):
         """Declares blobs the net produces for its caller; each must be
         written by an op of the net or be an external input."""

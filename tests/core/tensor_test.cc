@@ -1,10 +1,11 @@
 #include "core/tensor.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <limits>
 #include <string>
-
-#include <gtest/gtest.h>
+#include <vector>
 
 #include "core/blob.h"
 
@@ -85,6 +86,39 @@ TEST(TensorTest, CopyFromIsDeepAndShareDataAliases) {
   alias.ShareData(source);
   EXPECT_TRUE(alias.SharesStorageWith(source));
   EXPECT_EQ(alias.data<std::string>()[0], "changed");
+}
+
+TEST(TensorTest, ShareSliceIsAWritableViewOfOuterSlices) {
+  Tensor source;
+  source.Resize({4, 2, 3});
+  float* data = source.mutable_data<float>();
+  for (int i = 0; i < 24; ++i) data[i] = static_cast<float>(i);
+
+  Tensor view;
+  view.ShareSlice(source, 1, 2);
+  EXPECT_EQ(view.dims(), (std::vector<int64_t>{2, 2, 3}));
+  EXPECT_TRUE(view.SharesStorageWith(source));
+  EXPECT_EQ(view.data<float>()[0], 6.0f);
+  EXPECT_EQ(view.data<float>()[11], 17.0f);
+
+  // Writes through the view (and a view of the view) land in the source.
+  view.mutable_data<float>()[0] = -1.0f;
+  Tensor inner;
+  inner.ShareSlice(view, 1, 1);
+  inner.Resize({1, 6});
+  inner.mutable_data<float>()[5] = -2.0f;
+  EXPECT_EQ(data[6], -1.0f);
+  EXPECT_EQ(data[17], -2.0f);
+
+  // Out of range, and a view that outgrows its slices gets its own storage.
+  EXPECT_THROW(view.ShareSlice(source, 3, 2), Error);
+  EXPECT_THROW(view.ShareSlice(source, -1, 1), Error);
+  Tensor empty;
+  EXPECT_THROW(view.ShareSlice(empty, 0, 0), Error);
+  inner.Resize({3, 6});
+  inner.mutable_data<float>()[0] = 5.0f;
+  EXPECT_FALSE(inner.SharesStorageWith(source));
+  EXPECT_EQ(data[12], 12.0f);
 }
 
 TEST(TensorTest, EmptyTensor) {
