@@ -200,7 +200,8 @@ def set_rnn_executor_config(rnn_op, num_threads=None, max_cuda_streams=None):
 
 def retrieve_step_blobs(net, prefix='rnn'):
     """Copies the blobs of every RecurrentNetwork op's step workspaces into the
-    current workspace as '<prefix>_<blob><t>' and returns their names."""
+    current workspace as '<prefix>_<blob><t>' and returns their names (as
+    bytes, the way FetchBlob gives a string tensor's elements, as Caffe2)."""
     names = []
     count = 1
     for op in net.Proto().op:
@@ -210,6 +211,5 @@ def retrieve_step_blobs(net, prefix='rnn'):
         count += 1
         workspace.RunOperatorOnce(core.CreateOperator(
             'RecurrentNetworkBlobFetcher', [op.output[-1]], [blob_name], prefix=prefix))
-        names += [n.decode() if isinstance(n, bytes) else n
-                  for n in workspace.FetchBlob(blob_name).tolist()]
+        names += workspace.FetchBlob(blob_name).tolist()
     return names

@@ -1,4 +1,5 @@
-"""rnn_cell (LSTM, BasicRNN, MILSTM, stacked layers) over RecurrentNetwork:
+"""rnn_cell (LSTM, BasicRNN, MILSTM, stacked layers) and gru_cell.GRU over
+RecurrentNetwork:
 outputs against a numpy LSTM, and the gradients of every parameter, the
 input sequence and the initial states against central differences of that
 numpy LSTM (float64). Also memory_optimization (recomputed steps),
@@ -8,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from doppio import core, model_helper, recurrent, rnn_cell, workspace
+from doppio import core, gru_cell, model_helper, recurrent, rnn_cell, workspace
 
 T, N, D, H = 4, 3, 3, 4
 
@@ -225,6 +226,54 @@ def test_basic_rnn_tanh_matches_numpy():
                                atol=1e-5)
 
 
+def gru_reference(x, lengths, h0, p, linear_before_reset):
+    h = np.asarray(h0, np.float64).reshape(-1, H)
+    hs = []
+    for t in range(x.shape[0]):
+        r_in, u_in, o_in = np.split(x[t] @ p['i2h_w'].T + p['i2h_b'], 3, axis=1)
+        r = sigmoid(h @ p['reset_gate_t_w'].T + p['reset_gate_t_b'] + r_in)
+        u = sigmoid(h @ p['update_gate_t_w'].T + p['update_gate_t_b'] + u_in)
+        if linear_before_reset:
+            o = r * (h @ p['output_gate_t_w'].T + p['output_gate_t_b']) + o_in
+        else:
+            o = (r * h) @ p['output_gate_t_w'].T + p['output_gate_t_b'] + o_in
+        new = u * h + (1 - u) * np.tanh(o)
+        h = np.where((t < np.asarray(lengths))[:, None], new, h)
+        hs.append(h)
+    return np.stack(hs)
+
+
+@pytest.mark.parametrize('linear_before_reset', [False, True])
+def test_gru_forward_and_gradients_match_numpy(linear_before_reset):
+    rng = np.random.RandomState(10)
+    model = model_helper.ModelHelper(name='gru')
+    x, lengths, h0 = model.net.AddExternalInputs('x', 'lengths', 'h0')
+    outputs = gru_cell.GRU(model, x, lengths, [h0], D, H, scope='gru',
+                           linear_before_reset=linear_before_reset)
+    loss, weights = add_projected_loss(model, outputs, (0,), rng)
+    grad_map = model.AddGradientOperators([loss])
+    workspace.RunNetOnce(model.param_init_net)
+    inputs = feed_inputs(rng)
+    workspace.RunNetOnce(model.net)
+    names = ['i2h_w', 'i2h_b', 'reset_gate_t_w', 'reset_gate_t_b', 'update_gate_t_w',
+             'update_gate_t_b', 'output_gate_t_w', 'output_gate_t_b']
+    params = {n: workspace.FetchBlob('gru/' + n).astype(np.float64) for n in names}
+    want = gru_reference(inputs['x'], inputs['lengths'], inputs['h0'], params,
+                         linear_before_reset)
+    np.testing.assert_allclose(workspace.FetchBlob(outputs[0]), want, rtol=1e-4, atol=1e-5)
+    values = dict(params, x=inputs['x'], h0=inputs['h0'])
+
+    def reference_loss(v):
+        out = gru_reference(v['x'], inputs['lengths'], v['h0'], v, linear_before_reset)
+        return float(np.sum(out * weights[0]))
+
+    for name in ('reset_gate_t_w', 'update_gate_t_b', 'output_gate_t_w', 'i2h_w', 'x', 'h0'):
+        blob = name if name in ('x', 'h0') else 'gru/' + name
+        np.testing.assert_allclose(workspace.FetchBlob(grad_map[blob]),
+                                   numeric_gradient(reference_loss, values, name),
+                                   rtol=1e-3, atol=1e-4, err_msg=name)
+
+
 def test_milstm_gradient_matches_finite_differences_of_the_net():
     """MILSTM through ElementwiseLinear and Mul: the analytic gradient of a
     parameter against central differences of the net's own forward pass."""
@@ -263,7 +312,7 @@ def test_forward_only_has_no_gradient_and_retrieve_step_blobs_copies_steps():
     workspace.RunNetOnce(model.param_init_net)
     feed_inputs(rng)
     workspace.RunNetOnce(model.net)
-    names = recurrent.retrieve_step_blobs(model.net, 'probe')
+    names = [n.decode() for n in recurrent.retrieve_step_blobs(model.net, 'probe')]
     assert names and all(n.startswith('probe_') for n in names)
     assert any('hidden_state' in n for n in names)
     with pytest.raises(Exception, match='outputs_with_grads|forward_only'):

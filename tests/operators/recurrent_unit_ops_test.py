@@ -1,4 +1,4 @@
-"""LSTMUnit against a numpy LSTM step (with and without seq_lengths,
+"""LSTMUnit and GRUUnit against numpy steps (with and without seq_lengths,
 drop_states, forget_bias), its gradient against finite differences (gates,
 cell_prev; hidden_prev for ended rows), and input errors. Also the two small
 ops rnn_cell needs: ElementwiseLinear (numpy, finite differences) and
@@ -75,6 +75,40 @@ def test_bad_shapes_name_the_input():
     bad_t = list(inputs)
     bad_t[4] = np.array([0.0], np.float32)
     h.assert_op_error(op, bad_t, 'timestep')
+
+
+def gru_step(h_prev, gates, lengths, t, drop_states):
+    _, u, o = np.split(gates.astype(np.float64), 3, axis=2)
+    u = sigmoid(u)
+    hid = u * h_prev + (1 - u) * np.tanh(o)
+    if lengths is not None:
+        hid = np.where((t < lengths)[None, :, None], hid, 0.0 if drop_states else h_prev)
+    return hid.astype(np.float32)
+
+
+def gru_inputs(rng, n, d, t, lengths):
+    inputs = [rng.randn(1, n, d).astype(np.float32), rng.randn(1, n, 3 * d).astype(np.float32)]
+    if lengths is not None:
+        inputs.append(np.asarray(lengths, np.int32))
+    return inputs + [np.array([t], np.int32)]
+
+
+def gru_op(with_lengths, drop_states):
+    names = ['h_prev', 'gates'] + (['lengths'] if with_lengths else []) + ['t']
+    return h.make_op('GRUUnit', names, ['h'], drop_states=int(drop_states),
+                     sequence_lengths=int(with_lengths))
+
+
+@pytest.mark.parametrize('with_lengths,drop_states', [(False, False), (True, False), (True, True)])
+def test_gru_unit_matches_numpy_and_finite_differences(with_lengths, drop_states):
+    rng = np.random.RandomState(6)
+    lengths = np.array([3, 1, 0, 2], np.int32) if with_lengths else None
+    inputs = gru_inputs(rng, 4, 3, 1, lengths)
+    op = gru_op(with_lengths, drop_states)
+    h.check_output(op, inputs, lambda *a: gru_step(a[0], a[1], lengths, 1, drop_states),
+                   atol=1e-5, rtol=1e-5)
+    h.check_gradient(op, inputs, [0, 1])
+    h.assert_op_error(op, [inputs[0], inputs[1][:, :, :8]] + inputs[2:], 'gates', '[1, 4, 9]')
 
 
 @given(h.dims(1, 4), st.data())

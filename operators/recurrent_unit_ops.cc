@@ -1,4 +1,4 @@
-#include "operators/lstm_unit_op.h"
+#include "operators/recurrent_unit_ops.h"
 
 #include <cmath>
 #include <string>
@@ -14,8 +14,8 @@ namespace {
 
 float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
-// Sizes and per-row validity shared by the op and its gradient.
-struct LSTMUnitGeometry {
+// Sizes and per-row validity shared by the ops and their gradients.
+struct UnitGeometry {
   int64_t batch = 0;
   int64_t depth = 0;
   int timestep = 0;
@@ -23,34 +23,47 @@ struct LSTMUnitGeometry {
   bool Valid(int64_t n) const { return seq_lengths == nullptr || timestep < seq_lengths[n]; }
 };
 
-// Inputs 0..2 are hidden_prev, cell_prev, gates; then seq_lengths (if
-// `with_lengths`) and the timestep.
-LSTMUnitGeometry ReadGeometry(const OperatorBase& op, const Tensor& hidden_prev,
-                              const Tensor& cell_prev, const Tensor& gates,
-                              const Tensor* seq_lengths, const Tensor& timestep) {
-  DOPPIO_ENFORCE(cell_prev.ndim() == 3 && cell_prev.dtype() == DataType::kFloat, "cell_prev '",
-                 op.input_name(1), "' must be float32 [1, N, D], not ", cell_prev.DebugString());
-  LSTMUnitGeometry geometry;
-  geometry.batch = cell_prev.dim(1);
-  geometry.depth = cell_prev.dim(2);
-  DOPPIO_ENFORCE(hidden_prev.dims() == cell_prev.dims() && hidden_prev.dtype() == DataType::kFloat,
-                 "hidden_prev '", op.input_name(0), "' ", hidden_prev.DebugString(),
-                 " must match cell_prev ", cell_prev.DebugString());
+// Checks a unit's inputs: the [1, N, D] state its gates belong to, the
+// gates [1, N, gate_count * D], seq_lengths (input `lengths_index`, when
+// given) and the timestep; the indices name the inputs in errors.
+UnitGeometry ReadGeometry(const OperatorBase& op, const Tensor& state, int state_index,
+                          const Tensor& gates, int gates_index, int gate_count, bool with_lengths,
+                          int lengths_index, const Tensor& timestep) {
+  DOPPIO_ENFORCE(state.ndim() == 3 && state.dtype() == DataType::kFloat, "'",
+                 op.input_name(state_index), "' must be float32 [1, N, D], not ",
+                 state.DebugString());
+  UnitGeometry geometry;
+  geometry.batch = state.dim(1);
+  geometry.depth = state.dim(2);
   DOPPIO_ENFORCE(gates.ndim() == 3 && gates.dtype() == DataType::kFloat &&
-                     gates.dim(1) == geometry.batch && gates.dim(2) == 4 * geometry.depth,
-                 "gates '", op.input_name(2), "' must be float32 [1, ", geometry.batch, ", ",
-                 4 * geometry.depth, "] (4 gates of cell_prev's depth), not ", gates.DebugString());
+                     gates.dim(1) == geometry.batch && gates.dim(2) == gate_count * geometry.depth,
+                 "gates '", op.input_name(gates_index), "' must be float32 [1, ", geometry.batch,
+                 ", ", gate_count * geometry.depth, "] (", gate_count, " gates of depth ",
+                 geometry.depth, "), not ", gates.DebugString());
   DOPPIO_ENFORCE(timestep.dtype() == DataType::kInt32 && timestep.numel() == 1,
                  "the timestep must be one int32, not ", timestep.DebugString());
   geometry.timestep = timestep.data<int32_t>()[0];
-  if (seq_lengths != nullptr) {
-    DOPPIO_ENFORCE(
-        seq_lengths->dtype() == DataType::kInt32 && seq_lengths->numel() == geometry.batch,
-        "seq_lengths '", op.input_name(3), "' must be int32 with one length per row (",
-        geometry.batch, "), not ", seq_lengths->DebugString());
-    geometry.seq_lengths = seq_lengths->data<int32_t>();
+  if (with_lengths) {
+    const Tensor& lengths = op.InputBlob(lengths_index).GetTensor();
+    DOPPIO_ENFORCE(lengths.dtype() == DataType::kInt32 && lengths.numel() == geometry.batch,
+                   "seq_lengths '", op.input_name(lengths_index),
+                   "' must be int32 with one length per row (", geometry.batch, "), not ",
+                   lengths.DebugString());
+    geometry.seq_lengths = lengths.data<int32_t>();
   }
   return geometry;
+}
+
+// LSTMUnit's (and its gradient's) first inputs: hidden_prev, cell_prev,
+// gates, [seq_lengths,] timestep.
+UnitGeometry ReadLSTMGeometry(const OperatorBase& op, bool with_lengths, int timestep_index) {
+  const Tensor& hidden_prev = op.InputBlob(0).GetTensor();
+  const Tensor& cell_prev = op.InputBlob(1).GetTensor();
+  DOPPIO_ENFORCE(hidden_prev.dims() == cell_prev.dims() && hidden_prev.dtype() == DataType::kFloat,
+                 "hidden_prev '", op.input_name(0), "' ", hidden_prev.DebugString(),
+                 " must match cell_prev ", cell_prev.DebugString());
+  return ReadGeometry(op, cell_prev, 1, op.InputBlob(2).GetTensor(), 2, 4, with_lengths, 3,
+                      op.InputBlob(timestep_index).GetTensor());
 }
 
 // The LSTM step of one row.
@@ -84,6 +97,26 @@ void LSTMRowGradient(int64_t depth, float forget_bias, const float* x, const flo
   }
 }
 
+// The GRU step of one row (the reset gate was applied before the unit).
+void GRURow(int64_t depth, const float* x, const float* h_prev, float* h) {
+  for (int64_t d = 0; d < depth; ++d) {
+    const float u = Sigmoid(x[depth + d]);
+    h[d] = u * h_prev[d] + (1 - u) * std::tanh(x[2 * depth + d]);
+  }
+}
+
+void GRURowGradient(int64_t depth, const float* x, const float* h_prev, const float* dh,
+                    float* dh_prev, float* dx) {
+  for (int64_t d = 0; d < depth; ++d) {
+    const float u = Sigmoid(x[depth + d]);
+    const float o = std::tanh(x[2 * depth + d]);
+    dh_prev[d] = dh[d] * u;
+    dx[d] = 0.0f;
+    dx[depth + d] = dh[d] * (h_prev[d] - o) * u * (1 - u);
+    dx[2 * depth + d] = dh[d] * (1 - u) * (1 - o * o);
+  }
+}
+
 }  // namespace
 
 LSTMUnitOp::LSTMUnitOp(const OperatorDef& def, Workspace* workspace)
@@ -100,9 +133,7 @@ void LSTMUnitOp::RunOnDevice() {
   const Tensor& hidden_prev = Input(0);
   const Tensor& cell_prev = Input(1);
   const Tensor& gates = Input(2);
-  const LSTMUnitGeometry geo =
-      ReadGeometry(*this, hidden_prev, cell_prev, gates, sequence_lengths_ ? &Input(3) : nullptr,
-                   Input(sequence_lengths_ ? 4 : 3));
+  const UnitGeometry geo = ReadLSTMGeometry(*this, sequence_lengths_, sequence_lengths_ ? 4 : 3);
   const int64_t depth = geo.depth;
   // Outputs may be views into the states (RecurrentNetwork's links).
   Tensor* hidden = Output(0);
@@ -141,9 +172,7 @@ void LSTMUnitGradientOp::RunOnDevice() {
   const Tensor& hidden_prev = Input(0);
   const Tensor& cell_prev = Input(1);
   const Tensor& gates = Input(2);
-  const LSTMUnitGeometry geo =
-      ReadGeometry(*this, hidden_prev, cell_prev, gates, sequence_lengths_ ? &Input(3) : nullptr,
-                   Input(base - 1));
+  const UnitGeometry geo = ReadLSTMGeometry(*this, sequence_lengths_, base - 1);
   const Tensor& cell = Input(base + 1);
   const Tensor& hidden_grad = Input(base + 2);
   const Tensor& cell_grad = Input(base + 3);
@@ -182,7 +211,76 @@ void LSTMUnitGradientOp::RunOnDevice() {
   }
 }
 
+GRUUnitOp::GRUUnitOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      sequence_lengths_(GetSingleArgument<bool>("sequence_lengths", true)),
+      drop_states_(GetSingleArgument<bool>("drop_states", false)) {
+  DOPPIO_ENFORCE_EQ(InputSize(), sequence_lengths_ ? 4 : 3, "inputs: hidden_prev, gates, ",
+                    sequence_lengths_ ? "seq_lengths, " : "", "timestep");
+}
+
+void GRUUnitOp::RunOnDevice() {
+  const Tensor& hidden_prev = Input(0);
+  const Tensor& gates = Input(1);
+  const UnitGeometry geo = ReadGeometry(*this, hidden_prev, 0, gates, 1, 3, sequence_lengths_, 2,
+                                        Input(sequence_lengths_ ? 3 : 2));
+  Tensor* hidden = Output(0);
+  hidden->ResizeLike(hidden_prev);
+  float* h = hidden->mutable_data<float>();
+  const float* h_prev = hidden_prev.data<float>();
+  const int64_t depth = geo.depth;
+  for (int64_t n = 0; n < geo.batch; ++n) {
+    const int64_t row = n * depth;
+    if (geo.Valid(n)) {
+      GRURow(depth, gates.data<float>() + 3 * row, h_prev + row, h + row);
+      continue;
+    }
+    for (int64_t d = 0; d < depth; ++d) h[row + d] = drop_states_ ? 0.0f : h_prev[row + d];
+  }
+}
+
+GRUUnitGradientOp::GRUUnitGradientOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      sequence_lengths_(GetSingleArgument<bool>("sequence_lengths", true)),
+      drop_states_(GetSingleArgument<bool>("drop_states", false)) {
+  DOPPIO_ENFORCE_EQ(InputSize(), sequence_lengths_ ? 6 : 5,
+                    "inputs: GRUUnit's inputs, hidden, hidden_grad");
+}
+
+void GRUUnitGradientOp::RunOnDevice() {
+  const int base = sequence_lengths_ ? 4 : 3;
+  const Tensor& hidden_prev = Input(0);
+  const Tensor& gates = Input(1);
+  const UnitGeometry geo =
+      ReadGeometry(*this, hidden_prev, 0, gates, 1, 3, sequence_lengths_, 2, Input(base - 1));
+  const Tensor& hidden_grad = Input(base + 1);
+  DOPPIO_ENFORCE(
+      hidden_grad.dims() == hidden_prev.dims() && hidden_grad.dtype() == DataType::kFloat,
+      "hidden_grad '", input_name(base + 1), "' must be float32 ", hidden_prev.dims(), ", not ",
+      hidden_grad.DebugString());
+  Tensor* hidden_prev_grad = Output(0);
+  Tensor* gates_grad = Output(1);
+  hidden_prev_grad->ResizeLike(hidden_prev);
+  gates_grad->ResizeLike(gates);
+  float* dh_prev = hidden_prev_grad->mutable_data<float>();
+  float* dx = gates_grad->mutable_data<float>();
+  const float* dh = hidden_grad.data<float>();
+  const int64_t depth = geo.depth;
+  for (int64_t n = 0; n < geo.batch; ++n) {
+    const int64_t row = n * depth;
+    if (geo.Valid(n)) {
+      GRURowGradient(depth, gates.data<float>() + 3 * row, hidden_prev.data<float>() + row,
+                     dh + row, dh_prev + row, dx + 3 * row);
+      continue;
+    }
+    for (int64_t d = 0; d < depth; ++d) dh_prev[row + d] = drop_states_ ? 0.0f : dh[row + d];
+    for (int64_t d = 0; d < 3 * depth; ++d) dx[3 * row + d] = 0.0f;
+  }
+}
+
 REGISTER_CPU_OPERATOR(LSTMUnit, LSTMUnitOp);
+REGISTER_CPU_OPERATOR(GRUUnit, GRUUnitOp);
+REGISTER_CPU_OPERATOR(GRUUnitGradient, GRUUnitGradientOp);
 REGISTER_CPU_OPERATOR(LSTMUnitGradient, LSTMUnitGradientOp);
 
 namespace {
@@ -222,7 +320,46 @@ OPERATOR_SCHEMA(LSTMUnitGradient)
     .Output(2, "gates_grad", "gradient of the gates")
     .Doc("Gradient of LSTMUnit.");
 
+OPERATOR_SCHEMA(GRUUnit)
+    .NumInputs(3, 4)
+    .NumOutputs(1)
+    .Arg("sequence_lengths", kSequenceLengthsDoc)
+    .Arg("drop_states",
+         "(bool, default false) ended rows get a zero state instead of "
+         "keeping their previous one")
+    .Arg("forget_bias", "accepted for Caffe2 nets and unused, as in Caffe2")
+    .Input(0, "hidden_prev", "previous hidden state, float32 [1, N, D]")
+    .Input(1, "gates",
+           "gate pre-activations [1, N, 3D] in the order reset, update, output "
+           "(the reset gate already applied to the output gate's input)")
+    .Input(2, "seq_lengths", "int32 [N] (only with sequence_lengths), then the int32 timestep")
+    .Output(0, "hidden", "hidden state [1, N, D]")
+    .Doc(
+        "One GRU step: u = sigmoid(update), h = u * h_prev + (1 - u) * tanh(output); rows "
+        "whose sequence has ended keep their previous state, or get zeros with drop_states.");
+
+OPERATOR_SCHEMA(GRUUnitGradient)
+    .NumInputs(5, 6)
+    .NumOutputs(2)
+    .Arg("sequence_lengths", kSequenceLengthsDoc)
+    .Arg("drop_states", "as GRUUnit's")
+    .Input(0, "inputs", "GRUUnit's inputs, then hidden and hidden_grad")
+    .Output(0, "hidden_prev_grad", "gradient of hidden_prev")
+    .Output(1, "gates_grad", "gradient of the gates (zero for the reset gate)")
+    .Doc("Gradient of GRUUnit.");
+
 namespace {
+
+class GetGRUUnitGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    std::vector<std::string> inputs;
+    for (int i = 0; i < Def().input_size(); ++i) inputs.push_back(I(i));
+    inputs.push_back(O(0));
+    inputs.push_back(GO(0));
+    return SingleGradientDef("GRUUnitGradient", "", inputs, {GI(0), GI(1)}, Def().arg());
+  }
+};
 
 class GetLSTMUnitGradient final : public GradientMakerBase {
   using GradientMakerBase::GradientMakerBase;
@@ -237,6 +374,9 @@ class GetLSTMUnitGradient final : public GradientMakerBase {
 }  // namespace
 
 REGISTER_GRADIENT(LSTMUnit, GetLSTMUnitGradient);
+REGISTER_GRADIENT(GRUUnit, GetGRUUnitGradient);
+SHOULD_NOT_DO_GRADIENT(GRUUnitGradient,
+                       "it is a gradient op; second derivatives are not supported");
 SHOULD_NOT_DO_GRADIENT(LSTMUnitGradient,
                        "it is a gradient op; second derivatives are not supported");
 

@@ -1,11 +1,16 @@
-// LSTMUnit: one LSTM step over fused gate pre-activations, sequence-length
-// aware (Caffe2's op, the cell RecurrentNetwork runs for rnn_cell.LSTM);
-// LSTMUnitGradient its gradient.
+// Fused recurrent cell steps, sequence-length aware (Caffe2's ops, the cells
+// RecurrentNetwork runs for rnn_cell.LSTM and gru_cell.GRU), and their
+// gradients.
 //
+// LSTMUnit:
 // Gates X are [1, N, 4D] in the order input, forget, output, cell (i, f, o,
 // g): c = sigmoid(f + forget_bias) * c_prev + sigmoid(i) * tanh(g),
 // h = sigmoid(o) * tanh(c). A batch row whose sequence has ended (t >=
 // seq_lengths[n]) keeps its previous state, or zeros with drop_states.
+//
+// GRUUnit: gates X are [1, N, 3D] in the order reset, update, output, the
+// reset gate already applied (gru_cell does that in the graph):
+// u = sigmoid(update), h = u * h_prev + (1 - u) * tanh(output).
 #pragma once
 
 #include "core/operator.h"
@@ -37,6 +42,31 @@ class LSTMUnitGradientOp final : public Operator<CPUContext> {
 
  private:
   float forget_bias_;
+  bool sequence_lengths_;
+  bool drop_states_;
+};
+
+// Inputs hidden_prev [1, N, D], gates [1, N, 3D], seq_lengths (unless
+// sequence_lengths is false), timestep. Output hidden.
+class GRUUnitOp final : public Operator<CPUContext> {
+ public:
+  GRUUnitOp(const OperatorDef& def, Workspace* workspace);
+  void RunOnDevice() override;
+
+ private:
+  bool sequence_lengths_;
+  bool drop_states_;
+};
+
+// Inputs: GRUUnit's inputs, hidden, hidden_grad. Outputs: gradients of
+// hidden_prev and of the gates (the reset gate's is zero: it acts before
+// the unit).
+class GRUUnitGradientOp final : public Operator<CPUContext> {
+ public:
+  GRUUnitGradientOp(const OperatorDef& def, Workspace* workspace);
+  void RunOnDevice() override;
+
+ private:
   bool sequence_lengths_;
   bool drop_states_;
 };

@@ -1,0 +1,1 @@
+"""caffe2.python.rnn: helpers for recurrent-network tests."""
