@@ -187,9 +187,15 @@ class BackwardBuilder {
         output_gradients.emplace_back();
       }
     }
-    if (first_output_with_gradient.empty() || !has_differentiable_input_[index]) return;
-
     const GradientRegistry::Entry* entry = GradientRegistry::Find(op.type());
+    // An op without outputs gets no gradient to pass on, but a maker may
+    // still give its inputs one (ZeroGradient's zeros).
+    const bool outputless_maker =
+        op.output_size() == 0 && entry != nullptr && entry->kind == GradientRegistry::Kind::kMaker;
+    if ((first_output_with_gradient.empty() && !outputless_maker) ||
+        !has_differentiable_input_[index]) {
+      return;
+    }
     DOPPIO_ENFORCE(entry == nullptr ||
                        entry->kind != GradientRegistry::Kind::kShouldNotDoGradient,
                    "AddGradientOperators on net '", net_.name(), "': ", OpLabel(op, index),
@@ -381,9 +387,17 @@ class BackwardBuilder {
 
   GradientWrapper MakeDenseSum(const std::string& name, std::vector<Generator>& generators) {
     const std::string base = SumOutputName(name, generators);
+    // A gradient handed through under the sum's name (a loss gradient given
+    // for a blob other ops also read: RecurrentNetwork's step outputs) must
+    // survive until the sum, which then accumulates into it in place; every
+    // gradient op then writes a blob of its own.
+    const bool base_handed_through =
+        std::any_of(generators.begin(), generators.end(), [&](const Generator& g) {
+          return !g.dense_or_indices.has_op() && g.gradient.dense == base;
+        });
     std::vector<std::string> inputs;
     int count = 0;
-    bool first_op_output = true;
+    bool first_op_output = !base_handed_through;
     for (const Generator& generator : generators) {
       if (generator.dense_or_indices.has_op()) {
         if (first_op_output) {
@@ -393,7 +407,6 @@ class BackwardBuilder {
           inputs.push_back(Rename(generator.dense_or_indices, &count));
         }
       } else {
-        CheckNoConflict(base, generator.gradient.dense, name);
         inputs.push_back(generator.gradient.dense);
       }
     }

@@ -264,13 +264,15 @@ OPERATOR_SCHEMA(Div)
          "numpy. Integers divide truncating toward zero (C's rule, as Caffe2); "
          "an integer division by zero is an error.");
 
+// Add and Sub read A and B for their shapes only, which dA and dB take: the
+// gradient of an in-place Add passes dC for the overwritten input's shape.
 OPERATOR_SCHEMA(AddGradient)
     .NumInputs(3)
-    .AllowInplace({{0, 0}, {0, 1}})
+    .AllowInplace({{0, 0}, {0, 1}, {1, 0}, {2, 1}})
     .Apply(ArithmeticGradientSchema("Add", &AddFunctor::Slots));
 OPERATOR_SCHEMA(SubGradient)
     .NumInputs(3)
-    .AllowInplace({{0, 0}, {0, 1}})
+    .AllowInplace({{0, 0}, {0, 1}, {1, 0}, {2, 1}})
     .Apply(ArithmeticGradientSchema("Sub", &SubFunctor::Slots));
 OPERATOR_SCHEMA(MulGradient)
     .NumInputs(3)
@@ -310,6 +312,15 @@ class GetArithmeticGradient final : public GradientMakerBase {
                      "computed in place over '", O(0), "': its gradient needs both inputs");
     }
     std::vector<std::string> inputs = {GO(0), I(0), I(1)};
+    // Add and Sub read their inputs only for their shapes. An input the op
+    // overwrote had C's shape (the kernel refuses in place otherwise), which
+    // dC still has: the gradient then needs no overwritten blob (Caffe2's
+    // attention accumulates into its sums in place).
+    if (type == "Add" || type == "Sub") {
+      for (int i : {0, 1}) {
+        if (I(i) == O(0)) inputs[1 + i] = GO(0);
+      }
+    }
     if (type == "Div") inputs.push_back(O(0));
     // broadcast/axis travel along: the gradient reduces the way the op broadcast.
     return SingleGradientDef(type + "Gradient", "", inputs, {GI(0), GI(1)}, Def().arg());

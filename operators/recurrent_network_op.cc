@@ -125,10 +125,13 @@ int ReadTimestep(const OperatorBase& op, const Tensor& t) {
   return t.data<int32_t>()[0];
 }
 
+// Whether the op carries a backward step net (ExtractPredictorNet leaves
+// the argument there, empty).
 bool HasBackwardStepNet(const OperatorBase& op) {
-  ArgumentHelper args(op.def());
-  return args.HasSingleOfType<NetDef>("backward_step_net") ||
-         !args.GetSingle<std::string>("backward_step_net", "").empty();
+  for (const Argument& arg : op.def().arg()) {
+    if (arg.name() == "backward_step_net") return arg.n().op_size() > 0 || !arg.s().empty();
+  }
+  return false;
 }
 
 // rnn_internal_apply_link: makes `internal` a view of `window` slices of

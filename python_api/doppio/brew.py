@@ -14,6 +14,7 @@ import threading
 from doppio import core
 from doppio import model_helper
 from doppio import scope
+from doppio.modeling.initializers import Initializer
 from doppio.model_helper import ParameterTags, update_initializer, ExternalInitializer
 from doppio.proto import doppio_pb2 as caffe2_pb2
 
@@ -290,6 +291,27 @@ def instance_norm(model, blob_in, blob_out, dim_in, order='NCHW', **kwargs):
                                   order=order, **kwargs)[0]
 
 
+def layer_norm(model, blob_in, blob_out, dim_in, axis=1, epsilon=1e-4, initial_scale=1.0,
+               initial_bias=0.0):
+    """LayerNorm over the dims from `axis` on, then a learned per-feature
+    scale `<blob_out>_scale` and bias `<blob_out>_bias` (dim_in each).
+    Returns (the result, the mean, the std)."""
+    normalized, mean, stdev = model.net.LayerNorm(
+        [blob_in], [blob_out, blob_out + '_mean', blob_out + '_stdev'], axis=axis,
+        epsilon=epsilon)
+    scale = model.create_param(param_name='{}_scale'.format(blob_out), shape=[dim_in],
+                               initializer=Initializer('ConstantFill', value=initial_scale),
+                               tags=ParameterTags.WEIGHT)
+    bias = model.create_param(param_name='{}_bias'.format(blob_out), shape=[dim_in],
+                              initializer=Initializer('ConstantFill', value=initial_bias),
+                              tags=ParameterTags.BIAS)
+    scaled = model.net.Mul([normalized, scale], ['{}_scaled'.format(blob_out)], broadcast=1,
+                           axis=axis)
+    biased = model.net.Add([scaled, bias], ['{}_biased'.format(blob_out)], broadcast=1,
+                           axis=axis)
+    return biased, mean, stdev
+
+
 def iter(model, blob_out, **kwargs):
     """An int64 counter made (0) on the CPU by param_init_net and incremented
     by each run of the net."""
@@ -372,5 +394,5 @@ def has_helper(helper_or_helper_name):
 
 for _helper in [fc, conv, spatial_bn, max_pool, average_pool, relu, softmax,
                 dropout, sum, concat, depth_concat, accuracy, db_input, image_input, tanh,
-                transpose, batch_mat_mul, prelu, lrn, instance_norm, iter]:
+                transpose, batch_mat_mul, prelu, lrn, instance_norm, layer_norm, iter]:
     Register(_helper)

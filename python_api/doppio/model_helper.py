@@ -10,6 +10,7 @@ from doppio import scope
 from doppio.modeling.initializers import (  # noqa: F401
     ExternalInitializer, Initializer, update_initializer)
 from doppio.modeling.parameter_info import ParameterInfo, ParameterTags  # noqa: F401
+from doppio.modeling.parameter_sharing import parameter_sharing_context
 
 
 class ModelHelper(object):
@@ -74,7 +75,8 @@ class ModelHelper(object):
         if isinstance(param_name, core.BlobReference):
             param_name = str(param_name)
         elif isinstance(param_name, str):
-            param_name = scope.CurrentNameScope() + param_name
+            # The current name scope, after ParameterSharing's overrides.
+            param_name = parameter_sharing_context.get_parameter_name(param_name)
         else:
             raise TypeError('Unsupported type for param_name: {}'.format(
                 type(param_name).__name__))
@@ -235,6 +237,26 @@ class ModelHelper(object):
         return sorted(set(list(self.__dict__) + dir(type(self))))
 
 
+def _predictor_step_net(op, device, renames):
+    """A RecurrentNetwork for serving: no backward step net, its step net's
+    ops on `device` with `renames` applied. Returns the step net's external
+    inputs (after renaming)."""
+    step_inputs = []
+    for arg in op.arg:
+        if arg.name == 'backward_step_net':
+            arg.ClearField('n')
+        elif arg.name == 'step_net':
+            for step_op in arg.n.op:
+                step_op.input[:] = [renames.get(b, b) for b in step_op.input]
+                step_op.output[:] = [renames.get(b, b) for b in step_op.output]
+                if device is not None:
+                    step_op.device_option.CopyFrom(device)
+            arg.n.external_input[:] = [renames.get(b, b) for b in arg.n.external_input]
+            arg.n.external_output[:] = [renames.get(b, b) for b in arg.n.external_output]
+            step_inputs = list(arg.n.external_input)
+    return step_inputs
+
+
 def ExtractPredictorNet(net_proto, input_blobs, output_blobs, device=None,
                         renames=None, disabled_inputs=None):
     """Caffe2's ExtractPredictorNet: the ops of a (test-mode) net between
@@ -282,6 +304,9 @@ def ExtractPredictorNet(net_proto, input_blobs, output_blobs, device=None,
         new_op.CopyFrom(op)
         if device is not None:
             new_op.device_option.CopyFrom(device)
+        if op.type == 'RecurrentNetwork':
+            external_inputs += [b for b in _predictor_step_net(new_op, device, renames)
+                                if b in original_inputs and b not in external_inputs]
         known.update(op.output)
         external_inputs += [b for b in op.input
                             if b in original_inputs and b not in external_inputs]

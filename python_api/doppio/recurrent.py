@@ -22,12 +22,14 @@ def _references(cell_net, input_blobs, initial_cell_inputs, timestep):
     return [core.BlobReference(b) for b in cell_net.Proto().external_input if b not in known]
 
 
-def _backward_step_net(cell_net, recompute_blobs_on_backward):
+def _backward_step_net(cell_net, recompute_blobs_on_backward, state_outputs):
     """(backward step net, {blob: gradient}, blob versions of the backward
-    net) for the step net, whose every external output gets the gradient
-    '<output>_grad' from outside."""
+    net) for the step net. The states it outputs get the gradient
+    '<output>_grad' from outside (linked to the state gradients); its other
+    outputs get only what the step's own ops pass back (Caffe2 gives those
+    a gradient name nothing writes, and drops it when an op reads them)."""
     proto = cell_net.Proto()
-    output_grads = {o: o + '_grad' for o in proto.external_output}
+    output_grads = {o: o + '_grad' for o in proto.external_output if o in state_outputs}
     backward_ops, mapping = core.GradientRegistry.GetBackwardPass(proto.op, output_grads)
     mapping = {str(k): v for k, v in mapping.items()}
     backward = core.Net('RecurrentBackwardStep')
@@ -107,7 +109,7 @@ def recurrent_net(net, cell_net, inputs, initial_cell_inputs, links, timestep=No
         backward_cell_net, backward_mapping, backward_versions = None, {}, {}
     else:
         backward_cell_net, backward_mapping, backward_versions = _backward_step_net(
-            cell_net, recompute_blobs_on_backward)
+            cell_net, recompute_blobs_on_backward, {str(o) for o in links.values()})
 
     all_inputs = [i[1] for i in inputs] + [x[1] for x in initial_cell_inputs] + references
     all_outputs = []

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -299,6 +300,33 @@ TEST(BackwardTest, LossReadByAnotherOpGetsBothGradients) {
   EXPECT_EQ(ops[2], "Scale(l2_grad)->(_l1_grad_autosplit_0)");
   EXPECT_EQ(ops[3], "Sum(l1_grad,_l1_grad_autosplit_0)->(l1_grad)");
   EXPECT_EQ(ops[4], "AveragedLossGradient(x,l1_grad)->(x_grad)");
+}
+
+TEST(BackwardTest, GivenGradientOfABlobOthersReadIsSummedIntoInPlace) {
+  // RecurrentNetwork's step nets: the state gradient comes from outside
+  // under "<blob>_grad", the very name the readers' gradients would take.
+  const NetDef net = MakeNet({MakeOp("Scale", {"h"}, {"l2"}, {FloatArg("scale", 3.0f)})});
+  const BackwardResult result =
+      AddGradientOperators(net, {"h", "l2"}, {{"h", GradientWrapper{"h_grad", "", ""}}});
+  const std::vector<std::string> ops = Describe(result.ops);
+  ASSERT_EQ(ops.size(), 3u) << ::testing::PrintToString(ops);
+  EXPECT_EQ(ops[0], "ConstantFill(l2)->(l2_grad)");
+  EXPECT_EQ(ops[1], "Scale(l2_grad)->(_h_grad_autosplit_0)");
+  EXPECT_EQ(ops[2], "Sum(h_grad,_h_grad_autosplit_0)->(h_grad)");
+  EXPECT_EQ(result.gradients.at("h").dense, "h_grad");
+}
+
+TEST(BackwardTest, OutputlessOpWithAMakerGivesItsInputAGradient) {
+  const NetDef net = MakeNet({MakeOp("Scale", {"x"}, {"y"}, {FloatArg("scale", 2.0f)}),
+                              MakeOp("ZeroGradient", {"y"}, {}),
+                              MakeOp("Save", {"y"}, {}, {testing::StringArg("db", "f")}),
+                              MakeOp("AveragedLoss", {"x"}, {"loss"})});
+  const BackwardResult result = AddGradientOperators(net, {"loss"});
+  const std::vector<std::string> ops = Describe(result.ops);
+  // y's zeros flow back through Scale into x, summed with the loss's.
+  EXPECT_EQ(result.gradients.at("y").dense, "y_grad");
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "ConstantFill(y)->(y_grad)"), ops.end())
+      << ::testing::PrintToString(ops);
 }
 
 }  // namespace

@@ -134,6 +134,19 @@ def test_mul_in_place_cannot_be_differentiated():
         h.gradient_ops(h.make_op("Mul", ["A", "B"], ["A"]))
 
 
+@pytest.mark.parametrize("name,broadcast", [("Add", 0), ("Sub", 0), ("Add", 1)])
+def test_add_sub_in_place_over_a_differentiate(name, broadcast):
+    """The gradient of an in-place Add/Sub takes A's shape from dC (A is
+    overwritten); against finite differences, also with B broadcast."""
+    rng = np.random.RandomState(2)
+    a = rng.uniform(-1, 1, (2, 3))
+    b = rng.uniform(-1, 1, (3,) if broadcast else (2, 3))
+    op = h.make_op(name, ["A", "B"], ["A"], broadcast=broadcast)
+    ops, _ = h.gradient_ops(op)
+    assert "A" not in ops[0].input
+    h.check_gradient(op, [a, b], [0, 1])
+
+
 def test_div_gradient_legacy_three_input_form():
     # Older Caffe2 nets wrote DivGradient(B, C, dC).
     rng = np.random.RandomState(1)
