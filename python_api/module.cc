@@ -449,6 +449,7 @@ void DefineParallelize(py::module_& m);
 void DefineEnginePref(py::module_& m);
 // python_api/capabilities_py.cc
 void DefineCapabilities(py::module_& m);
+void DefinePythonOps(py::module_& m);
 // python_api/shape_inference_py.cc
 void DefineShapeInference(py::module_& m, std::function<Workspace*()> current_workspace);
 // python_api/transforms_py.cc
@@ -530,6 +531,7 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("op_type"));
   DefineParallelize(m);
   DefineEnginePref(m);
+  DefinePythonOps(m);
   DefineMemonger(m);
   DefineCrossDeviceCopies(m);
   DefineTransforms(m, [] { return Registry().Current(); });

@@ -98,5 +98,16 @@ py::array TensorToArray(const Tensor& tensor, const std::string& blob_name) {
   return result;
 }
 
+py::array TensorView(Tensor* tensor, const std::string& blob_name) {
+  DOPPIO_ENFORCE(tensor->device().kind == DeviceKind::kCPU, "blob '", blob_name,
+                 "' is on a GPU; Python ops see host tensors only");
+  if (tensor->dtype() == DataType::kString) return TensorToArray(*tensor, blob_name);
+  std::vector<py::ssize_t> shape(tensor->dims().begin(), tensor->dims().end());
+  void* data = tensor->raw_mutable_data();
+  // The capsule owns nothing: it only makes numpy reference, not copy.
+  return py::array(py::dtype(NumpyName(tensor->dtype())), shape, data,
+                   py::capsule(data, [](void*) {}));
+}
+
 }  // namespace python
 }  // namespace doppio

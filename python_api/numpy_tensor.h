@@ -21,5 +21,10 @@ void ArrayToTensor(const pybind11::array& array, const std::string& blob_name,
 // A new numpy array holding a copy of the host tensor's elements.
 pybind11::array TensorToArray(const Tensor& tensor, const std::string& blob_name);
 
+// A writable numpy array over the host tensor's own elements (no copy; valid
+// while the tensor keeps its storage). String tensors are copied, as
+// TensorToArray does, since numpy cannot view std::strings.
+pybind11::array TensorView(Tensor* tensor, const std::string& blob_name);
+
 }  // namespace python
 }  // namespace doppio

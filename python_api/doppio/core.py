@@ -13,6 +13,7 @@ from doppio.core_net import *  # noqa: F401,F403
 from doppio.cross_device import (  # noqa: F401
     InjectCrossDeviceCopies, InjectDeviceCopiesAmongNets,
     InjectDeviceCopiesAmongNetsWithoutB2D, RemapEntry)
+from doppio.python_ops import CreatePythonOperator  # noqa: F401
 from doppio.ssa import (  # noqa: F401
     get_op_ids_in_path, get_output_producers, get_ssa, get_undefined_blobs)
 from doppio.plan import ExecutionStep, Plan, execution_step, to_execution_step  # noqa: F401
