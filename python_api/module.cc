@@ -153,8 +153,11 @@ py::object FetchBlob(const std::string& name, const py::object& device_option_by
   DOPPIO_ENFORCE(blob != nullptr, "cannot fetch blob '", name,
                  "': it does not exist in the current workspace");
   if (blob->IsType<std::string>()) return py::bytes(blob->Get<std::string>());
-  DOPPIO_ENFORCE(blob->IsTensor(), "cannot fetch blob '", name, "': it holds ", blob->TypeName(),
-                 ", not a tensor or a string");
+  // Other C++ objects (DB cursors, RecurrentNetwork's step workspaces)
+  // fetch as a description, as Caffe2's did: scripts fetch every blob.
+  if (!blob->IsTensor()) {
+    return py::bytes(MakeString(name, ", a C++ native class of type ", blob->TypeName(), "."));
+  }
   const Tensor& tensor = blob->GetTensor();
   if (tensor.device().kind == DeviceKind::kCUDA) {
     return TensorToArray(CopyToHost(tensor, name), name);

@@ -13,6 +13,11 @@ from doppio.modeling.parameter_info import ParameterInfo, ParameterTags  # noqa:
 from doppio.modeling.parameter_sharing import parameter_sharing_context
 
 
+class ParameterShapeError(ValueError, AssertionError):
+    """A parameter asked for again with another shape. A ValueError, and an
+    AssertionError as Caffe2's create_param raised."""
+
+
 class ModelHelper(object):
     """Two nets and the parameters shared between them.
 
@@ -83,7 +88,7 @@ class ModelHelper(object):
         if param_name in self._parameters_info:
             existing = self._parameters_info[param_name]
             if list(existing.shape or []) != list(shape):
-                raise ValueError('parameter {} exists with shape {}, asked for {}'.format(
+                raise ParameterShapeError('parameter {} exists with shape {}, asked for {}'.format(
                     param_name, existing.shape, list(shape)))
             return existing.blob
         param_info = initializer.create_param(

@@ -1,5 +1,6 @@
-#include "operators/sequence_mask_op.h"
+#include "operators/boolean_mask_ops.h"
 
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -107,7 +108,58 @@ void SequenceMaskOp::RunOnDevice() {
   }
 }
 
+void BooleanMaskOp::RunOnDevice() {
+  const Tensor& data = Input(0);
+  const Tensor& mask = Input(1);
+  DOPPIO_ENFORCE(data.ndim() >= 1, "data '", input_name(0), "' must have at least one dim");
+  DOPPIO_ENFORCE(mask.dtype() == DataType::kBool && mask.ndim() == 1 && mask.numel() == data.dim(0),
+                 "mask '", input_name(1), "' must be bool [", data.dim(0), "] (one per row of '",
+                 input_name(0), "'), not ", mask.DebugString());
+  const bool* keep = mask.data<bool>();
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < mask.numel(); ++i) {
+    if (keep[i]) rows.push_back(i);
+  }
+  std::vector<int64_t> dims = data.dims();
+  dims[0] = static_cast<int64_t>(rows.size());
+  Tensor* out = Output(0);
+  out->Resize(dims);
+  const int64_t row_size = data.SizeFromDim(1);
+  if (data.dtype() == DataType::kString) {
+    const std::string* from = data.data<std::string>();
+    std::string* to = out->mutable_data<std::string>();
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (int64_t k = 0; k < row_size; ++k) to[r * row_size + k] = from[rows[r] * row_size + k];
+    }
+  } else {
+    const size_t row_bytes = static_cast<size_t>(row_size) * data.itemsize();
+    const char* from = static_cast<const char*>(data.raw_data());
+    char* to = static_cast<char*>(out->raw_mutable_data(data.dtype()));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      if (row_bytes > 0) std::memcpy(to + r * row_bytes, from + rows[r] * row_bytes, row_bytes);
+    }
+  }
+  if (OutputSize() == 2) {
+    Tensor* indices = Output(1);
+    indices->Resize({static_cast<int64_t>(rows.size())});
+    int64_t* index = indices->mutable_data<int64_t>();
+    for (size_t r = 0; r < rows.size(); ++r) index[r] = rows[r];
+  }
+}
+
+REGISTER_CPU_OPERATOR(BooleanMask, BooleanMaskOp);
 REGISTER_CPU_OPERATOR(SequenceMask, SequenceMaskOp);
+
+OPERATOR_SCHEMA(BooleanMask)
+    .NumInputs(2)
+    .NumOutputs(1, 2)
+    .Input(0, "data", "tensor of any type, [N, ...]")
+    .Input(1, "mask", "bool [N]")
+    .Output(0, "masked_data", "the rows of data where mask is true")
+    .Output(1, "masked_indices", "(optional) their indices, int64")
+    .Doc("Keeps the rows of data whose mask entry is true (numpy's data[mask]).");
+
+NO_GRADIENT(BooleanMask, "it selects rows by a data-dependent mask; Caffe2 defines none either");
 
 OPERATOR_SCHEMA(SequenceMask)
     .NumInputs(1, 2)

@@ -1,3 +1,8 @@
+// Boolean masks (Caffe2's boolean_mask_ops).
+//
+// BooleanMask: the rows of a tensor where a bool mask is true (and their
+// indices).
+//
 // SequenceMask: sets the masked entries of a tensor viewed as rows x
 // columns to fill_val (-inf by default, so a softmax gives them no weight),
 // Caffe2's op for attention. Its gradient is the same op with grad=1, which
@@ -35,6 +40,14 @@ class SequenceMaskOp final : public Operator<CPUContext> {
   int batch_;
   bool has_repeat_;
   int repeat_from_;
+};
+
+// Inputs data (any type, [N, ...]) and mask (bool [N]); outputs the rows
+// where mask is true, [count, ...], and optionally their indices (int64).
+class BooleanMaskOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
 };
 
 }  // namespace doppio
