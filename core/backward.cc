@@ -146,6 +146,7 @@ class BackwardBuilder {
     } else {
       OperatorDef fill;
       fill.set_type("ConstantFill");
+      fill.set_name("");
       // On the loss's own device: a model-parallel net would otherwise copy
       // the loss to the default device and its gradient back.
       for (int i = net_.op_size() - 1; i >= 0; --i) {
@@ -157,7 +158,8 @@ class BackwardBuilder {
         }
       }
       fill.add_input(loss);
-      fill.add_output(GradientName(loss));
+      // Caffe2's name for a gradient the backward pass makes up.
+      fill.add_output(loss + "_autogen_grad");
       Argument* value = fill.add_arg();
       value->set_name("value");
       value->set_f(1.0f);
@@ -467,6 +469,9 @@ class BackwardBuilder {
       if (maker.has_device_option()) *op.mutable_device_option() = maker.device_option();
       break;
     }
+    // Caffe2 built these in Python, where every op has a (possibly empty)
+    // name: protos compare equal to theirs.
+    op.set_name("");
     result_.ops.push_back(std::move(op));
   }
 

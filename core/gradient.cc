@@ -69,7 +69,8 @@ std::vector<OperatorDef> GradientMakerBase::SingleGradientDef(
     const google::protobuf::RepeatedPtrField<Argument>& args) {
   OperatorDef op;
   op.set_type(type);
-  if (!name.empty()) op.set_name(name);
+  // Set even when empty, as Caffe2's CreateOperatorDef does.
+  op.set_name(name);
   for (const auto& input : inputs) op.add_input(input);
   for (const auto& output : outputs) op.add_output(output);
   *op.mutable_arg() = args;
@@ -81,7 +82,7 @@ GradientOpsMeta GradientMakerBase::Get() {
   GradientOpsMeta meta;
   meta.ops = GetGradientDefs();
   for (OperatorDef& op : meta.ops) {
-    op.set_is_gradient_op(true);
+    if (MarksGradientOps()) op.set_is_gradient_op(true);
     if (CopyDeviceOption() && def_.has_device_option()) {
       *op.mutable_device_option() = def_.device_option();
     }

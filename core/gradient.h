@@ -60,6 +60,10 @@ class GradientMakerBase {
   virtual bool CopyDeviceOption() const { return true; }
   virtual bool CopyEngine() const { return true; }
   virtual bool CopyArguments() const { return false; }
+  // Whether Get() marks the ops it returns as gradient ops (is_gradient_op).
+  // Makers written in Python return their ops as they built them, as in
+  // Caffe2.
+  virtual bool MarksGradientOps() const { return true; }
 
   // Runs GetGradientDefs and fills in which inputs got gradients.
   GradientOpsMeta Get();

@@ -453,6 +453,7 @@ void DefineEnginePref(py::module_& m);
 // python_api/capabilities_py.cc
 void DefineCapabilities(py::module_& m);
 void DefinePythonOps(py::module_& m);
+void DefinePythonGradients(py::module_& m);
 // python_api/shape_inference_py.cc
 void DefineShapeInference(py::module_& m, std::function<Workspace*()> current_workspace);
 // python_api/transforms_py.cc
@@ -535,6 +536,7 @@ PYBIND11_MODULE(_C, m) {
   DefineParallelize(m);
   DefineEnginePref(m);
   DefinePythonOps(m);
+  DefinePythonGradients(m);
   DefineMemonger(m);
   DefineCrossDeviceCopies(m);
   DefineTransforms(m, [] { return Registry().Current(); });

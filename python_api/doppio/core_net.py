@@ -317,6 +317,9 @@ class GradientRegistry(object):
         """(gradient ops, {blob: gradient}) for `operators` given the loss
         blobs `ys`: a list (gradients filled with ones) or a dict from loss to
         its gradient blob (None: filled with ones)."""
+        if not ys:
+            # Nothing to differentiate (Caffe2 returns no ops).
+            return [], {}
         net = caffe2_pb2.NetDef(name=net_name)
         net.op.extend(operators)
         if isinstance(ys, dict):

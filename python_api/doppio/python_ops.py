@@ -80,3 +80,42 @@ def Python(self, f, grad_f=None, python_func_type=None, pass_workspace=False,
 
 
 core_net.Net.Python = Python
+
+
+def _gradient_to_wire(gradient):
+    if gradient is None:
+        return None
+    if isinstance(gradient, core_net.GradientSlice):
+        return (str(gradient.indices), str(gradient.values))
+    return str(gradient)
+
+
+def _gradient_from_wire(gradient):
+    if isinstance(gradient, tuple):
+        return core_net.GradientSlice(gradient[0], gradient[1])
+    return gradient
+
+
+def RegisterGradient(cls, op_type):
+    """Decorator registering a Python gradient maker for `op_type`:
+    f(op, g_output) -> (gradient ops (a list, or one op), g_input), the
+    gradients being names, GradientSlices or None. It replaces a built-in
+    maker of that type; the backward pass calls it for every op of the
+    type."""
+    def Wrapper(func):
+        def maker(op_bytes, g_output):
+            op = core_net.caffe2_pb2.OperatorDef()
+            op.ParseFromString(op_bytes)
+            ops, g_input = func(op, [_gradient_from_wire(g) for g in g_output])
+            if isinstance(ops, core_net.caffe2_pb2.OperatorDef):
+                ops = [ops]
+            return ([o.SerializeToString() for o in ops or []],
+                    [_gradient_to_wire(g) for g in g_input])
+        _C.register_python_gradient(op_type, maker)
+        cls.gradient_registry_[op_type] = func
+        return func
+    return Wrapper
+
+
+core_net.GradientRegistry.gradient_registry_ = {}
+core_net.GradientRegistry.RegisterGradient = classmethod(RegisterGradient)

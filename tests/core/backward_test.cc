@@ -48,13 +48,13 @@ TEST(BackwardTest, LossGetsConstantFillOfOne) {
   const BackwardResult result = AddGradientOperators(net, {"loss"});
   ASSERT_GE(result.ops.size(), 1u);
   const OperatorDef& fill = result.ops[0];
-  EXPECT_EQ(Describe(fill), "ConstantFill(loss)->(loss_grad)");
+  EXPECT_EQ(Describe(fill), "ConstantFill(loss)->(loss_autogen_grad)");
   ASSERT_EQ(fill.arg_size(), 1);
   EXPECT_EQ(fill.arg(0).name(), "value");
   EXPECT_FLOAT_EQ(fill.arg(0).f(), 1.0f);
   EXPECT_EQ(Describe(result.ops),
-            (std::vector<std::string>{"ConstantFill(loss)->(loss_grad)",
-                                      "AveragedLossGradient(y,loss_grad)->(y_grad)",
+            (std::vector<std::string>{"ConstantFill(loss)->(loss_autogen_grad)",
+                                      "AveragedLossGradient(y,loss_autogen_grad)->(y_grad)",
                                       "Scale(y_grad)->(x_grad)"}));
   // The gradient op of Scale keeps its scale.
   ASSERT_EQ(result.ops[2].arg_size(), 1);
@@ -62,7 +62,7 @@ TEST(BackwardTest, LossGetsConstantFillOfOne) {
   EXPECT_TRUE(result.ops[2].is_gradient_op());
   EXPECT_EQ(result.gradients.at("x").dense, "x_grad");
   EXPECT_EQ(result.gradients.at("y").dense, "y_grad");
-  EXPECT_EQ(result.gradients.at("loss").dense, "loss_grad");
+  EXPECT_EQ(result.gradients.at("loss").dense, "loss_autogen_grad");
   EXPECT_EQ(result.gradients.size(), 3u);
 }
 
@@ -86,8 +86,8 @@ TEST(BackwardTest, FanOutIsSummedWithCaffe2Renaming) {
   const BackwardResult result = AddGradientOperators(net, {"loss"});
   const std::vector<std::string> ops = Describe(result.ops);
   ASSERT_EQ(ops.size(), 7u) << ::testing::PrintToString(ops);
-  EXPECT_EQ(ops[0], "ConstantFill(loss)->(loss_grad)");
-  EXPECT_EQ(ops[1], "AveragedLossGradient(sum,loss_grad)->(sum_grad)");
+  EXPECT_EQ(ops[0], "ConstantFill(loss)->(loss_autogen_grad)");
+  EXPECT_EQ(ops[1], "AveragedLossGradient(sum,loss_autogen_grad)->(sum_grad)");
   EXPECT_EQ(result.ops[2].type(), "AddGradient");
   EXPECT_EQ(ops[3], "SigmoidGradient(s,s_grad)->(h_grad)");
   EXPECT_EQ(ops[4], "ReluGradient(r,r_grad)->(_h_grad_autosplit_0)");
@@ -120,7 +120,7 @@ TEST(BackwardTest, InPlaceChainPassesGradientsThroughVersions) {
   const BackwardResult result = AddGradientOperators(net, {"loss"});
   const std::vector<std::string> ops = Describe(result.ops);
   ASSERT_EQ(ops.size(), 5u) << ::testing::PrintToString(ops);
-  EXPECT_EQ(ops[1], "AveragedLossGradient(h,loss_grad)->(h_grad)");
+  EXPECT_EQ(ops[1], "AveragedLossGradient(h,loss_autogen_grad)->(h_grad)");
   EXPECT_EQ(ops[2], "ReluGradient(h,h_grad)->(h_grad)");
   EXPECT_EQ(ops[3], "Scale(h_grad)->(h_grad)");
   EXPECT_EQ(result.ops[4].type(), "FCGradient");
@@ -149,8 +149,8 @@ TEST(BackwardTest, OverwrittenBlobGivesNoGradientToItsEarlierWriter) {
                               MakeOp("AveragedLoss", {"y"}, {"loss"})});
   const BackwardResult result = AddGradientOperators(net, {"loss"});
   EXPECT_EQ(Describe(result.ops),
-            (std::vector<std::string>{"ConstantFill(loss)->(loss_grad)",
-                                      "AveragedLossGradient(y,loss_grad)->(y_grad)",
+            (std::vector<std::string>{"ConstantFill(loss)->(loss_autogen_grad)",
+                                      "AveragedLossGradient(y,loss_autogen_grad)->(y_grad)",
                                       "Scale(y_grad)->(z_grad)"}));
   EXPECT_EQ(result.gradients.count("x"), 0u);
   EXPECT_EQ(result.gradients.at("z").dense, "z_grad");
@@ -206,8 +206,8 @@ TEST(BackwardTest, OpsOffTheLossPathGetNothing) {
                               MakeOp("Save", {"y"}, {}, {})});
   const BackwardResult result = AddGradientOperators(net, {"loss"});
   EXPECT_EQ(Describe(result.ops),
-            (std::vector<std::string>{"ConstantFill(loss)->(loss_grad)",
-                                      "AveragedLossGradient(y,loss_grad)->(y_grad)",
+            (std::vector<std::string>{"ConstantFill(loss)->(loss_autogen_grad)",
+                                      "AveragedLossGradient(y,loss_autogen_grad)->(y_grad)",
                                       "Scale(y_grad)->(x_grad)"}));
   EXPECT_EQ(result.gradients.count("unused"), 0u);
 }
@@ -216,9 +216,10 @@ TEST(BackwardTest, GatherGivesAGradientSlice) {
   const NetDef net = MakeNet({MakeOp("Gather", {"emb", "idx"}, {"rows"}),
                               MakeOp("AveragedLoss", {"rows"}, {"loss"})});
   const BackwardResult result = AddGradientOperators(net, {"loss"});
-  EXPECT_EQ(Describe(result.ops),
-            (std::vector<std::string>{"ConstantFill(loss)->(loss_grad)",
-                                      "AveragedLossGradient(rows,loss_grad)->(rows_grad)"}));
+  EXPECT_EQ(
+      Describe(result.ops),
+      (std::vector<std::string>{"ConstantFill(loss)->(loss_autogen_grad)",
+                                "AveragedLossGradient(rows,loss_autogen_grad)->(rows_grad)"}));
   const GradientWrapper& grad = result.gradients.at("emb");
   EXPECT_TRUE(grad.IsSparse());
   EXPECT_EQ(grad.indices, "idx");
@@ -295,11 +296,11 @@ TEST(BackwardTest, LossReadByAnotherOpGetsBothGradients) {
   const BackwardResult result = AddGradientOperators(net, {"l1", "l2"});
   const std::vector<std::string> ops = Describe(result.ops);
   ASSERT_EQ(ops.size(), 5u) << ::testing::PrintToString(ops);
-  EXPECT_EQ(ops[0], "ConstantFill(l1)->(l1_grad)");
-  EXPECT_EQ(ops[1], "ConstantFill(l2)->(l2_grad)");
-  EXPECT_EQ(ops[2], "Scale(l2_grad)->(_l1_grad_autosplit_0)");
-  EXPECT_EQ(ops[3], "Sum(l1_grad,_l1_grad_autosplit_0)->(l1_grad)");
-  EXPECT_EQ(ops[4], "AveragedLossGradient(x,l1_grad)->(x_grad)");
+  EXPECT_EQ(ops[0], "ConstantFill(l1)->(l1_autogen_grad)");
+  EXPECT_EQ(ops[1], "ConstantFill(l2)->(l2_autogen_grad)");
+  EXPECT_EQ(ops[2], "Scale(l2_autogen_grad)->(_l1_grad_autosplit_0)");
+  EXPECT_EQ(ops[3], "Sum(l1_autogen_grad,_l1_grad_autosplit_0)->(l1_autogen_grad)");
+  EXPECT_EQ(ops[4], "AveragedLossGradient(x,l1_autogen_grad)->(x_grad)");
 }
 
 TEST(BackwardTest, GivenGradientOfABlobOthersReadIsSummedIntoInPlace) {
@@ -310,8 +311,8 @@ TEST(BackwardTest, GivenGradientOfABlobOthersReadIsSummedIntoInPlace) {
       AddGradientOperators(net, {"h", "l2"}, {{"h", GradientWrapper{"h_grad", "", ""}}});
   const std::vector<std::string> ops = Describe(result.ops);
   ASSERT_EQ(ops.size(), 3u) << ::testing::PrintToString(ops);
-  EXPECT_EQ(ops[0], "ConstantFill(l2)->(l2_grad)");
-  EXPECT_EQ(ops[1], "Scale(l2_grad)->(_h_grad_autosplit_0)");
+  EXPECT_EQ(ops[0], "ConstantFill(l2)->(l2_autogen_grad)");
+  EXPECT_EQ(ops[1], "Scale(l2_autogen_grad)->(_h_grad_autosplit_0)");
   EXPECT_EQ(ops[2], "Sum(h_grad,_h_grad_autosplit_0)->(h_grad)");
   EXPECT_EQ(result.gradients.at("h").dense, "h_grad");
 }

@@ -325,7 +325,7 @@ def test_add_gradient_operators_matches_numpy():
     for blob in ("w", "b", "x"):
         assert blob in grad_map and isinstance(grad_map[blob], core.BlobReference)
     workspace.RunNetOnce(net)
-    np.testing.assert_allclose(workspace.FetchBlob("loss_grad"), 1.0)
+    np.testing.assert_allclose(workspace.FetchBlob("loss_autogen_grad"), 1.0)
     for blob, value in expected.items():
         np.testing.assert_allclose(workspace.FetchBlob(grad_map[blob]), value,
                                    rtol=1e-4, atol=1e-6, err_msg=blob)
