@@ -654,7 +654,12 @@ class Net(object):
     def AddGradientOperators(self, ys, skip=0):
         """Appends the backward pass of ops[skip:] for the losses `ys` (a list:
         gradients of ones; or a dict loss -> gradient blob or None) and
-        returns {blob: gradient BlobReference or GradientSlice}."""
+        returns {blob: gradient BlobReference or GradientSlice}. No loss at
+        all is an error here (a model's backward pass needs one), though
+        GetBackwardPass itself returns nothing for none, as Caffe2's."""
+        if not ys:
+            raise RuntimeError('AddGradientOperators on net {!r}: no loss blobs given'.format(
+                self.Name()))
         grad_ops, input_to_grad = GradientRegistry.GetBackwardPass(
             self._net.op[skip:], ys, net_name=self.Name())
         # Given loss gradients are fed from outside; this runtime checks that

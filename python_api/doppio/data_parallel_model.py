@@ -139,8 +139,8 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     blobs_to_keep on every device (names without the device prefix)."""
     model = model_helper_obj
     if scope.CurrentDeviceScope() is not None:
-        raise ValueError('Parallelize must be called without a device scope: '
-                         'it sets each replica\'s device itself')
+        raise ParallelizeArgumentError('Parallelize must be called without a device scope: '
+                                       'it sets each replica\'s device itself')
     if param_update_builder_fun is not None and optimizer_builder_fun is not None:
         raise ValueError('Parallelize: give param_update_builder_fun or '
                          'optimizer_builder_fun, not both')
@@ -231,6 +231,17 @@ def _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_par
     return options
 
 
+class ParallelizeArgumentError(ValueError, AssertionError):
+    """A bad argument to Parallelize: a ValueError, and an AssertionError as
+    Caffe2's asserts raised."""
+
+
+# True while the builders run on the template model, which the C++ pass
+# later copies onto each device (ConvertNetForDevice then leaves nets as
+# they are: the copy puts them on each device).
+_building_template = False
+
+
 def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
                    param_update_builder_fun, optimizer_builder_fun, options, rendezvous):
     """The builders, the C++ pass and the bookkeeping, all on `model` (the
@@ -244,8 +255,15 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
             pre_existing.update(op.output)
 
     loss_scale = 1.0 / (max(1, len(devices)) * options.rendezvous.num_shards)
-    input_builder_fun(model)
-    losses = forward_pass_builder_fun(model, loss_scale)
+    # Caffe2's builders see the devices (model._devices) while they run.
+    model._devices = devices
+    global _building_template
+    _building_template = True
+    try:
+        input_builder_fun(model)
+        losses = forward_pass_builder_fun(model, loss_scale)
+    finally:
+        _building_template = False
     has_update = param_update_builder_fun is not None or optimizer_builder_fun is not None
     if has_update:
         if isinstance(losses, core.BlobReference):
@@ -582,6 +600,8 @@ def ConvertNetForDevice(net, device=None):
     (`cpu_<id>/`) and every op on `device` (default: the current device
     scope), as Caffe2 does to append another model's net to a replica."""
     import copy
+    if device is None and _building_template:
+        return copy.deepcopy(net)
     if device is None:
         device = scope.CurrentDeviceScope()
     if device is None:

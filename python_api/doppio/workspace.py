@@ -294,6 +294,39 @@ def FetchBlob(name, device_option=None):
     return C.fetch_blob(name)
 
 
+_PROTO_TYPES = {
+    np.dtype(np.float32): caffe2_pb2.TensorProto.FLOAT,
+    np.dtype(np.float64): caffe2_pb2.TensorProto.DOUBLE,
+    np.dtype(np.float16): caffe2_pb2.TensorProto.FLOAT16,
+    np.dtype(np.int32): caffe2_pb2.TensorProto.INT32,
+    np.dtype(np.int64): caffe2_pb2.TensorProto.INT64,
+    np.dtype(np.uint8): caffe2_pb2.TensorProto.UINT8,
+    np.dtype(np.int8): caffe2_pb2.TensorProto.INT8,
+    np.dtype(np.bool_): caffe2_pb2.TensorProto.BOOL,
+}
+
+
+def GetOperatorCost(operator, blobs):
+    """(flops, bytes written) of one op (an OperatorDef or its bytes) from its
+    schema's cost function, given the shapes of `blobs` in the current
+    workspace."""
+    if isinstance(operator, bytes):
+        op = caffe2_pb2.OperatorDef()
+        op.ParseFromString(operator)
+    else:
+        op = operator
+    net = caffe2_pb2.NetDef()
+    net.op.extend([op])
+    shapes, types = {}, {}
+    for name in blobs:
+        value = FetchBlob(name)
+        shapes[str(name)] = list(value.shape)
+        if value.dtype in _PROTO_TYPES:
+            types[str(name)] = int(_PROTO_TYPES[value.dtype])
+    total = C.infer_net_cost(net.SerializeToString(), shapes, types)['total']
+    return total['flops'], total['bytes_written']
+
+
 def FetchBlobs(names):
     return [FetchBlob(name) for name in names]
 

@@ -17,6 +17,7 @@ import contextlib
 import itertools
 
 from doppio import _C as C
+from doppio.proto import caffe2_pb2
 
 _object_names = itertools.count()
 
@@ -53,6 +54,20 @@ class Blob(object):
 
     def is_tensor(self):
         return not isinstance(self.fetch(), bytes)
+
+    def serialize(self, name):
+        """The blob as the bytes of one BlobProto named `name`."""
+        with _inside(self._workspace):
+            data = C.serialize_blob(self._name)
+        proto = caffe2_pb2.BlobProto()
+        proto.ParseFromString(data)
+        proto.name = name
+        return proto.SerializeToString()
+
+    def deserialize(self, serialized):
+        """Sets the blob from the bytes serialize (or Caffe2) made."""
+        with _inside(self._workspace):
+            C.deserialize_blob(self._name, serialized)
 
 
 class Net(object):
@@ -113,6 +128,9 @@ class Workspace(object):
 
     def create_net(self, net, overwrite=False):
         proto = net.Proto() if hasattr(net, 'Proto') else net
+        if type(proto).__name__ != 'NetDef':
+            raise TypeError('create_net takes a Net or NetDef, not {}'.format(
+                type(net).__name__))
         with _inside(self._name):
             C.create_net(type(self)._stringify(proto), bool(overwrite))
         return Net(self._name, proto.name)

@@ -236,11 +236,10 @@ def fetch_state(net_proto, inputs):
     other non-tensor blobs are left out."""
     state = {}
     for name in reads_before_writes(net_proto) - set(inputs):
-        try:
-            state[name] = workspace.FetchBlob(name).copy()
-        except RuntimeError as e:
-            if 'not a tensor' not in str(e):
-                raise
+        value = workspace.FetchBlob(name)
+        # Non-tensor blobs fetch as a description (bytes).
+        if not isinstance(value, bytes):
+            state[name] = value.copy()
     return state
 
 

@@ -132,10 +132,9 @@ def blob_shapes_after_one_run(model, kind):
     train(model, model.net.Proto(), kind, 'simple', [])
     shapes = {}
     for b in distinct_blobs(model.net.Proto()):
-        try:
-            shapes[b] = workspace.FetchBlob(b).shape
-        except RuntimeError:  # not a tensor (the optimizer's mutex)
-            pass
+        value = workspace.FetchBlob(b)
+        if not isinstance(value, bytes):  # bytes: not a tensor (the optimizer's mutex)
+            shapes[b] = value.shape
     return shapes
 
 

@@ -393,5 +393,34 @@ def test_predictor_runs_an_init_and_a_predict_net():
         predictor.run([x, x, x, x])
 
 
+def test_blob_handles_serialize_and_non_tensor_blobs_fetch_as_descriptions():
+    ws = workspace.C.Workspace()
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ws.create_blob("x").feed(value)
+    copy = ws.create_blob("x_copy")
+    copy.deserialize(ws.blobs["x"].serialize("renamed"))
+    np.testing.assert_array_equal(copy.fetch(), value)
+    proto = doppio_pb2.BlobProto()
+    proto.ParseFromString(ws.blobs["x"].serialize("renamed"))
+    assert proto.name == "renamed"
+    with pytest.raises(TypeError):
+        ws.create_net("not a net")
+    # A blob holding a C++ object (a DB reader) fetches as its description.
+    workspace.RunOperatorOnce(core.CreateOperator("CreateMutex", [], ["mutex"]))
+    described = workspace.FetchBlob("mutex")
+    assert isinstance(described, bytes) and b"mutex" in described
+
+
+def test_get_operator_cost_uses_the_workspace_shapes():
+    workspace.FeedBlob("a", np.zeros((4, 5), np.float32))
+    workspace.FeedBlob("w", np.zeros((3, 5), np.float32))
+    workspace.FeedBlob("b", np.zeros(3, np.float32))
+    op = core.CreateOperator("FC", ["a", "w", "b"], ["y"])
+    flops, written = workspace.GetOperatorCost(op.SerializeToString(), ["a", "w", "b"])
+    # 4 x 3 outputs, each a 5-long dot product (2 flops per term) plus a bias.
+    assert flops >= 2 * 4 * 3 * 5
+    assert written == 4 * 3 * 4
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
