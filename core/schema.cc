@@ -209,4 +209,42 @@ const OpSchema* OpSchemaRegistry::Schema(const std::string& type) {
 
 const std::map<std::string, OpSchema>& OpSchemaRegistry::All() { return Map(); }
 
+OpSchema& OpSchema::BlobNameArgs(std::set<std::string> names) {
+  blob_name_args_.insert(names.begin(), names.end());
+  return *this;
+}
+
+OpSchema& OpSchema::NetArgs(std::set<std::string> names) {
+  net_args_.insert(names.begin(), names.end());
+  return *this;
+}
+
+namespace {
+
+void RenameAll(google::protobuf::RepeatedPtrField<std::string>* names,
+               const std::function<std::string(const std::string&)>& rename) {
+  for (std::string& name : *names) name = rename(name);
+}
+
+}  // namespace
+
+void RenameOpBlobs(OperatorDef* op, const std::function<std::string(const std::string&)>& rename) {
+  RenameAll(op->mutable_input(), rename);
+  RenameAll(op->mutable_output(), rename);
+  RenameAll(op->mutable_control_input(), rename);
+  const OpSchema* schema = OpSchemaRegistry::Schema(op->type());
+  if (schema == nullptr) return;
+  for (Argument& arg : *op->mutable_arg()) {
+    if (schema->blob_name_args().count(arg.name())) {
+      if (arg.has_s()) arg.set_s(rename(arg.s()));
+      RenameAll(arg.mutable_strings(), rename);
+    } else if (schema->net_args().count(arg.name()) && arg.has_n()) {
+      NetDef* net = arg.mutable_n();
+      for (OperatorDef& inner : *net->mutable_op()) RenameOpBlobs(&inner, rename);
+      RenameAll(net->mutable_external_input(), rename);
+      RenameAll(net->mutable_external_output(), rename);
+    }
+  }
+}
+
 }  // namespace doppio

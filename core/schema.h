@@ -83,6 +83,11 @@ class OpSchema {
   OpSchema& Arg(std::string name, std::string description, bool required = false);
   OpSchema& Input(int index, std::string name, std::string description);
   OpSchema& Output(int index, std::string name, std::string description);
+  // Arguments that name blobs (strings) or hold nets whose ops name blobs
+  // (RecurrentNetwork's links and step nets): passes that rename an op's
+  // blobs (the data-parallel copy onto each device) rename these too.
+  OpSchema& BlobNameArgs(std::set<std::string> names);
+  OpSchema& NetArgs(std::set<std::string> names);
   // Applies a part that several schemas share (e.g. the arguments every
   // filler op takes), so it is written once.
   OpSchema& Apply(const std::function<void(OpSchema&)>& shared_part) {
@@ -102,6 +107,8 @@ class OpSchema {
   int max_input() const { return max_input_; }
   int min_output() const { return min_output_; }
   int max_output() const { return max_output_; }
+  const std::set<std::string>& blob_name_args() const { return blob_name_args_; }
+  const std::set<std::string>& net_args() const { return net_args_; }
   bool inplace_allowed(int input, int output) const;
   bool inplace_enforced(int input, int output) const;
   bool has_shape_inference() const { return static_cast<bool>(inference_); }
@@ -130,7 +137,13 @@ class OpSchema {
   CostInferenceFunctionType cost_inference_;
   std::vector<Argument> args_;
   std::vector<Slot> inputs_, outputs_;
+  std::set<std::string> blob_name_args_, net_args_;
 };
+
+// Renames every blob `op` names: inputs, outputs, control inputs, and,
+// through its schema, blob-name arguments and the ops and external blobs of
+// net arguments (recursively).
+void RenameOpBlobs(OperatorDef* op, const std::function<std::string(const std::string&)>& rename);
 
 class OpSchemaRegistry {
  public:

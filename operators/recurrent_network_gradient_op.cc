@@ -254,6 +254,7 @@ REGISTER_CPU_OPERATOR(RecurrentNetworkGradient, RecurrentNetworkGradientOp);
 OPERATOR_SCHEMA(RecurrentNetworkGradient)
     .NumInputs(3, INT_MAX)
     .NumOutputs(1, INT_MAX)
+    .Apply(rnn::BlobArguments)
     .Input(0, "output_grads",
            "gradients of the outputs in outputs_with_grads, then every "
            "input and output of the forward op (the step workspaces last)")

@@ -111,6 +111,14 @@ void RunStepNet(Workspace* ws, const NetDef& def) {
   net->Run();
 }
 
+void BlobArguments(OpSchema& schema) {
+  schema
+      .BlobNameArgs({"timestep", "recurrent_states", "link_internal", "link_external", "alias_src",
+                     "alias_dst", "backward_link_internal", "backward_link_external", "param_grads",
+                     "recompute_blobs_on_backward"})
+      .NetArgs({"step_net", "backward_step_net"});
+}
+
 std::string Renamed(const OperatorBase& op, const std::string& blob) {
   return op.GetSingleArgument<std::string>(blob + ".rename", blob);
 }
@@ -341,6 +349,7 @@ REGISTER_CPU_OPERATOR(rnn_internal_accumulate_gradient_input, RnnAccumulateInput
 OPERATOR_SCHEMA(RecurrentNetwork)
     .NumInputs(1, INT_MAX)
     .NumOutputs(2, INT_MAX)
+    .Apply(rnn::BlobArguments)
     .Arg("step_net", "the step net (NetDef, or its text format), run once per timestep", true)
     .Arg("backward_step_net", "the step net's backward pass; absent: forward only")
     .Arg("timestep", "(string, default 'timestep') the int32 blob holding t in each step")

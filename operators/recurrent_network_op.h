@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/operator.h"
+#include "core/schema.h"
 #include "core/workspace.h"
 
 namespace doppio {
@@ -81,6 +82,10 @@ void SetTimestep(Workspace* ws, const std::string& name, int t);
 
 // Runs the net named def.name() in `ws`, creating it on first use.
 void RunStepNet(Workspace* ws, const NetDef& def);
+
+// Declares which arguments of RecurrentNetwork (and its gradient) name
+// blobs or hold step nets, so passes that rename blobs rename them too.
+void BlobArguments(OpSchema& schema);
 
 // Applies a memonger rename ("<blob>.rename" arguments) to a blob name.
 std::string Renamed(const OperatorBase& op, const std::string& blob);

@@ -1,12 +1,17 @@
 #include "operators/utility_op.h"
 
+#include <climits>
+#include <cmath>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 #include <type_traits>
+#include <vector>
 
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -242,5 +247,181 @@ NO_GRADIENT(CopyFromCPUInput,
             "Caffe2 gives it none: it feeds host inputs (data, constants) onto a device");
 NO_GRADIENT(EnsureCPUOutput, "it makes host copies of outputs for reading, as in Caffe2");
 SHOULD_NOT_DO_GRADIENT(Print, "it has no outputs; a net's backward pass should not reach it");
+
+void SizeOp::RunOnDevice() {
+  const int64_t size = Input(0).numel();
+  Tensor* Y = Output(0);
+  Y->Resize({});
+  Y->mutable_data<int64_t>()[0] = size;
+}
+
+namespace {
+
+template <typename T>
+T ScalarOf(const OperatorBase& op, int index, const Tensor& t) {
+  DOPPIO_ENFORCE(t.numel() == 1, "'", op.input_name(index), "' must be a scalar, not ",
+                 t.DebugString());
+  return t.data<T>()[0];
+}
+
+}  // namespace
+
+void RangeOp::RunOnDevice() {
+  const DataType dtype = Input(0).dtype();
+  for (int i = 1; i < InputSize(); ++i) {
+    DOPPIO_ENFORCE(Input(i).dtype() == dtype, "Range's inputs must have one type: '", input_name(i),
+                   "' is ", DataTypeName(Input(i).dtype()), ", '", input_name(0), "' ",
+                   DataTypeName(dtype));
+  }
+  DispatchInput(NumericTypes{}, *this, 0, dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T start = 0, step = 1, stop;
+    if (InputSize() == 1) {
+      stop = ScalarOf<T>(*this, 0, Input(0));
+    } else {
+      start = ScalarOf<T>(*this, 0, Input(0));
+      stop = ScalarOf<T>(*this, 1, Input(1));
+      if (InputSize() == 3) step = ScalarOf<T>(*this, 2, Input(2));
+    }
+    DOPPIO_ENFORCE(step != 0, "Range's step must not be 0");
+    const double count = std::ceil((double(stop) - double(start)) / double(step));
+    const int64_t length = count > 0 ? static_cast<int64_t>(count) : 0;
+    Tensor* Y = Output(0);
+    Y->Resize({length});
+    T* y = Y->mutable_data<T>();
+    for (int64_t i = 0; i < length; ++i) y[i] = static_cast<T>(start + step * static_cast<T>(i));
+  });
+}
+
+void LengthsToShapeOp::RunOnDevice() {
+  const Tensor& lengths = Input(0);
+  DOPPIO_ENFORCE(lengths.ndim() == 1 && lengths.dtype() == DataType::kInt32, "lengths '",
+                 input_name(0), "' must be an int32 vector, not ", lengths.DebugString());
+  const int32_t* data = lengths.data<int32_t>();
+  const int32_t first = lengths.numel() > 0 ? data[0] : 0;
+  for (int64_t i = 1; i < lengths.numel(); ++i) {
+    DOPPIO_ENFORCE_EQ(data[i], first, "lengths '", input_name(0),
+                      "' must all be equal to make a shape (element ", i, ")");
+  }
+  Tensor* Y = Output(0);
+  Y->Resize({2});
+  int32_t* y = Y->mutable_data<int32_t>();
+  y[0] = static_cast<int32_t>(lengths.numel());
+  y[1] = first;
+}
+
+void LengthsGatherOp::RunOnDevice() {
+  const Tensor& items = Input(0);
+  const Tensor& lengths = Input(1);
+  const Tensor& indices = Input(2);
+  DOPPIO_ENFORCE(items.ndim() >= 1 && lengths.ndim() == 1 && indices.ndim() == 1,
+                 "items must be at least 1-D, lengths and indices 1-D");
+  DOPPIO_ENFORCE(lengths.dtype() == DataType::kInt32, "lengths '", input_name(1),
+                 "' must be int32");
+  const int32_t* length = lengths.data<int32_t>();
+  std::vector<int64_t> offsets(lengths.numel() + 1, 0);
+  for (int64_t i = 0; i < lengths.numel(); ++i) {
+    DOPPIO_ENFORCE(length[i] >= 0, "lengths '", input_name(1), "' has a negative length");
+    offsets[i + 1] = offsets[i] + length[i];
+  }
+  DOPPIO_ENFORCE_EQ(offsets.back(), items.dim(0), "lengths '", input_name(1),
+                    "' must sum to the rows of items '", input_name(0), "'");
+  std::vector<int64_t> segments;
+  DispatchInput(IndexTypes{}, *this, 2, indices.dtype(), [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    for (int64_t m = 0; m < indices.numel(); ++m) {
+      const I index = indices.data<I>()[m];
+      DOPPIO_ENFORCE(index >= 0 && index < lengths.numel(), "index ", index, " of '", input_name(2),
+                     "' is outside the ", lengths.numel(), " segments");
+      segments.push_back(static_cast<int64_t>(index));
+    }
+  });
+  DOPPIO_ENFORCE(items.dtype() != DataType::kString, "LengthsGather takes numeric items");
+  int64_t rows = 0;
+  for (int64_t s : segments) rows += length[s];
+  std::vector<int64_t> dims = items.dims();
+  dims[0] = rows;
+  Tensor* Y = Output(0);
+  Y->Resize(dims);
+  const size_t row_bytes = static_cast<size_t>(items.SizeFromDim(1)) * items.itemsize();
+  const char* from = static_cast<const char*>(items.raw_data());
+  char* to = static_cast<char*>(Y->raw_mutable_data(items.dtype()));
+  for (int64_t s : segments) {
+    const size_t bytes = row_bytes * length[s];
+    if (bytes > 0) std::memcpy(to, from + offsets[s] * row_bytes, bytes);
+    to += bytes;
+  }
+}
+
+void NanCheckOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = X.data<T>();
+    for (int64_t i = 0; i < X.numel(); ++i) {
+      DOPPIO_ENFORCE(std::isfinite(x[i]), "'", input_name(0), "' holds ", x[i], " at element ", i,
+                     " (of ", X.DebugString(), ")");
+    }
+  });
+  if (!IsInputOutputAlias(0, 0)) Output(0)->CopyFrom(X);
+}
+
+REGISTER_CPU_OPERATOR(Size, SizeOp);
+REGISTER_CPU_OPERATOR(Range, RangeOp);
+REGISTER_CPU_OPERATOR(LengthsToShape, LengthsToShapeOp);
+REGISTER_CPU_OPERATOR(LengthsGather, LengthsGatherOp);
+REGISTER_CPU_OPERATOR(NanCheck, NanCheckOp);
+
+OPERATOR_SCHEMA(Size)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .Input(0, "X", "any tensor")
+    .Output(0, "size", "int64 scalar: X's number of elements")
+    .Doc("The number of elements of a tensor.");
+OPERATOR_SCHEMA(Range)
+    .NumInputs(1, 3)
+    .NumOutputs(1)
+    .Input(0, "start_or_stop", "stop alone, or start (then stop, and step)")
+    .Output(0, "output", "the values start, start + step, ... short of stop")
+    .Doc("numpy.arange over scalar inputs (int32, int64, float32 or float64).");
+OPERATOR_SCHEMA(LengthsToShape)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .Input(0, "lengths", "int32 [K], all equal")
+    .Output(0, "shape", "int32 [K, lengths[0]]")
+    .Doc("The 2-D shape of K equal-length segments.");
+OPERATOR_SCHEMA(LengthsGather)
+    .NumInputs(3)
+    .NumOutputs(1)
+    .Input(0, "items", "[N, ...]")
+    .Input(1, "lengths", "int32 [K], summing to N: the segments of items")
+    .Input(2, "indices", "int32/int64 [M]: the segments to take")
+    .Output(0, "output", "the chosen segments, concatenated")
+    .Doc("Gathers whole segments of a lengths-split tensor.");
+OPERATOR_SCHEMA(NanCheck)
+    .NumInputs(1, INT_MAX)
+    .NumOutputs(1)
+    .AllowInplace({{0, 0}})
+    .IdenticalTypeAndShape()
+    .Input(0, "X", "float32/float64 tensor")
+    .Output(0, "Y", "X; an error when it holds a NaN or infinity")
+    .Doc("Passes a tensor through, failing with the position of its first NaN or infinity.");
+
+namespace {
+
+class GetNanCheckGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef("NanCheck", "", {GO(0)}, {GI(0)});
+  }
+};
+
+}  // namespace
+
+REGISTER_GRADIENT(NanCheck, GetNanCheckGradient);
+NO_GRADIENT(Size, "an element count has no gradient");
+NO_GRADIENT(Range, "its values depend on its inputs only through a count");
+SHOULD_NOT_DO_GRADIENT(LengthsToShape, "it computes a shape");
+SHOULD_NOT_DO_GRADIENT(LengthsGather, "Caffe2 defines none");
 
 }  // namespace doppio

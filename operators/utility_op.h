@@ -1,6 +1,7 @@
 // Utility operators: Copy (deep copy of any dtype), CopyOnDeviceLike (Copy's
-// gradient, as in Caffe2), Alias (shares storage) and Print (dumps a tensor
-// to stdout or a file).
+// gradient, as in Caffe2), Alias (shares storage), Print (dumps a tensor
+// to stdout or a file), and Caffe2's small shape and index utilities: Size,
+// Range, LengthsToShape, LengthsGather, NanCheck.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,45 @@ class PrintOp final : public Operator<CPUContext> {
   int every_n_;
   int64_t runs_ = 0;
   std::unique_ptr<std::ofstream> file_;
+};
+
+// Y = the number of elements of X, an int64 scalar.
+class SizeOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
+};
+
+// Inputs (stop), (start, stop) or (start, stop, step): scalars of one type
+// (int32, int64, float32 or float64). Y = [start, start + step, ...) below
+// stop (above it for a negative step), as numpy.arange.
+class RangeOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
+};
+
+// Input lengths [K], all equal; Y = int32 [K, lengths[0]].
+class LengthsToShapeOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
+};
+
+// Inputs items [N, ...], lengths [K] (summing to N) splitting items into
+// segments, indices [M] (int32 or int64); Y = the segments indices[0], ...,
+// concatenated.
+class LengthsGatherOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
+};
+
+// Y = X (in place, or a copy); an error when X holds a NaN or infinity.
+class NanCheckOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
 };
 
 }  // namespace doppio

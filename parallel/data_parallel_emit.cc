@@ -6,6 +6,7 @@
 
 #include "core/argument.h"
 #include "core/enforce.h"
+#include "core/schema.h"
 #include "parallel/data_parallel_phases.h"
 #include "parallel/device_collectives.h"
 #include "parallel/distributed.h"
@@ -60,11 +61,8 @@ class Cloner {
 
   OperatorDef Clone(const OperatorDef& op, const Replica& replica) const {
     OperatorDef clone = op;
-    for (std::string& input : *clone.mutable_input()) input = Rename(input, replica);
-    for (std::string& output : *clone.mutable_output()) output = Rename(output, replica);
-    for (std::string& control : *clone.mutable_control_input()) {
-      control = Rename(control, replica);
-    }
+    // Also the blobs named in arguments (RecurrentNetwork's step nets).
+    RenameOpBlobs(&clone, [&](const std::string& blob) { return Rename(blob, replica); });
     // The template's random seed stays, the device becomes the replica's.
     const bool has_seed = op.has_device_option() && op.device_option().has_random_seed();
     *clone.mutable_device_option() = replica.device_option;

@@ -279,6 +279,7 @@ std::vector<Case> Cases() {
       {MakeOp("PRelu", {"x", "w"}, {"y"}), {{{2, 3, 2}, f32}, {{3}, f32}}},
       {MakeOp("SequenceMask", {"x", "len"}, {"y"}, {testing::StringArg("mode", "sequence")}),
        {{{2, 3}, f32}, {{2}, i32}}},
+      {MakeOp("NanCheck", {"x"}, {"y"}), {{{2, 3}, f32}}},
       {MakeOp("ElementwiseLinear", {"x", "a", "b"}, {"y"}, {IntArg("axis", 1)}),
        {{{2, 3, 2}, f32}, {{6}, f32}, {{6}, f32}}},
       {MakeOp("PReluGradient", {"y", "dy", "x", "w"}, {"dx", "dw"}),
