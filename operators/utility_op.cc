@@ -283,7 +283,7 @@ void RangeOp::RunOnDevice() {
       stop = ScalarOf<T>(*this, 1, Input(1));
       if (InputSize() == 3) step = ScalarOf<T>(*this, 2, Input(2));
     }
-    DOPPIO_ENFORCE(step != 0, "Range's step must not be 0");
+    DOPPIO_ENFORCE(step != 0, "Step size cannot be 0 (Range's step)");
     const double count = std::ceil((double(stop) - double(start)) / double(step));
     const int64_t length = count > 0 ? static_cast<int64_t>(count) : 0;
     Tensor* Y = Output(0);

@@ -26,7 +26,7 @@ def test_range_matches_arange(args, dtype):
 def test_range_errors():
     op = h.make_op('Range', ['a', 'b', 'c'], ['y'])
     h.assert_op_error(op, [np.array(0, np.int32), np.array(5, np.int32),
-                           np.array(0, np.int32)], 'step')
+                           np.array(0, np.int32)], 'Step size cannot be 0')
     h.assert_op_error(op, [np.array(0, np.int32), np.array(5, np.int64),
                            np.array(1, np.int32)], 'one type')
 
