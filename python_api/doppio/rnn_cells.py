@@ -276,25 +276,14 @@ class LSTMCell(RNNCell):
         return self.hidden_size
 
 
-class LayerNormLSTMCell(RNNCell):
+class LayerNormLSTMCell(LSTMCell):
     """LSTMCell with layer normalization (brew.layer_norm, learned scale and
     bias) of the gate pre-activations."""
 
-    def __init__(self, input_size, hidden_size, forget_bias, memory_optimization,
-                 drop_states=False, initializer=None, **kwargs):
-        super(LayerNormLSTMCell, self).__init__(initializer=initializer, **kwargs)
-        self.initializer = initializer or LSTMInitializer(hidden_size=hidden_size)
-        self.input_size = input_size
-        self.hidden_size = hidden_size
-        self.forget_bias = float(forget_bias)
-        self.memory_optimization = memory_optimization
-        self.drop_states = drop_states
-        self.gates_size = 4 * self.hidden_size
-
     def _apply(self, model, input_t, seq_lengths, states, timestep, extra_inputs=None):
         hidden_t_prev, cell_t_prev = states
-        fc_input, fc_input_dim = LSTMCell._gates_input(
-            self, model, hidden_t_prev, extra_inputs, self.scope('gates_concatenated_input_t'))
+        fc_input, fc_input_dim = self._gates_input(
+            model, hidden_t_prev, extra_inputs, self.scope('gates_concatenated_input_t'))
         gates_t = brew.fc(model, fc_input, self.scope('gates_t'), dim_in=fc_input_dim,
                           dim_out=self.gates_size, axis=2)
         brew.sum(model, [gates_t, input_t], gates_t)
@@ -307,16 +296,6 @@ class LayerNormLSTMCell(RNNCell):
         if self.memory_optimization:
             self.recompute_blobs = [gates_t]
         return hidden_t, cell_t
-
-    def get_input_params(self):
-        return {'weights': self.scope('i2h') + '_w', 'biases': self.scope('i2h') + '_b'}
-
-    def prepare_input(self, model, input_blob):
-        return brew.fc(model, input_blob, self.scope('i2h'), dim_in=self.input_size,
-                       dim_out=self.gates_size, axis=2)
-
-    def get_state_names(self):
-        return (self.scope('hidden_t'), self.scope('cell_t'))
 
 
 class MILSTMCell(LSTMCell):
