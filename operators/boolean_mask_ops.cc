@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "core/argument.h"
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/sparse_index_utils.h"
 
 namespace doppio {
 
@@ -111,7 +113,7 @@ void SequenceMaskOp::RunOnDevice() {
 void BooleanMaskOp::RunOnDevice() {
   const Tensor& data = Input(0);
   const Tensor& mask = Input(1);
-  DOPPIO_ENFORCE(data.ndim() >= 1, "data '", input_name(0), "' must have at least one dim");
+  EnforceHasRows(*this, 0, data);
   DOPPIO_ENFORCE(mask.dtype() == DataType::kBool && mask.ndim() == 1 && mask.numel() == data.dim(0),
                  "mask '", input_name(1), "' must be bool [", data.dim(0), "] (one per row of '",
                  input_name(0), "'), not ", mask.DebugString());
@@ -120,10 +122,8 @@ void BooleanMaskOp::RunOnDevice() {
   for (int64_t i = 0; i < mask.numel(); ++i) {
     if (keep[i]) rows.push_back(i);
   }
-  std::vector<int64_t> dims = data.dims();
-  dims[0] = static_cast<int64_t>(rows.size());
   Tensor* out = Output(0);
-  out->Resize(dims);
+  out->Resize(ShapeOfRows({static_cast<int64_t>(rows.size())}, data));
   const int64_t row_size = data.SizeFromDim(1);
   if (data.dtype() == DataType::kString) {
     const std::string* from = data.data<std::string>();
@@ -187,16 +187,12 @@ namespace {
 class GetSequenceMaskGradient final : public GradientMakerBase {
   using GradientMakerBase::GradientMakerBase;
   std::vector<OperatorDef> GetGradientDefs() override {
-    google::protobuf::RepeatedPtrField<Argument> args;
-    for (const Argument& arg : Def().arg()) {
-      if (arg.name() != "grad") *args.Add() = arg;
-    }
-    Argument* grad = args.Add();
-    grad->set_name("grad");
-    grad->set_i(1);
     std::vector<std::string> inputs{GO(0)};
     if (Def().input_size() == 2) inputs.push_back(I(1));
-    return SingleGradientDef("SequenceMask", "", inputs, {GI(0)}, args);
+    std::vector<OperatorDef> ops =
+        SingleGradientDef("SequenceMask", "", inputs, {GI(0)}, Def().arg());
+    SetArgument(&ops[0], "grad", 1);
+    return ops;
   }
 };
 

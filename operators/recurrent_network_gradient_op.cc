@@ -18,17 +18,6 @@ namespace doppio {
 
 namespace {
 
-void RenameBlob(const std::string& from, const std::string& to, NetDef* net) {
-  for (OperatorDef& op : *net->mutable_op()) {
-    for (std::string& name : *op.mutable_input()) {
-      if (name == from) name = to;
-    }
-    for (std::string& name : *op.mutable_output()) {
-      if (name == from) name = to;
-    }
-  }
-}
-
 Tensor* TensorIn(Workspace* ws, const std::string& name) {
   Blob* blob = ws->GetBlob(name);
   DOPPIO_ENFORCE(blob != nullptr, "blob '", name, "' does not exist");
@@ -84,14 +73,18 @@ void RecurrentNetworkGradientOp::ReadParams() {
     DOPPIO_ENFORCE(param[i] >= 0 && first_input + param[i] < InputSize(), "param[", i,
                    "] = ", param[i], " is not an input of the forward op");
     Param p;
-    p.param = input_name(first_input + param[i]);
-    p.grad = output_name(1 + static_cast<int>(i));
+    p.input = first_input + param[i];
+    p.output = 1 + static_cast<int>(i);
+    p.grad = output_name(p.output);
     // The backward step net writes each step's gradient under the name it
     // knows; that goes to a scratch blob the Sum below accumulates.
     const std::string step_grad =
         param_grads.empty() ? p.grad : rnn::Renamed(*this, param_grads[i]);
     p.cell_gradient = step_grad + "_tmpstep";
-    RenameBlob(step_grad, p.cell_gradient, &step_net_);
+    for (OperatorDef& op : *step_net_.mutable_op()) {
+      RenameOpBlobs(
+          &op, [&](const std::string& blob) { return blob == step_grad ? p.cell_gradient : blob; });
+    }
     params_.push_back(p);
   }
 }
@@ -133,9 +126,7 @@ void RecurrentNetworkGradientOp::AddInputGradientAccumulation() {
     op.add_input(sg.grad);
     op.add_output(sg.grad);
     *op.mutable_device_option() = def().device_option();
-    Argument* offset = op.add_arg();
-    offset->set_name("offset");
-    offset->set_i(1);
+    SetArgument(&op, "offset", 1);
     ops.push_back(op);
     step_net_.add_external_input(sg.all_grad);
     step_net_.add_external_input(sg.grad);
@@ -157,8 +148,8 @@ void RecurrentNetworkGradientOp::AddParamGradientAccumulation() {
 
 void RecurrentNetworkGradientOp::PrepareGradients(int64_t batch) {
   for (const auto& p : params_) {
-    Tensor* grad = TensorIn(workspace(), p.grad);
-    grad->ResizeLike(*TensorIn(workspace(), p.param));
+    Tensor* grad = Output(p.output);
+    grad->ResizeLike(Input(p.input));
     Zero(grad);
   }
   for (const auto& sg : state_grads_) {

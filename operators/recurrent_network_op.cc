@@ -77,12 +77,8 @@ void AddApplyLinkOps(const std::vector<Link>& links, const std::string& timestep
     op.add_output(link.internal);
     op.add_output(link.external);
     *op.mutable_device_option() = device;
-    Argument* offset = op.add_arg();
-    offset->set_name("offset");
-    offset->set_i(link.offset);
-    Argument* window = op.add_arg();
-    window->set_name("window");
-    window->set_i(link.window);
+    SetArgument(&op, "offset", link.offset);
+    SetArgument(&op, "window", link.window);
     ops.push_back(op);
     // A step op that writes the linked blob before anything reads it must
     // run after the link makes the blob a view.
@@ -97,6 +93,12 @@ void AddApplyLinkOps(const std::vector<Link>& links, const std::string& timestep
     net->add_external_input(link.external);
   }
   PrependOps(std::move(ops), net);
+}
+
+int ReadTimestep(const OperatorBase& op, int index, const Tensor& timestep) {
+  DOPPIO_ENFORCE(timestep.dtype() == DataType::kInt32 && timestep.numel() == 1, "timestep '",
+                 op.input_name(index), "' must be one int32, not ", timestep.DebugString());
+  return timestep.data<int32_t>()[0];
 }
 
 void SetTimestep(Workspace* ws, const std::string& name, int t) {
@@ -127,12 +129,6 @@ std::string Renamed(const OperatorBase& op, const std::string& blob) {
 
 namespace {
 
-int ReadTimestep(const OperatorBase& op, const Tensor& t) {
-  DOPPIO_ENFORCE(t.dtype() == DataType::kInt32 && t.numel() == 1, "timestep '", op.input_name(0),
-                 "' must be one int32, not ", t.DebugString());
-  return t.data<int32_t>()[0];
-}
-
 // Whether the op carries a backward step net (ExtractPredictorNet leaves
 // the argument there, empty).
 bool HasBackwardStepNet(const OperatorBase& op) {
@@ -154,7 +150,7 @@ class RnnApplyLinkOp final : public Operator<CPUContext> {
     DOPPIO_ENFORCE(window_ >= 1, "argument 'window' must be set and >= 1");
   }
   void RunOnDevice() override {
-    const int t = ReadTimestep(*this, Input(0));
+    const int t = rnn::ReadTimestep(*this, 0, Input(0));
     const Tensor& external = Input(1);
     DOPPIO_ENFORCE(external.ndim() >= 1 && t + offset_ + window_ <= external.dim(0), "timestep ", t,
                    " with offset ", offset_, " and window ", window_, " is outside '",
@@ -175,7 +171,7 @@ class RnnAccumulateInputGradientOp final : public Operator<CPUContext> {
     DOPPIO_ENFORCE(offset_ >= 0, "argument 'offset' must be set and >= 0");
   }
   void RunOnDevice() override {
-    const int t = ReadTimestep(*this, Input(0));
+    const int t = rnn::ReadTimestep(*this, 0, Input(0));
     const Tensor& og = Input(1);
     Tensor* g = Output(0);
     DOPPIO_ENFORCE(og.dtype() == DataType::kFloat && g->dtype() == DataType::kFloat,
@@ -246,7 +242,7 @@ RecurrentNetworkOp::RecurrentNetworkOp(const OperatorDef& def, Workspace* worksp
                    "] = ", ids[i], " is not one of the op's inputs 1..", InputSize() - 1);
     // States live in the op's workspace: the gradient op reads them too.
     workspace->CreateBlob(states[i]);
-    recurrent_inputs_.push_back(rnn::RecurrentInput{states[i], input_name(ids[i])});
+    recurrent_inputs_.push_back(rnn::RecurrentInput{states[i], ids[i]});
   }
   const auto src = GetRepeatedArgument<std::string>("alias_src");
   const auto dst = GetRepeatedArgument<std::string>("alias_dst");
@@ -269,15 +265,13 @@ RecurrentNetworkOp::RecurrentNetworkOp(const OperatorDef& def, Workspace* worksp
 
 void RecurrentNetworkOp::InitializeState(const rnn::RecurrentInput& input, int64_t seq_len,
                                          int64_t batch) {
-  const Blob* blob = workspace()->GetBlob(input.input);
-  DOPPIO_ENFORCE(blob != nullptr && blob->IsTensor(), "initial state '", input.input,
-                 "' is not a tensor");
-  const Tensor& init = blob->GetTensor();
+  const Tensor& init = Input(input.input);
+  const std::string& name = input_name(input.input);
   DOPPIO_ENFORCE(init.ndim() >= 1 && init.ndim() <= 3 && init.dtype() == DataType::kFloat,
-                 "initial state '", input.input, "' must be float32 [D], [N, D] or [L, N, D], not ",
+                 "initial state '", name, "' must be float32 [D], [N, D] or [L, N, D], not ",
                  init.DebugString());
   if (init.ndim() >= 2) {
-    DOPPIO_ENFORCE_EQ(init.dim(-2), batch, "initial state '", input.input, "' ", init.dims(),
+    DOPPIO_ENFORCE_EQ(init.dim(-2), batch, "initial state '", name, "' ", init.dims(),
                       " must have the batch size of the input sequence");
   }
   const int64_t depth = init.dim(-1);

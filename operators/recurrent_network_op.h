@@ -46,10 +46,11 @@ struct Alias {
   int offset = 0;
 };
 
-// One recurrent state and the op input holding its initial value.
+// One recurrent state and the index of the op input holding its initial
+// value.
 struct RecurrentInput {
   std::string state;
-  std::string input;
+  int input;
 };
 
 // The op's last output: the timesteps' workspaces and the workspace they
@@ -76,6 +77,9 @@ void PrependOps(std::vector<OperatorDef> ops, NetDef* net);
 // it gets a control input on it, so executors order it after the link.
 void AddApplyLinkOps(const std::vector<Link>& links, const std::string& timestep,
                      const DeviceOption& device, NetDef* net);
+
+// The timestep t from input `index` of `op`, an int32 scalar.
+int ReadTimestep(const OperatorBase& op, int index, const Tensor& timestep);
 
 // Sets the int32 scalar `name` in `ws` to t.
 void SetTimestep(Workspace* ws, const std::string& name, int t);
@@ -124,8 +128,9 @@ class RecurrentNetworkGradientOp final : public Operator<CPUContext> {
 
  private:
   struct Param {
-    std::string param;          // the forward input
-    std::string grad;           // the op output accumulating its gradient
+    int input;                  // the forward input (index among this op's inputs)
+    int output;                 // the op output accumulating its gradient
+    std::string grad;           // that output's name
     std::string cell_gradient;  // what one backward step writes
   };
   struct StateGradient {

@@ -7,6 +7,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/recurrent_network_op.h"
 
 namespace doppio {
 
@@ -23,12 +24,14 @@ struct UnitGeometry {
   bool Valid(int64_t n) const { return seq_lengths == nullptr || timestep < seq_lengths[n]; }
 };
 
-// Checks a unit's inputs: the [1, N, D] state its gates belong to, the
-// gates [1, N, gate_count * D], seq_lengths (input `lengths_index`, when
-// given) and the timestep; the indices name the inputs in errors.
-UnitGeometry ReadGeometry(const OperatorBase& op, const Tensor& state, int state_index,
-                          const Tensor& gates, int gates_index, int gate_count, bool with_lengths,
-                          int lengths_index, const Tensor& timestep) {
+// Checks a unit's inputs: the [1, N, D] state its gates belong to (input
+// `state_index`), the gates [1, N, gate_count * D] (input `gates_index`),
+// seq_lengths (input `lengths_index`, when given) and the timestep, which
+// follows them.
+UnitGeometry ReadGeometry(const OperatorBase& op, int state_index, int gates_index, int gate_count,
+                          bool with_lengths, int lengths_index) {
+  const Tensor& state = op.InputBlob(state_index).GetTensor();
+  const Tensor& gates = op.InputBlob(gates_index).GetTensor();
   DOPPIO_ENFORCE(state.ndim() == 3 && state.dtype() == DataType::kFloat, "'",
                  op.input_name(state_index), "' must be float32 [1, N, D], not ",
                  state.DebugString());
@@ -40,9 +43,9 @@ UnitGeometry ReadGeometry(const OperatorBase& op, const Tensor& state, int state
                  "gates '", op.input_name(gates_index), "' must be float32 [1, ", geometry.batch,
                  ", ", gate_count * geometry.depth, "] (", gate_count, " gates of depth ",
                  geometry.depth, "), not ", gates.DebugString());
-  DOPPIO_ENFORCE(timestep.dtype() == DataType::kInt32 && timestep.numel() == 1,
-                 "the timestep must be one int32, not ", timestep.DebugString());
-  geometry.timestep = timestep.data<int32_t>()[0];
+  const int timestep_index = with_lengths ? lengths_index + 1 : lengths_index;
+  geometry.timestep =
+      rnn::ReadTimestep(op, timestep_index, op.InputBlob(timestep_index).GetTensor());
   if (with_lengths) {
     const Tensor& lengths = op.InputBlob(lengths_index).GetTensor();
     DOPPIO_ENFORCE(lengths.dtype() == DataType::kInt32 && lengths.numel() == geometry.batch,
@@ -56,14 +59,13 @@ UnitGeometry ReadGeometry(const OperatorBase& op, const Tensor& state, int state
 
 // LSTMUnit's (and its gradient's) first inputs: hidden_prev, cell_prev,
 // gates, [seq_lengths,] timestep.
-UnitGeometry ReadLSTMGeometry(const OperatorBase& op, bool with_lengths, int timestep_index) {
+UnitGeometry ReadLSTMGeometry(const OperatorBase& op, bool with_lengths) {
   const Tensor& hidden_prev = op.InputBlob(0).GetTensor();
   const Tensor& cell_prev = op.InputBlob(1).GetTensor();
   DOPPIO_ENFORCE(hidden_prev.dims() == cell_prev.dims() && hidden_prev.dtype() == DataType::kFloat,
                  "hidden_prev '", op.input_name(0), "' ", hidden_prev.DebugString(),
                  " must match cell_prev ", cell_prev.DebugString());
-  return ReadGeometry(op, cell_prev, 1, op.InputBlob(2).GetTensor(), 2, 4, with_lengths, 3,
-                      op.InputBlob(timestep_index).GetTensor());
+  return ReadGeometry(op, 1, 2, 4, with_lengths, 3);
 }
 
 // The LSTM step of one row.
@@ -133,7 +135,7 @@ void LSTMUnitOp::RunOnDevice() {
   const Tensor& hidden_prev = Input(0);
   const Tensor& cell_prev = Input(1);
   const Tensor& gates = Input(2);
-  const UnitGeometry geo = ReadLSTMGeometry(*this, sequence_lengths_, sequence_lengths_ ? 4 : 3);
+  const UnitGeometry geo = ReadLSTMGeometry(*this, sequence_lengths_);
   const int64_t depth = geo.depth;
   // Outputs may be views into the states (RecurrentNetwork's links).
   Tensor* hidden = Output(0);
@@ -172,7 +174,7 @@ void LSTMUnitGradientOp::RunOnDevice() {
   const Tensor& hidden_prev = Input(0);
   const Tensor& cell_prev = Input(1);
   const Tensor& gates = Input(2);
-  const UnitGeometry geo = ReadLSTMGeometry(*this, sequence_lengths_, base - 1);
+  const UnitGeometry geo = ReadLSTMGeometry(*this, sequence_lengths_);
   const Tensor& cell = Input(base + 1);
   const Tensor& hidden_grad = Input(base + 2);
   const Tensor& cell_grad = Input(base + 3);
@@ -222,8 +224,7 @@ GRUUnitOp::GRUUnitOp(const OperatorDef& def, Workspace* workspace)
 void GRUUnitOp::RunOnDevice() {
   const Tensor& hidden_prev = Input(0);
   const Tensor& gates = Input(1);
-  const UnitGeometry geo = ReadGeometry(*this, hidden_prev, 0, gates, 1, 3, sequence_lengths_, 2,
-                                        Input(sequence_lengths_ ? 3 : 2));
+  const UnitGeometry geo = ReadGeometry(*this, 0, 1, 3, sequence_lengths_, 2);
   Tensor* hidden = Output(0);
   hidden->ResizeLike(hidden_prev);
   float* h = hidden->mutable_data<float>();
@@ -251,8 +252,7 @@ void GRUUnitGradientOp::RunOnDevice() {
   const int base = sequence_lengths_ ? 4 : 3;
   const Tensor& hidden_prev = Input(0);
   const Tensor& gates = Input(1);
-  const UnitGeometry geo =
-      ReadGeometry(*this, hidden_prev, 0, gates, 1, 3, sequence_lengths_, 2, Input(base - 1));
+  const UnitGeometry geo = ReadGeometry(*this, 0, 1, 3, sequence_lengths_, 2);
   const Tensor& hidden_grad = Input(base + 1);
   DOPPIO_ENFORCE(
       hidden_grad.dims() == hidden_prev.dims() && hidden_grad.dtype() == DataType::kFloat,

@@ -1,5 +1,6 @@
 #include "operators/utility_op.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -11,7 +12,9 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/lengths_reducer_ops.h"
 #include "operators/op_type_dispatch.h"
+#include "operators/sparse_index_utils.h"
 
 namespace doppio {
 
@@ -312,37 +315,27 @@ void LengthsToShapeOp::RunOnDevice() {
 
 void LengthsGatherOp::RunOnDevice() {
   const Tensor& items = Input(0);
-  const Tensor& lengths = Input(1);
   const Tensor& indices = Input(2);
-  DOPPIO_ENFORCE(items.ndim() >= 1 && lengths.ndim() == 1 && indices.ndim() == 1,
-                 "items must be at least 1-D, lengths and indices 1-D");
-  DOPPIO_ENFORCE(lengths.dtype() == DataType::kInt32, "lengths '", input_name(1),
-                 "' must be int32");
-  const int32_t* length = lengths.data<int32_t>();
-  std::vector<int64_t> offsets(lengths.numel() + 1, 0);
-  for (int64_t i = 0; i < lengths.numel(); ++i) {
-    DOPPIO_ENFORCE(length[i] >= 0, "lengths '", input_name(1), "' has a negative length");
-    offsets[i + 1] = offsets[i] + length[i];
-  }
-  DOPPIO_ENFORCE_EQ(offsets.back(), items.dim(0), "lengths '", input_name(1),
+  EnforceHasRows(*this, 0, items);
+  EnforceVector(*this, 2, indices);
+  DOPPIO_ENFORCE(items.dtype() != DataType::kString, "LengthsGather takes numeric items");
+  int64_t total = 0;
+  const std::vector<int64_t> length = ReadLengths(*this, 1, Input(1), &total);
+  DOPPIO_ENFORCE_EQ(total, items.dim(0), "lengths '", input_name(1),
                     "' must sum to the rows of items '", input_name(0), "'");
-  std::vector<int64_t> segments;
+  std::vector<int64_t> offsets(length.size() + 1, 0);
+  for (size_t i = 0; i < length.size(); ++i) offsets[i + 1] = offsets[i] + length[i];
+  std::vector<int64_t> segments(static_cast<size_t>(indices.numel()));
   DispatchInput(IndexTypes{}, *this, 2, indices.dtype(), [&](auto tag) {
     using I = typename decltype(tag)::type;
-    for (int64_t m = 0; m < indices.numel(); ++m) {
-      const I index = indices.data<I>()[m];
-      DOPPIO_ENFORCE(index >= 0 && index < lengths.numel(), "index ", index, " of '", input_name(2),
-                     "' is outside the ", lengths.numel(), " segments");
-      segments.push_back(static_cast<int64_t>(index));
-    }
+    const I* index = indices.data<I>();
+    CheckIndicesInRange(*this, 2, index, indices.numel(), static_cast<int64_t>(length.size()), 1);
+    std::copy(index, index + indices.numel(), segments.begin());
   });
-  DOPPIO_ENFORCE(items.dtype() != DataType::kString, "LengthsGather takes numeric items");
   int64_t rows = 0;
   for (int64_t s : segments) rows += length[s];
-  std::vector<int64_t> dims = items.dims();
-  dims[0] = rows;
   Tensor* Y = Output(0);
-  Y->Resize(dims);
+  Y->Resize(ShapeOfRows({rows}, items));
   const size_t row_bytes = static_cast<size_t>(items.SizeFromDim(1)) * items.itemsize();
   const char* from = static_cast<const char*>(items.raw_data());
   char* to = static_cast<char*>(Y->raw_mutable_data(items.dtype()));

@@ -10,7 +10,7 @@ import numpy as np
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
-from doppio import core_net
+from doppio import core_net, workspace
 from doppio.proto import caffe2_pb2
 
 # Caffe2 has it here too.
@@ -43,52 +43,39 @@ def CaffeBlobToNumpyArray(blob):
     return data.reshape(blob.shape.dim)
 
 
-# TensorProto data type -> (numpy dtype, the repeated field holding it).
-_TENSOR_FIELDS = {
-    caffe2_pb2.TensorProto.FLOAT: (np.float32, 'float_data'),
-    caffe2_pb2.TensorProto.DOUBLE: (np.float64, 'double_data'),
-    # Caffe2 returned np.int (int64) for INT32 tensors.
-    caffe2_pb2.TensorProto.INT32: (np.int64, 'int32_data'),
-    caffe2_pb2.TensorProto.INT16: (np.int16, 'int32_data'),
-    caffe2_pb2.TensorProto.UINT16: (np.uint16, 'int32_data'),
-    caffe2_pb2.TensorProto.INT8: (np.int8, 'int32_data'),
-    caffe2_pb2.TensorProto.UINT8: (np.uint8, 'int32_data'),
-    caffe2_pb2.TensorProto.INT64: (np.int64, 'int64_data'),
-    caffe2_pb2.TensorProto.BOOL: (np.bool_, 'int32_data'),
-}
-
-_NUMPY_TYPES = {
-    np.dtype(np.float32): caffe2_pb2.TensorProto.FLOAT,
-    np.dtype(np.float64): caffe2_pb2.TensorProto.DOUBLE,
-    np.dtype(np.int32): caffe2_pb2.TensorProto.INT32,
-    np.dtype(np.int16): caffe2_pb2.TensorProto.INT16,
-    np.dtype(np.uint16): caffe2_pb2.TensorProto.UINT16,
-    np.dtype(np.int8): caffe2_pb2.TensorProto.INT8,
-    np.dtype(np.uint8): caffe2_pb2.TensorProto.UINT8,
-    np.dtype(np.int64): caffe2_pb2.TensorProto.INT64,
-    np.dtype(np.bool_): caffe2_pb2.TensorProto.BOOL,
-}
-
-
 def Caffe2TensorToNumpyArray(tensor):
-    """A TensorProto's values as a numpy array of its dims."""
-    if tensor.data_type not in _TENSOR_FIELDS:
-        raise RuntimeError('Tensor data type not supported yet: ' + str(tensor.data_type))
-    dtype, field = _TENSOR_FIELDS[tensor.data_type]
-    return np.asarray(getattr(tensor, field), dtype=dtype).reshape(tensor.dims)
+    """A TensorProto's values as a numpy array of its dims (INT32 comes back as
+    int64, as Caffe2's np.int did)."""
+    try:
+        array = workspace._TensorProtoToArray(tensor)
+    except TypeError as e:
+        raise RuntimeError('Tensor data type not supported yet: {} ({})'.format(
+            tensor.data_type, e))
+    if tensor.data_type == caffe2_pb2.TensorProto.INT32:
+        array = array.astype(np.int64)
+    return array
+
+
+# The repeated field of a TensorProto holding each numeric type's values.
+_VALUE_FIELDS = {
+    caffe2_pb2.TensorProto.FLOAT: 'float_data',
+    caffe2_pb2.TensorProto.DOUBLE: 'double_data',
+    caffe2_pb2.TensorProto.INT64: 'int64_data',
+}
 
 
 def NumpyArrayToCaffe2Tensor(arr, name=None):
     """A numpy array as a TensorProto (numeric dtypes and bool)."""
     arr = np.asarray(arr)
-    if arr.dtype not in _NUMPY_TYPES:
+    data_type = workspace._PROTO_TYPES.get(arr.dtype)
+    if data_type is None or data_type == caffe2_pb2.TensorProto.FLOAT16:
         raise RuntimeError('Numpy data type not supported yet: ' + str(arr.dtype))
     tensor = caffe2_pb2.TensorProto()
     tensor.dims.extend(arr.shape)
     if name:
         tensor.name = name
-    tensor.data_type = _NUMPY_TYPES[arr.dtype]
-    field = _TENSOR_FIELDS[tensor.data_type][1]
+    tensor.data_type = data_type
+    field = _VALUE_FIELDS.get(data_type, 'int32_data')
     values = arr.flatten()
     if field == 'int32_data':
         values = values.astype(np.int32)

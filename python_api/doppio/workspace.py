@@ -294,12 +294,15 @@ def FetchBlob(name, device_option=None):
     return C.fetch_blob(name)
 
 
+# numpy dtype -> TensorProto data type (utils' conversions use it too).
 _PROTO_TYPES = {
     np.dtype(np.float32): caffe2_pb2.TensorProto.FLOAT,
     np.dtype(np.float64): caffe2_pb2.TensorProto.DOUBLE,
     np.dtype(np.float16): caffe2_pb2.TensorProto.FLOAT16,
     np.dtype(np.int32): caffe2_pb2.TensorProto.INT32,
     np.dtype(np.int64): caffe2_pb2.TensorProto.INT64,
+    np.dtype(np.int16): caffe2_pb2.TensorProto.INT16,
+    np.dtype(np.uint16): caffe2_pb2.TensorProto.UINT16,
     np.dtype(np.uint8): caffe2_pb2.TensorProto.UINT8,
     np.dtype(np.int8): caffe2_pb2.TensorProto.INT8,
     np.dtype(np.bool_): caffe2_pb2.TensorProto.BOOL,
