@@ -8,6 +8,7 @@
 #include "core/schema.h"
 #include "operators/elementwise_functors.h"
 #include "operators/op_cost.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 
@@ -120,6 +121,64 @@ struct SoftplusFunctor {
   }
 };
 
+// Swish (SiLU): y = x * sigmoid(x). Its gradient needs x as well as y, so
+// it has its own ops rather than the (Y, dY) activation templates.
+class SwishOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override {
+    const Tensor& X = Input(0);
+    DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* x = X.data<T>();
+      Tensor* Y = Output(0);
+      Y->Resize(X.dims());
+      T* y = Y->mutable_data<T>();
+      for (int64_t i = 0; i < X.numel(); ++i) y[i] = x[i] / (T(1) + std::exp(-x[i]));
+    });
+  }
+};
+
+// dX = dY * (Y + sigmoid(X) * (1 - Y)), from inputs (X, Y, dY).
+class SwishGradientOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override {
+    const Tensor& X = Input(0);
+    const Tensor& Y = Input(1);
+    const Tensor& dY = Input(2);
+    for (int slot : {1, 2}) {
+      const Tensor& other = Input(slot);
+      DOPPIO_ENFORCE(other.dims() == X.dims(), "'", input_name(slot), "' has shape ", other.dims(),
+                     " but '", input_name(0), "' has shape ", X.dims());
+      EnforceSameType(*this, 0, X, slot, other);
+    }
+    DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* x = X.data<T>();
+      const T* y = Y.data<T>();
+      const T* dy = dY.data<T>();
+      // In place over dY is allowed: element i is read before it is written.
+      Tensor* dX = Output(0);
+      dX->Resize(X.dims());
+      T* dx = dX->mutable_data<T>();
+      for (int64_t i = 0; i < X.numel(); ++i) {
+        const T sigmoid = T(1) / (T(1) + std::exp(-x[i]));
+        dx[i] = dy[i] * (y[i] + sigmoid * (T(1) - y[i]));
+      }
+    });
+  }
+};
+
+class GetSwishGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    DOPPIO_ENFORCE(I(0) != O(0), "op Swish: cannot differentiate Swish computed in place over '",
+                   O(0), "': its gradient reads the input");
+    return SingleGradientDef("SwishGradient", "", {I(0), O(0), GO(0)}, {GI(0)});
+  }
+};
+
 }  // namespace
 
 // ---- registration ----
@@ -136,6 +195,8 @@ REGISTER_CPU_OPERATOR(Elu, UnaryActivationOp<EluFunctor>);
 REGISTER_CPU_OPERATOR(EluGradient, ActivationGradientOp<EluFunctor>);
 REGISTER_CPU_OPERATOR(Softplus, UnaryActivationOp<SoftplusFunctor>);
 REGISTER_CPU_OPERATOR(SoftplusGradient, ActivationGradientOp<SoftplusFunctor>);
+REGISTER_CPU_OPERATOR(Swish, SwishOp);
+REGISTER_CPU_OPERATOR(SwishGradient, SwishGradientOp);
 
 namespace {
 
@@ -211,6 +272,26 @@ OPERATOR_SCHEMA(SoftplusGradient)
     .Apply(GradientSchema)
     .Doc("Gradient of Softplus: dX = dY * (1 - exp(-Y)).");
 
+// SwishGradient reads X, so Swish does not overwrite it.
+OPERATOR_SCHEMA(Swish)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .IdenticalTypeAndShape()
+    .CostInferenceFunction(PointwiseCostInference(5))
+    .Input(0, "X", "input tensor, float32 or float64")
+    .Output(0, "Y", "X * sigmoid(X), of X's shape and type")
+    .Doc("Swish (SiLU): Y = X / (1 + exp(-X)), elementwise.");
+OPERATOR_SCHEMA(SwishGradient)
+    .NumInputs(3)
+    .NumOutputs(1)
+    .AllowInplace({{2, 0}})
+    .IdenticalTypeAndShape()
+    .Input(0, "X", "Swish's input")
+    .Input(1, "Y", "Swish's output")
+    .Input(2, "dY", "gradient of Y")
+    .Output(0, "dX", "dY * (Y + sigmoid(X) * (1 - Y)); may be dY")
+    .Doc("Gradient of Swish.");
+
 namespace {
 
 constexpr const char kSecondOrder[] =
@@ -230,5 +311,7 @@ SHOULD_NOT_DO_GRADIENT(SigmoidGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(TanhGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(EluGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(SoftplusGradient, kSecondOrder);
+REGISTER_GRADIENT(Swish, GetSwishGradient);
+SHOULD_NOT_DO_GRADIENT(SwishGradient, kSecondOrder);
 
 }  // namespace doppio

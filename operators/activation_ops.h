@@ -1,5 +1,6 @@
 // Elementwise activations and their gradients: Relu, LeakyRelu, Sigmoid,
-// Tanh, Elu, Softplus (PRelu, which has a parameter, is in prelu_op.h).
+// Tanh, Elu, Softplus, and Swish, whose gradient reads (X, Y, dY) (PRelu, which has a parameter, is
+// in prelu_op.h).
 //
 // Each activation is a functor (in activation_ops.cc) plugged into two
 // shared kernels:

@@ -79,16 +79,46 @@ void AdagradOp::RunOnDevice() {
 // ---- SparseAdagrad ----
 
 SparseAdagradOp::SparseAdagradOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace), args_(ReadAdagradArgs(*this)) {}
+    : Operator<CPUContext>(def, workspace),
+      args_(ReadAdagradArgs(*this)),
+      row_wise_(def.type() == "RowWiseSparseAdagrad") {}
+
+template <typename T>
+void SparseAdagradOp::UpdateRow(int64_t row, int64_t row_size, const T* g, double lr, T* w,
+                                T* h) const {
+  w += row * row_size;
+  if (!row_wise_) {
+    h += row * row_size;
+    for (int64_t j = 0; j < row_size; ++j) {
+      const AdagradResult step = Adagrad(g[j], h[j], lr, args_.epsilon, 1.0);
+      h[j] = static_cast<T>(step.moment);
+      w[j] = static_cast<T>(w[j] + step.update);
+    }
+    return;
+  }
+  double mean_square = 0.0;
+  for (int64_t j = 0; j < row_size; ++j) mean_square += static_cast<double>(g[j]) * g[j];
+  if (row_size > 0) mean_square /= static_cast<double>(row_size);
+  h[row] = static_cast<T>(h[row] + mean_square);
+  const double rate = lr / (std::sqrt(static_cast<double>(h[row])) + args_.epsilon);
+  for (int64_t j = 0; j < row_size; ++j) w[j] = static_cast<T>(w[j] + rate * g[j]);
+}
 
 void SparseAdagradOp::RunOnDevice() {
   const Tensor& param = Input(0);
   const Tensor& moment = Input(1);
   const Tensor& indices = Input(2);
   const Tensor& grad = Input(3);
-  EnforceSameSizeAndType(*this, 0, param, 1, moment);
-  EnforceSameType(*this, 0, param, 3, grad);
   EnforceHasRows(*this, 0, param);
+  if (row_wise_) {
+    EnforceSameType(*this, 0, param, 1, moment);
+    DOPPIO_ENFORCE(moment.numel() == param.dim(0), "moment '", input_name(1), "' has ",
+                   moment.numel(), " elements but '", input_name(0), "' has ", param.dim(0),
+                   " rows: a row-wise moment holds one value per row");
+  } else {
+    EnforceSameSizeAndType(*this, 0, param, 1, moment);
+  }
+  EnforceSameType(*this, 0, param, 3, grad);
   const double lr = ReadLearningRate(*this, 4, Input(4));
   const int64_t rows = param.dim(0);
   const int64_t row_size = param.SizeFromDim(1);
@@ -110,13 +140,7 @@ void SparseAdagradOp::RunOnDevice() {
       T* h = Output(1)->mutable_data<T>();
       // In order: a repeated index sees the earlier update.
       for (int64_t k = 0; k < count; ++k) {
-        const int64_t offset = static_cast<int64_t>(index[k]) * row_size;
-        for (int64_t j = 0; j < row_size; ++j) {
-          const AdagradResult step =
-              Adagrad(g[k * row_size + j], h[offset + j], lr, args_.epsilon, 1.0);
-          h[offset + j] = static_cast<T>(step.moment);
-          w[offset + j] = static_cast<T>(w[offset + j] + step.update);
-        }
+        UpdateRow(static_cast<int64_t>(index[k]), row_size, g + k * row_size, lr, w, h);
       }
     });
   });
@@ -124,6 +148,7 @@ void SparseAdagradOp::RunOnDevice() {
 
 REGISTER_CPU_OPERATOR(Adagrad, AdagradOp);
 REGISTER_CPU_OPERATOR(SparseAdagrad, SparseAdagradOp);
+REGISTER_CPU_OPERATOR(RowWiseSparseAdagrad, SparseAdagradOp);
 
 OPERATOR_SCHEMA(Adagrad)
     .NumInputs(4)
@@ -156,7 +181,25 @@ OPERATOR_SCHEMA(SparseAdagrad)
     .Doc("Adagrad (decay 1) on the rows `indices` of param and moment; repeated indices "
          "are applied one after the other.");
 
+OPERATOR_SCHEMA(RowWiseSparseAdagrad)
+    .NumInputs(5)
+    .NumOutputs(2)
+    .EnforceInplace({{0, 0}, {1, 1}})
+    .Arg("epsilon", "(float, default 1e-5) added to sqrt of the moment")
+    .Input(0, "param", "full parameter, rank >= 1 (updated in place)")
+    .Input(1, "moment", "one value per row of param, param's type (updated in place)")
+    .Input(2, "indices", "int32 or int64 rows of param to update")
+    .Input(3, "grad", "one row of param per index")
+    .Input(4, "lr", "learning rate, one element")
+    .Output(0, "output_param", "param, updated at the indexed rows")
+    .Output(1, "output_moment_1", "moment, updated at the indexed rows")
+    .Doc(
+        "Row-wise Adagrad on the rows `indices`: moment[i] += mean(g_i^2), row i += "
+        "lr * g_i / (sqrt(moment[i]) + epsilon); repeated indices apply in turn. One "
+        "moment per row instead of per element.");
+
 SHOULD_NOT_DO_GRADIENT(Adagrad, "it is a parameter update, not part of the model");
 SHOULD_NOT_DO_GRADIENT(SparseAdagrad, "it is a parameter update, not part of the model");
+SHOULD_NOT_DO_GRADIENT(RowWiseSparseAdagrad, "it is a parameter update, not part of the model");
 
 }  // namespace doppio

@@ -5,6 +5,9 @@
 //     param' = param + update                    (lr negative for descent)
 //   SparseAdagrad(param, moment, indices, grad, lr) -> (param, moment): the
 //     same (decay 1) on the rows `indices` only, in place.
+//   RowWiseSparseAdagrad: the same inputs, with one moment per row of param
+//     that accumulates the row's mean g^2; the whole row steps by
+//     lr / (sqrt(moment') + epsilon).
 #pragma once
 
 #include "core/operator.h"
@@ -21,13 +24,19 @@ class AdagradOp final : public Operator<CPUContext> {
   AdagradArgs args_;
 };
 
+// SparseAdagrad, and RowWiseSparseAdagrad when the op has that type.
 class SparseAdagradOp final : public Operator<CPUContext> {
  public:
   SparseAdagradOp(const OperatorDef& def, Workspace* workspace);
   void RunOnDevice() override;
 
  private:
+  // Updates row `row` of w and its moment(s) h from gradient row g.
+  template <typename T>
+  void UpdateRow(int64_t row, int64_t row_size, const T* g, double lr, T* w, T* h) const;
+
   AdagradArgs args_;
+  bool row_wise_ = false;
 };
 
 }  // namespace doppio

@@ -201,14 +201,22 @@ struct RowsOfLast {
   int64_t inner = 1;
 };
 
-RowsOfLast CheckLogitsAndTargets(const OperatorBase& op, const Tensor& logits,
-                                 int logits_index, const Tensor& targets, int targets_index) {
-  DOPPIO_ENFORCE(logits.dims() == targets.dims(), "logits '", op.input_name(logits_index),
-                 "' have shape ", logits.dims(), " but targets '", op.input_name(targets_index),
-                 "' have shape ", targets.dims());
-  DOPPIO_ENFORCE(logits.dtype() == targets.dtype(), "logits '", op.input_name(logits_index),
-                 "' hold ", DataTypeName(logits.dtype()), " but targets '",
-                 op.input_name(targets_index), "' hold ", DataTypeName(targets.dtype()));
+// `inputs` are the logits, the targets and maybe the weights, the op's
+// inputs from logits_index on: the others must have the logits' shape and type.
+RowsOfLast CheckLogitsAndTargets(const OperatorBase& op, int logits_index,
+                                 const std::vector<const Tensor*>& inputs) {
+  const Tensor& logits = *inputs[0];
+  for (int k = 1; k < static_cast<int>(inputs.size()); ++k) {
+    const int slot = logits_index + k;
+    const Tensor& other = *inputs[k];
+    const char* what = slot == logits_index + 1 ? "targets" : "weights";
+    DOPPIO_ENFORCE(logits.dims() == other.dims(), "logits '", op.input_name(logits_index),
+                   "' have shape ", logits.dims(), " but ", what, " '", op.input_name(slot),
+                   "' have shape ", other.dims());
+    DOPPIO_ENFORCE(logits.dtype() == other.dtype(), "logits '", op.input_name(logits_index),
+                   "' hold ", DataTypeName(logits.dtype()), " but ", what, " '",
+                   op.input_name(slot), "' hold ", DataTypeName(other.dtype()));
+  }
   if (logits.ndim() == 0) return {};
   return {logits.SizeToDim(logits.ndim() - 1), logits.dim(-1)};
 }
@@ -247,16 +255,21 @@ T SigmoidXentSlope(const SigmoidCrossEntropyVariant& variant, T x, T t) {
 
 SigmoidCrossEntropyWithLogitsOp::SigmoidCrossEntropyWithLogitsOp(const OperatorDef& def,
                                                                  Workspace* workspace)
-    : Operator<CPUContext>(def, workspace), variant_(ReadVariant(*this)) {}
+    : Operator<CPUContext>(def, workspace),
+      variant_(ReadVariant(*this)),
+      weighted_(InputSize() == 3) {}
 
 void SigmoidCrossEntropyWithLogitsOp::RunOnDevice() {
   const Tensor& logits = Input(0);
   const Tensor& targets = Input(1);
-  const RowsOfLast rows = CheckLogitsAndTargets(*this, logits, 0, targets, 1);
+  std::vector<const Tensor*> checked{&logits, &targets};
+  if (weighted_) checked.push_back(&Input(2));
+  const RowsOfLast rows = CheckLogitsAndTargets(*this, 0, checked);
   DispatchTypes(FloatTypes{}, input_name(0), logits.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = logits.data<T>();
     const T* t = targets.data<T>();
+    const T* w = weighted_ ? Input(2).data<T>() : nullptr;
     std::vector<int64_t> dims = logits.dims();
     if (!dims.empty()) dims.pop_back();
     Tensor* out = Output(0);
@@ -266,7 +279,7 @@ void SigmoidCrossEntropyWithLogitsOp::RunOnDevice() {
       T sum = 0;
       for (int64_t c = 0; c < rows.inner; ++c) {
         const int64_t at = r * rows.inner + c;
-        sum += SigmoidXentLoss(variant_, x[at], t[at]);
+        sum += SigmoidXentLoss(variant_, x[at], t[at]) * (w ? w[at] : T(1));
       }
       // An empty last dim averages nothing: its loss is 0.
       y[r] = rows.inner > 0 ? sum / static_cast<T>(rows.inner) : T(0);
@@ -276,13 +289,17 @@ void SigmoidCrossEntropyWithLogitsOp::RunOnDevice() {
 
 SigmoidCrossEntropyWithLogitsGradientOp::SigmoidCrossEntropyWithLogitsGradientOp(
     const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace), variant_(ReadVariant(*this)) {}
+    : Operator<CPUContext>(def, workspace),
+      variant_(ReadVariant(*this)),
+      weighted_(InputSize() == 4) {}
 
 void SigmoidCrossEntropyWithLogitsGradientOp::RunOnDevice() {
   const Tensor& g = Input(0);
   const Tensor& logits = Input(1);
   const Tensor& targets = Input(2);
-  const RowsOfLast rows = CheckLogitsAndTargets(*this, logits, 1, targets, 2);
+  std::vector<const Tensor*> checked{&logits, &targets};
+  if (weighted_) checked.push_back(&Input(3));
+  const RowsOfLast rows = CheckLogitsAndTargets(*this, 1, checked);
   DOPPIO_ENFORCE(g.numel() == rows.outer, "gradient '", input_name(0), "' has shape ", g.dims(),
                  " (", g.numel(), " elements) but the loss has ", rows.outer);
   DOPPIO_ENFORCE(g.dtype() == logits.dtype(), "gradient '", input_name(0), "' holds ",
@@ -293,6 +310,7 @@ void SigmoidCrossEntropyWithLogitsGradientOp::RunOnDevice() {
     const T* gy = g.data<T>();
     const T* x = logits.data<T>();
     const T* t = targets.data<T>();
+    const T* w = weighted_ ? Input(3).data<T>() : nullptr;
     Tensor* dlogits = Output(0);
     dlogits->Resize(logits.dims());
     T* dx = dlogits->template mutable_data<T>();
@@ -300,7 +318,7 @@ void SigmoidCrossEntropyWithLogitsGradientOp::RunOnDevice() {
       const T factor = gy[r] / static_cast<T>(rows.inner);
       for (int64_t c = 0; c < rows.inner; ++c) {
         const int64_t at = r * rows.inner + c;
-        dx[at] = factor * SigmoidXentSlope(variant_, x[at], t[at]);
+        dx[at] = factor * SigmoidXentSlope(variant_, x[at], t[at]) * (w ? w[at] : T(1));
       }
     }
   });
@@ -315,6 +333,9 @@ REGISTER_CPU_OPERATOR(CrossEntropyGradient, CrossEntropyGradientOp);
 REGISTER_CPU_OPERATOR(SigmoidCrossEntropyWithLogits, SigmoidCrossEntropyWithLogitsOp);
 REGISTER_CPU_OPERATOR(SigmoidCrossEntropyWithLogitsGradient,
                       SigmoidCrossEntropyWithLogitsGradientOp);
+REGISTER_CPU_OPERATOR(WeightedSigmoidCrossEntropyWithLogits, SigmoidCrossEntropyWithLogitsOp);
+REGISTER_CPU_OPERATOR(WeightedSigmoidCrossEntropyWithLogitsGradient,
+                      SigmoidCrossEntropyWithLogitsGradientOp);
 
 namespace {
 
@@ -324,6 +345,17 @@ std::vector<TensorShape> PerRowLoss(const OperatorDef&, const std::vector<Tensor
   out.set_data_type(in.at(0).data_type());
   out.add_dims(in[0].dims_size() > 1 ? in[0].dims(0) : 1);
   return {out};
+}
+
+std::vector<TensorShape> LastDimDropped(const OperatorDef&, const std::vector<TensorShape>& in) {
+  TensorShape out;
+  out.set_data_type(in.at(0).data_type());
+  for (int i = 0; i + 1 < in[0].dims_size(); ++i) out.add_dims(in[0].dims(i));
+  return {out};
+}
+
+std::vector<TensorShape> LikeSecondInput(const OperatorDef&, const std::vector<TensorShape>& in) {
+  return {in.at(1)};
 }
 
 std::vector<TensorShape> LikeFirstInput(const OperatorDef&, const std::vector<TensorShape>& in) {
@@ -375,28 +407,24 @@ OPERATOR_SCHEMA(CrossEntropyGradient)
 OPERATOR_SCHEMA(SigmoidCrossEntropyWithLogits)
     .NumInputs(2)
     .NumOutputs(1)
-    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
-      TensorShape out;
-      out.set_data_type(in.at(0).data_type());
-      for (int i = 0; i + 1 < in[0].dims_size(); ++i) out.add_dims(in[0].dims(i));
-      return std::vector<TensorShape>{out};
-    })
-    .Arg("log_D_trick", "(bool, default false) use the log-D trick (Goodfellow et al. 2014) "
-                        "against vanishing gradients early in GAN training")
-    .Arg("unjoined_lr_loss", "(bool, default false) loss for unjoined data, where a "
-                             "negative may later turn out positive")
+    .TensorInferenceFunction(LastDimDropped)
+    .Arg("log_D_trick",
+         "(bool, default false) use the log-D trick (Goodfellow et al. 2014) "
+         "against vanishing gradients early in GAN training")
+    .Arg("unjoined_lr_loss",
+         "(bool, default false) loss for unjoined data, where a "
+         "negative may later turn out positive")
     .Input(0, "logits", "logits, float32/float64, e.g. [batch, classes]")
     .Input(1, "targets", "targets in [0, 1], of the logits' shape and type")
     .Output(0, "xentropy", "binary cross entropy averaged over the last dim")
-    .Doc("Sigmoid cross entropy computed stably from logits, averaged over the last "
-         "dim: mean_j [softplus(x) - t x] for the default variant.");
+    .Doc(
+        "Sigmoid cross entropy computed stably from logits, averaged over the last "
+        "dim: mean_j [softplus(x) - t x] for the default variant.");
 
 OPERATOR_SCHEMA(SigmoidCrossEntropyWithLogitsGradient)
     .NumInputs(3)
     .NumOutputs(1)
-    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
-      return std::vector<TensorShape>{in.at(1)};
-    })
+    .TensorInferenceFunction(LikeSecondInput)
     .Arg("log_D_trick", "as in the forward op")
     .Arg("unjoined_lr_loss", "as in the forward op")
     .Input(0, "g", "gradient of xentropy")
@@ -404,6 +432,31 @@ OPERATOR_SCHEMA(SigmoidCrossEntropyWithLogitsGradient)
     .Input(2, "targets", "the forward op's targets")
     .Output(0, "dlogits", "gradient of the logits")
     .Doc("Gradient of SigmoidCrossEntropyWithLogits for the logits.");
+
+OPERATOR_SCHEMA(WeightedSigmoidCrossEntropyWithLogits)
+    .NumInputs(3)
+    .NumOutputs(1)
+    .TensorInferenceFunction(LastDimDropped)
+    .Input(0, "logits", "logits, float32/float64, e.g. [batch, classes]")
+    .Input(1, "targets", "targets in [0, 1], of the logits' shape and type")
+    .Input(2, "weights", "a weight per element, of the logits' shape and type")
+    .Output(0, "xentropy", "weighted binary cross entropy averaged over the last dim")
+    .Doc(
+        "SigmoidCrossEntropyWithLogits with each element's loss multiplied by its "
+        "weight: mean_j w [softplus(x) - t x].");
+
+OPERATOR_SCHEMA(WeightedSigmoidCrossEntropyWithLogitsGradient)
+    .NumInputs(4)
+    .NumOutputs(1)
+    .TensorInferenceFunction(LikeSecondInput)
+    .Input(0, "g", "gradient of xentropy")
+    .Input(1, "logits", "the forward op's logits")
+    .Input(2, "targets", "the forward op's targets")
+    .Input(3, "weights", "the forward op's weights")
+    .Output(0, "dlogits", "gradient of the logits")
+    .Doc(
+        "Gradient of WeightedSigmoidCrossEntropyWithLogits for the logits (the "
+        "targets and weights get none).");
 
 namespace {
 
@@ -418,8 +471,9 @@ class GetCrossEntropyGradient final : public GradientMakerBase {
 class GetSigmoidCrossEntropyWithLogitsGradient final : public GradientMakerBase {
   using GradientMakerBase::GradientMakerBase;
   std::vector<OperatorDef> GetGradientDefs() override {
-    return SingleGradientDef("SigmoidCrossEntropyWithLogitsGradient", "",
-                             {GO(0), I(0), I(1)}, {GI(0)}, Def().arg());
+    std::vector<std::string> inputs{GO(0), I(0), I(1)};
+    if (Def().input_size() == 3) inputs.push_back(I(2));  // the weighted op's weights
+    return SingleGradientDef(Def().type() + "Gradient", "", inputs, {GI(0)}, Def().arg());
   }
 };
 
@@ -434,5 +488,7 @@ REGISTER_GRADIENT(SigmoidCrossEntropyWithLogits, GetSigmoidCrossEntropyWithLogit
 SHOULD_NOT_DO_GRADIENT(LabelCrossEntropyGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(CrossEntropyGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(SigmoidCrossEntropyWithLogitsGradient, kSecondOrder);
+REGISTER_GRADIENT(WeightedSigmoidCrossEntropyWithLogits, GetSigmoidCrossEntropyWithLogitsGradient);
+SHOULD_NOT_DO_GRADIENT(WeightedSigmoidCrossEntropyWithLogitsGradient, kSecondOrder);
 
 }  // namespace doppio

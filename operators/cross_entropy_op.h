@@ -4,6 +4,8 @@
 //   SigmoidCrossEntropyWithLogits(logits, targets) -> xentropy
 //       the mean over the last dim of the binary cross-entropy of
 //       sigmoid(logits) against targets, computed stably from the logits.
+//   WeightedSigmoidCrossEntropyWithLogits(logits, targets, weights) -> the
+//       same with each element's loss multiplied by its weight.
 // X holds probabilities (usually Softmax's output) seen as [N, D] with N =
 // dim 0 (or N = 1 for a 1-D X); logs are taken of max(X, 1e-20), as Caffe2
 // does, so a zero probability gives a large finite loss.
@@ -52,7 +54,8 @@ struct SigmoidCrossEntropyVariant {
 };
 
 // Inputs logits and targets of one shape; output xentropy with the last dim
-// dropped.
+// dropped. As WeightedSigmoidCrossEntropyWithLogits (kWeighted), a third
+// input of the same shape weighs each element's loss.
 class SigmoidCrossEntropyWithLogitsOp final : public Operator<CPUContext> {
  public:
   SigmoidCrossEntropyWithLogitsOp(const OperatorDef& def, Workspace* workspace);
@@ -60,9 +63,11 @@ class SigmoidCrossEntropyWithLogitsOp final : public Operator<CPUContext> {
 
  private:
   SigmoidCrossEntropyVariant variant_;
+  bool weighted_ = false;
 };
 
-// Inputs g (gradient of xentropy), logits, targets; output dlogits.
+// Inputs g (gradient of xentropy), logits, targets (and weights, for the
+// weighted op); output dlogits.
 class SigmoidCrossEntropyWithLogitsGradientOp final : public Operator<CPUContext> {
  public:
   SigmoidCrossEntropyWithLogitsGradientOp(const OperatorDef& def, Workspace* workspace);
@@ -70,6 +75,7 @@ class SigmoidCrossEntropyWithLogitsGradientOp final : public Operator<CPUContext
 
  private:
   SigmoidCrossEntropyVariant variant_;
+  bool weighted_ = false;
 };
 
 }  // namespace doppio

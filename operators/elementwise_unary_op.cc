@@ -1,6 +1,6 @@
-// Neg, Exp, Log, Sqrt, Abs (+ AbsGradient) and Clip (+ ClipGradient). The
-// gradients of Neg, Exp, Log and Sqrt are built from other ops (Neg, Mul,
-// Div, Scale), as in Caffe2.
+// Neg, Exp, Log, Sqrt, Sqr, Abs (+ AbsGradient) and Clip (+ ClipGradient).
+// The gradients of Neg, Exp, Log, Sqrt and Sqr are built from other ops (Neg,
+// Mul, Div, Scale), as in Caffe2.
 #include "operators/elementwise_unary_op.h"
 
 #include <cmath>
@@ -49,6 +49,15 @@ struct SqrtFunctor {
   template <typename T>
   T operator()(T x) const {
     return functors::Sqrt{}(x);
+  }
+};
+
+struct SqrFunctor {
+  using Types = FloatTypes;
+  explicit SqrFunctor(const OperatorBase&) {}
+  template <typename T>
+  T operator()(T x) const {
+    return functors::Sqr{}(x);
   }
 };
 
@@ -108,6 +117,7 @@ REGISTER_CPU_OPERATOR(Neg, UnaryElementwiseOp<NegFunctor>);
 REGISTER_CPU_OPERATOR(Exp, UnaryElementwiseOp<ExpFunctor>);
 REGISTER_CPU_OPERATOR(Log, UnaryElementwiseOp<LogFunctor>);
 REGISTER_CPU_OPERATOR(Sqrt, UnaryElementwiseOp<SqrtFunctor>);
+REGISTER_CPU_OPERATOR(Sqr, UnaryElementwiseOp<SqrFunctor>);
 REGISTER_CPU_OPERATOR(Abs, UnaryElementwiseOp<AbsFunctor>);
 REGISTER_CPU_OPERATOR(AbsGradient, UnaryGradientOp<AbsGradientFunctor>);
 REGISTER_CPU_OPERATOR(Clip, UnaryElementwiseOp<ClipFunctor>);
@@ -141,6 +151,12 @@ OPERATOR_SCHEMA(Log)
 OPERATOR_SCHEMA(Sqrt)
     .AllowInplace({{0, 0}})
     .Apply(UnarySchema("Y = sqrt(X)", "float32 or float64"));
+OPERATOR_SCHEMA(Sqr)
+    .AllowInplace({{0, 0}})
+    .Apply(UnarySchema("Y = X * X", "float32 or float64"))
+    .Doc(
+        "Elementwise square. Its gradient reads X, so in-place Sqr cannot be "
+        "differentiated.");
 // AbsGradient reads X, so Abs does not overwrite it.
 OPERATOR_SCHEMA(Abs).Apply(UnarySchema("Y = |X|", "float32, float64, int32 or int64"));
 OPERATOR_SCHEMA(AbsGradient)
@@ -209,6 +225,21 @@ class GetSqrtGradient final : public GradientMakerBase {
   }
 };
 
+class GetSqrGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    DOPPIO_ENFORCE(I(0) != O(0), "op Sqr: cannot differentiate Sqr computed in place over '", O(0),
+                   "': its gradient 2 X dY needs the input");
+    // d x^2 = 2 x dy: (2 dY) * X.
+    std::vector<OperatorDef> ops = SingleGradientDef("Scale", "", {GO(0)}, {GI(0)});
+    Argument* scale = ops[0].add_arg();
+    scale->set_name("scale");
+    scale->set_f(2.0f);
+    ops.push_back(SingleGradientDef("Mul", "", {GI(0), I(0)}, {GI(0)})[0]);
+    return ops;
+  }
+};
+
 class GetAbsGradient final : public GradientMakerBase {
   using GradientMakerBase::GradientMakerBase;
   std::vector<OperatorDef> GetGradientDefs() override {
@@ -232,6 +263,7 @@ REGISTER_GRADIENT(Neg, GetNegGradient);
 REGISTER_GRADIENT(Exp, GetExpGradient);
 REGISTER_GRADIENT(Log, GetLogGradient);
 REGISTER_GRADIENT(Sqrt, GetSqrtGradient);
+REGISTER_GRADIENT(Sqr, GetSqrGradient);
 REGISTER_GRADIENT(Abs, GetAbsGradient);
 REGISTER_GRADIENT(Clip, GetClipGradient);
 SHOULD_NOT_DO_GRADIENT(AbsGradient, kSecondOrder);

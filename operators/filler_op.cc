@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <type_traits>
+#include <utility>
 
 #include "core/gradient.h"
 #include "core/registry.h"
@@ -173,6 +175,71 @@ void ConstantFillOp::Fill(Tensor* output) {
   });
 }
 
+// ---- DiagonalFill, LengthsRangeFill ----
+
+namespace {
+
+// Elements between consecutive diagonal entries, and how many there are.
+std::pair<int64_t, int64_t> DiagonalStepAndCount(const OperatorBase& op, const Tensor& output) {
+  const std::vector<int64_t>& dims = output.dims();
+  DOPPIO_ENFORCE(dims.size() >= 2, "the output must have rank 2 or more, got shape ", dims);
+  if (dims.size() > 2) {
+    for (int64_t d : dims) {
+      DOPPIO_ENFORCE(d == dims[0], "an output of rank ", dims.size(),
+                     " needs equal dims for a diagonal, got shape ", dims, " (op ", op.def().type(),
+                     ")");
+    }
+  }
+  // Moving one step along every axis at once: the sum of the strides.
+  int64_t step = 0, stride = 1;
+  for (size_t axis = dims.size(); axis-- > 0;) {
+    step += stride;
+    stride *= dims[axis];
+  }
+  return {step, *std::min_element(dims.begin(), dims.end())};
+}
+
+}  // namespace
+
+DiagonalFillOp::DiagonalFillOp(const OperatorDef& def, Workspace* workspace)
+    : FillerOp<CPUContext>(def, workspace), dtype_(ConstantFillType(def)) {
+  value_.Resize({});
+  DispatchDataType(dtype_, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    *value_.mutable_data<T>() = ScalarArgumentAs<T>(*this, "value", T());
+  });
+}
+
+void DiagonalFillOp::Fill(Tensor* output) {
+  const auto [step, count] = DiagonalStepAndCount(*this, *output);
+  DispatchDataType(dtype_, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* data = output->mutable_data<T>();
+    std::fill(data, data + output->numel(), T());
+    for (int64_t i = 0; i < count; ++i) data[i * step] = value_.data<T>()[0];
+  });
+}
+
+void LengthsRangeFillOp::RunOnDevice() {
+  const Tensor& lengths = Input(0);
+  DOPPIO_ENFORCE(lengths.ndim() == 1 && lengths.dtype() == DataType::kInt32, "lengths '",
+                 input_name(0), "' must be a 1-D int32 tensor, not ", lengths.DebugString());
+  const int32_t* length = lengths.data<int32_t>();
+  int64_t total = 0;
+  for (int64_t i = 0; i < lengths.numel(); ++i) {
+    DOPPIO_ENFORCE(length[i] >= 0, "lengths '", input_name(0), "' has a negative length ",
+                   length[i], " at ", i);
+    total += length[i];
+  }
+  Tensor* output = Output(0);
+  output->Resize({total});
+  int32_t* out = output->mutable_data<int32_t>();
+  for (int64_t i = 0; i < lengths.numel(); ++i) {
+    std::iota(out, out + length[i], 0);
+    out += length[i];
+  }
+}
+
 // ---- random fills ----
 
 template <typename T>
@@ -296,6 +363,8 @@ void MSRAFillOp::Fill(Tensor* output) {
 // ---- registration ----
 
 REGISTER_CPU_OPERATOR(ConstantFill, ConstantFillOp);
+REGISTER_CPU_OPERATOR(DiagonalFill, DiagonalFillOp);
+REGISTER_CPU_OPERATOR(LengthsRangeFill, LengthsRangeFillOp);
 REGISTER_CPU_OPERATOR(UniformFill, UniformFillOp<float>);
 REGISTER_CPU_OPERATOR(UniformIntFill, UniformFillOp<int32_t>);
 REGISTER_CPU_OPERATOR(GaussianFill, GaussianFillOp);
@@ -318,6 +387,37 @@ OPERATOR_SCHEMA(ConstantFill)
     .Input(1, "V", "(optional) fill with the first element of V, in V's type")
     .Output(0, "output", "tensor with every element equal to value")
     .Doc("Fills the output with a constant `value` of type `dtype`.");
+
+OPERATOR_SCHEMA(DiagonalFill)
+    .NumInputs(0, 1)
+    .Arg("value", "(type of dtype, default 0) the value on the diagonal")
+    .Arg("dtype", "(int, TensorProto.DataType) element type, chosen as ConstantFill's")
+    .Apply(FillerSchema(DataType::kFloat))
+    .TensorInferenceFunction([](const OperatorDef& def, const std::vector<TensorShape>& in) {
+      std::vector<TensorShape> out = FillerShapeInference(DataType::kFloat)(def, in);
+      out[0].set_data_type(static_cast<TensorProto::DataType>(ConstantFillType(def)));
+      return out;
+    })
+    .Output(0, "output", "zeros with value at (i, i, ..., i); rank 2 or more")
+    .Doc(
+        "Fills the main diagonal of the output with `value` and the rest with "
+        "zeros, as numpy.fill_diagonal without wrapping: a tall 2-D output gets "
+        "min(rows, cols) entries; an output of higher rank must be a cube.");
+
+OPERATOR_SCHEMA(LengthsRangeFill)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>&) {
+      TensorShape out;
+      out.set_data_type(TensorProto::INT32);
+      out.set_unknown_shape(true);  // the sum of the lengths' values
+      return std::vector<TensorShape>{out};
+    })
+    .Input(0, "lengths", "1-D int32 segment lengths, none negative")
+    .Output(0, "range_sequence", "1-D int32: range(lengths[0]), range(lengths[1]), ...")
+    .Doc(
+        "Numbers the elements of each segment from 0: for lengths [2, 3] the "
+        "output is [0, 1, 0, 1, 2].");
 
 OPERATOR_SCHEMA(UniformFill)
     .NumInputs({0, 1, 3})
@@ -363,6 +463,9 @@ OPERATOR_SCHEMA(MSRAFill)
          "deviation sqrt(2 / fan_out), fan_out = numel / shape[1].");
 
 NO_GRADIENT(ConstantFill, "its output depends on no differentiable input (the input only gives a shape)");
+NO_GRADIENT(DiagonalFill,
+            "its output depends on no differentiable input (the input only gives a shape)");
+NO_GRADIENT(LengthsRangeFill, "its integer output depends only on the lengths");
 NO_GRADIENT(UniformFill, "random samples depend on no differentiable input");
 NO_GRADIENT(UniformIntFill, "random integers depend on no differentiable input");
 NO_GRADIENT(GaussianFill, "random samples depend on no differentiable input");

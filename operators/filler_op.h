@@ -116,6 +116,30 @@ class ConstantFillOp final : public FillerOp<CPUContext> {
   Tensor value_;
 };
 
+// Zeros with `value` on the main diagonal, as numpy.fill_diagonal: (i, i)
+// for i < min(rows, cols) of a 2-D output, (i, i, ..., i) of an output of
+// higher rank, whose dims must then be equal. Its dtype and value are read
+// as ConstantFill's.
+class DiagonalFillOp final : public FillerOp<CPUContext> {
+ public:
+  DiagonalFillOp(const OperatorDef& def, Workspace* workspace);
+
+ protected:
+  void Fill(Tensor* output) override;
+
+ private:
+  DataType dtype_ = DataType::kFloat;
+  Tensor value_;  // the parsed `value`, a scalar of dtype_
+};
+
+// int32 lengths [l0, l1, ...] -> the int32 concatenation of range(l0),
+// range(l1), ...: each element's position within its segment.
+class LengthsRangeFillOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
+};
+
 // UniformFill (float, [min, max)) and UniformIntFill (int32, [min, max]).
 template <typename T>
 class UniformFillOp final : public FillerOp<CPUContext> {

@@ -1,5 +1,5 @@
-// Row addressing by index tensors: Gather reads rows of DATA, ScatterAssign
-// overwrites them.
+// Row addressing by index tensors: Gather reads rows of DATA (BatchGather
+// the rows of each batch entry), ScatterAssign overwrites them.
 #pragma once
 
 #include "core/operator.h"
@@ -17,6 +17,22 @@ void EnforceGatherAxis(const OperatorBase& op);
 class GatherOp final : public Operator<CPUContext> {
  public:
   GatherOp(const OperatorDef& def, Workspace* workspace);
+  void RunOnDevice() override;
+};
+
+// BatchGather(DATA, INDICES) -> OUTPUT of shape [DATA.shape[0]] +
+// INDICES.shape + DATA.shape[2:]: Gather along axis 1, batch by batch.
+// BatchGatherGradient(DATA, INDICES, dOUTPUT) -> dDATA (dense, DATA's
+// shape): each output gradient row added back where it was read from.
+class BatchGatherOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
+};
+
+class BatchGatherGradientOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
   void RunOnDevice() override;
 };
 

@@ -181,6 +181,8 @@ class CudaAveragedLossGradientOp final : public Operator<CUDAContext> {
 
 REGISTER_CUDA_OPERATOR(SoftmaxWithLoss, CudaSoftmaxWithLossOp);
 REGISTER_CUDA_OPERATOR(SoftmaxWithLossGradient, CudaSoftmaxWithLossGradientOp);
+REGISTER_CUDA_OPERATOR(SpatialSoftmaxWithLoss, CudaSoftmaxWithLossOp);
+REGISTER_CUDA_OPERATOR(SpatialSoftmaxWithLossGradient, CudaSoftmaxWithLossGradientOp);
 REGISTER_CUDA_OPERATOR(AveragedLoss, CudaAveragedLossOp);
 REGISTER_CUDA_OPERATOR(AveragedLossGradient, CudaAveragedLossGradientOp);
 

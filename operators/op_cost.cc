@@ -72,9 +72,13 @@ ConvPoolGeometry ConvGeometry(const OperatorDef& def, const TensorShape& x,
 }
 
 // FLOPs of one forward conv: multiply-adds over every (output position,
-// kernel tap, input channel of the group, output channel).
-uint64_t ConvFlops(const ConvPoolGeometry& g, int group, int64_t out_channels) {
-  const uint64_t channels_per_group = static_cast<uint64_t>(g.channels / std::max(group, 1));
+// kernel tap, input channel of the group, output channel). The channels per
+// group are the filter's (dim 1 in NCHW, the last in NHWC), as Caffe2 counts
+// them: a cost query may pass shapes the op itself would refuse.
+uint64_t ConvFlops(const ConvPoolGeometry& g, const TensorShape& w, const ConvPoolArgs& args,
+                   int64_t out_channels) {
+  const bool nchw = args.order() == StorageOrder::kNCHW;
+  const uint64_t channels_per_group = static_cast<uint64_t>(w.dims(nchw ? 1 : w.dims_size() - 1));
   return 2 * static_cast<uint64_t>(g.batch) * static_cast<uint64_t>(g.output_image_size()) *
          static_cast<uint64_t>(g.kernel_size()) * channels_per_group *
          static_cast<uint64_t>(out_channels);
@@ -127,7 +131,7 @@ OpSchema::Cost CostInferenceForConv(const OperatorDef& def, const CostInputs& in
                            static_cast<uint64_t>(g.output_image_size()) *
                            static_cast<uint64_t>(out_channels);
   OpSchema::Cost cost;
-  cost.flops = ConvFlops(g, args.group(), out_channels);
+  cost.flops = ConvFlops(g, in[1], args, out_channels);
   if (in.size() > 2) cost.flops += outputs;  // bias
   cost.bytes_read = BytesOf(in);
   cost.bytes_written = outputs * ElementBytes(in[0]);
@@ -143,7 +147,7 @@ OpSchema::Cost CostInferenceForConvGradient(const OperatorDef& def, const CostIn
   const bool has_bias = !ArgumentHelper(def).GetSingle<bool>("no_bias", false);
   // Outputs are dW, then db unless no_bias, then dX when one more is named.
   const bool computes_dx = def.output_size() > (has_bias ? 2 : 1);
-  const uint64_t forward = ConvFlops(g, args.group(), out_channels);
+  const uint64_t forward = ConvFlops(g, in[1], args, out_channels);
   OpSchema::Cost cost;
   cost.flops = forward;
   cost.bytes_written = Bytes(in[1]);

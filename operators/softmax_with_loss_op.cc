@@ -18,7 +18,9 @@ SoftmaxLossArgs ReadSoftmaxLossArgs(const OperatorBase& op) {
   SoftmaxLossArgs args;
   args.scale = op.GetSingleArgument<float>("scale", 1.0f);
   args.label_prob = op.GetSingleArgument<int>("label_prob", 0) != 0;
-  args.spatial = op.GetSingleArgument<int>("spatial", 0) != 0;
+  // SpatialSoftmaxWithLoss is SoftmaxWithLoss with spatial=1.
+  args.spatial = op.GetSingleArgument<int>("spatial", 0) != 0 ||
+                 op.type().rfind("SpatialSoftmaxWithLoss", 0) == 0;
   args.axis = op.GetSingleArgument<int>("axis", 1);
   const std::string order = op.GetSingleArgument<std::string>("order", "NCHW");
   DOPPIO_ENFORCE(args.scale >= 0.0f, "argument scale is ", args.scale, "; it must be >= 0");
@@ -202,6 +204,8 @@ void SoftmaxWithLossGradientOp::RunOnDevice() {
 
 REGISTER_CPU_OPERATOR(SoftmaxWithLoss, SoftmaxWithLossOp);
 REGISTER_CPU_OPERATOR(SoftmaxWithLossGradient, SoftmaxWithLossGradientOp);
+REGISTER_CPU_OPERATOR(SpatialSoftmaxWithLoss, SoftmaxWithLossOp);
+REGISTER_CPU_OPERATOR(SpatialSoftmaxWithLossGradient, SoftmaxWithLossGradientOp);
 
 namespace {
 
@@ -214,33 +218,40 @@ void SoftmaxLossArgDocs(OpSchema& schema) {
       .Arg("order", "(string, default NCHW) only NCHW is supported");
 }
 
+// The softmax has the logits' shape; the loss is a scalar of their type.
+std::vector<TensorShape> SoftmaxAndLossShapes(const OperatorDef&,
+                                              const std::vector<TensorShape>& in) {
+  TensorShape loss;
+  loss.set_data_type(in.at(0).data_type());
+  return {in.at(0), loss};
+}
+
+std::vector<TensorShape> LikeLogits(const OperatorDef&, const std::vector<TensorShape>& in) {
+  return {in.at(0)};
+}
+
 }  // namespace
 
 OPERATOR_SCHEMA(SoftmaxWithLoss)
     .NumInputs(2, 3)
     .CostInferenceFunction(CostInferenceForSoftmaxWithLoss)
     .NumOutputs(2)
-    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
-      TensorShape loss;
-      loss.set_data_type(in.at(0).data_type());
-      return std::vector<TensorShape>{in.at(0), loss};
-    })
+    .TensorInferenceFunction(SoftmaxAndLossShapes)
     .Apply(SoftmaxLossArgDocs)
     .Input(0, "logits", "unscaled log probabilities, float32/float64")
     .Input(1, "labels", "int32/int64 classes in [0, D), or probability rows with label_prob=1")
     .Input(2, "weight_tensor", "optional weight per row (per pixel with spatial=1)")
     .Output(0, "softmax", "softmax of the logits, of their shape")
     .Output(1, "loss", "scale * weighted mean cross entropy, a scalar")
-    .Doc("Softmax followed by cross-entropy against the labels, computed together for "
-         "numerical stability; the loss is the weighted mean over rows, times scale.");
+    .Doc(
+        "Softmax followed by cross-entropy against the labels, computed together for "
+        "numerical stability; the loss is the weighted mean over rows, times scale.");
 
 OPERATOR_SCHEMA(SoftmaxWithLossGradient)
     .NumInputs(4, 5)
     .CostInferenceFunction(PointwiseCostInference(2))
     .NumOutputs(1)
-    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
-      return std::vector<TensorShape>{in.at(0)};
-    })
+    .TensorInferenceFunction(LikeLogits)
     .Apply(SoftmaxLossArgDocs)
     .Input(0, "X", "the forward logits")
     .Input(1, "labels", "the forward labels")
@@ -248,8 +259,38 @@ OPERATOR_SCHEMA(SoftmaxWithLossGradient)
     .Input(3, "P", "the forward softmax output")
     .Input(4, "d_loss", "gradient of the loss (one element)")
     .Output(0, "dX", "gradient of the logits")
-    .Doc("Gradient of SoftmaxWithLoss for the logits: (P - target) * weight, times "
-         "scale * d_loss over the weight sum.");
+    .Doc(
+        "Gradient of SoftmaxWithLoss for the logits: (P - target) * weight, times "
+        "scale * d_loss over the weight sum.");
+
+OPERATOR_SCHEMA(SpatialSoftmaxWithLoss)
+    .NumInputs(2, 3)
+    .CostInferenceFunction(CostInferenceForSoftmaxWithLoss)
+    .NumOutputs(2)
+    .TensorInferenceFunction(SoftmaxAndLossShapes)
+    .Apply(SoftmaxLossArgDocs)
+    .Input(0, "logits", "[N, D, H, W] unscaled log probabilities, float32/float64")
+    .Input(1, "labels", "[N, H, W] int32/int64 classes in [0, D); -1 marks a pixel ignored")
+    .Input(2, "weight_tensor", "optional weight per pixel, [N, H, W]")
+    .Output(0, "softmax", "softmax over D at every pixel, of the logits' shape")
+    .Output(1, "loss", "weighted mean cross entropy over the pixels not ignored, a scalar")
+    .Doc(
+        "SoftmaxWithLoss with spatial=1: one softmax and cross entropy per pixel of "
+        "NCHW logits.");
+
+OPERATOR_SCHEMA(SpatialSoftmaxWithLossGradient)
+    .NumInputs(4, 5)
+    .CostInferenceFunction(PointwiseCostInference(2))
+    .NumOutputs(1)
+    .TensorInferenceFunction(LikeLogits)
+    .Apply(SoftmaxLossArgDocs)
+    .Input(0, "X", "the forward logits")
+    .Input(1, "labels", "the forward labels")
+    .Input(2, "weight_tensor", "the forward weights, when given (then P and d_loss shift by 1)")
+    .Input(3, "P", "the forward softmax output")
+    .Input(4, "d_loss", "gradient of the loss (one element)")
+    .Output(0, "dX", "gradient of the logits; 0 at ignored pixels")
+    .Doc("Gradient of SpatialSoftmaxWithLoss for the logits.");
 
 namespace {
 
@@ -260,14 +301,17 @@ class GetSoftmaxWithLossGradient final : public GradientMakerBase {
     if (Def().input_size() == 3) inputs.push_back(I(2));
     inputs.push_back(O(0));
     inputs.push_back(GO(1));
-    return SingleGradientDef("SoftmaxWithLossGradient", "", inputs, {GI(0)}, Def().arg());
+    return SingleGradientDef(Def().type() + "Gradient", "", inputs, {GI(0)}, Def().arg());
   }
 };
 
 }  // namespace
 
 REGISTER_GRADIENT(SoftmaxWithLoss, GetSoftmaxWithLossGradient);
+REGISTER_GRADIENT(SpatialSoftmaxWithLoss, GetSoftmaxWithLossGradient);
 SHOULD_NOT_DO_GRADIENT(SoftmaxWithLossGradient,
+                       "it is a gradient op; second derivatives are not supported");
+SHOULD_NOT_DO_GRADIENT(SpatialSoftmaxWithLossGradient,
                        "it is a gradient op; second derivatives are not supported");
 
 }  // namespace doppio

@@ -6,7 +6,8 @@
 // probability rows shaped like X. An optional weight per row scales its
 // loss; loss = scale * sum_i w_i l_i / sum_i w_i (0 when the weights sum to
 // 0). With spatial=1, X is [N, D, H, W] (NCHW), each pixel is a row with its
-// label in [N, H, W], label -1 is ignored, and weights are per pixel.
+// label in [N, H, W], label -1 is ignored, and weights are per pixel;
+// SpatialSoftmaxWithLoss (+ gradient) is that form under Caffe2's name.
 #pragma once
 
 #include "core/operator.h"

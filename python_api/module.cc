@@ -165,6 +165,16 @@ py::object FetchBlob(const std::string& name, const py::object& device_option_by
   return TensorToArray(tensor, name);
 }
 
+// Blob `name`'s tensor as a numpy array over its memory (Caffe2's
+// Blob.tensor().data): writes land in the blob.
+py::array TensorViewOfBlob(const std::string& name) {
+  const Blob* blob = Registry().Current()->GetBlob(name);
+  DOPPIO_ENFORCE(blob != nullptr, "cannot view blob '", name,
+                 "': it does not exist in the current workspace");
+  DOPPIO_ENFORCE(blob->IsTensor(), "blob '", name, "' holds ", blob->TypeName(), ", not a tensor");
+  return SharedTensorView(blob->GetTensor(), name);
+}
+
 void RunOperatorOnce(const py::bytes& op_bytes) {
   const OperatorDef def = ParseProto<OperatorDef>(op_bytes, "OperatorDef");
   Workspace* workspace = Registry().Current();
@@ -487,6 +497,7 @@ PYBIND11_MODULE(_C, m) {
         py::arg("device_option") = py::none());
   m.def("feed_string_blob", &FeedStringBlob, py::arg("name"), py::arg("value"));
   m.def("fetch_blob", &FetchBlob, py::arg("name"), py::arg("device_option") = py::none());
+  m.def("tensor_view", &TensorViewOfBlob, py::arg("name"));
   m.def("has_blob", [](const std::string& name) { return Registry().Current()->HasBlob(name); });
   m.def("create_blob", [](const std::string& name) {
     Registry().Current()->CreateBlob(name);

@@ -1,6 +1,7 @@
 #include "python_api/numpy_tensor.h"
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/enforce.h"
@@ -107,6 +108,21 @@ py::array TensorView(Tensor* tensor, const std::string& blob_name) {
   // The capsule owns nothing: it only makes numpy reference, not copy.
   return py::array(py::dtype(NumpyName(tensor->dtype())), shape, data,
                    py::capsule(data, [](void*) {}));
+}
+
+py::array SharedTensorView(const Tensor& tensor, const std::string& blob_name) {
+  DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCPU, "blob '", blob_name,
+                 "' is on a GPU; only a host tensor can be viewed in place (fetch copies)");
+  if (tensor.dtype() == DataType::kString || !tensor.has_storage()) {
+    return TensorToArray(tensor, blob_name);
+  }
+  auto owner = std::make_unique<Tensor>(tensor.device());
+  owner->ShareData(tensor);
+  std::vector<py::ssize_t> shape(owner->dims().begin(), owner->dims().end());
+  const py::dtype dtype(NumpyName(owner->dtype()));
+  void* data = owner->raw_mutable_data();
+  py::capsule keep_alive(owner.release(), [](void* held) { delete static_cast<Tensor*>(held); });
+  return py::array(dtype, shape, data, keep_alive);
 }
 
 }  // namespace python

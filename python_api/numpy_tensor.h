@@ -26,5 +26,11 @@ pybind11::array TensorToArray(const Tensor& tensor, const std::string& blob_name
 // TensorToArray does, since numpy cannot view std::strings.
 pybind11::array TensorView(Tensor* tensor, const std::string& blob_name);
 
+// Like TensorView, but the array holds its own reference to the tensor's
+// storage, so it stays valid however long Python keeps it: if the tensor is
+// later resized, reset or removed, the array keeps the old elements and no
+// longer shows the tensor. Host tensors only.
+pybind11::array SharedTensorView(const Tensor& tensor, const std::string& blob_name);
+
 }  // namespace python
 }  // namespace doppio

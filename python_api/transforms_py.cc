@@ -2,12 +2,12 @@
 // serialized NetDef in, serialized NetDef out, weights read from and folded
 // ones written to the current workspace (as Caffe2's transform_* functions
 // use its global workspace).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
 
 #include "core/enforce.h"
 #include "core/workspace.h"
@@ -16,6 +16,7 @@
 #include "transforms/fuse_conv_bn.h"
 #include "transforms/inplace_activation.h"
 #include "transforms/optimize_inference.h"
+#include "transforms/registry.h"
 
 namespace py = pybind11;
 
@@ -61,6 +62,14 @@ void DefineTransforms(py::module_& m, std::function<Workspace*()> current_worksp
         return py::make_tuple(Serialize(out), counts);
       },
       py::arg("net"));
+  m.def(
+      "apply_transform",
+      [](const std::string& name, const py::bytes& net_bytes) {
+        return Serialize(
+            transforms::ApplyRegisteredTransform(name, ParseNet(net_bytes, "ApplyTransform")));
+      },
+      py::arg("name"), py::arg("net"));
+  m.def("registered_transforms", &transforms::RegisteredTransforms);
   m.def(
       "transform_inplaceActivation",
       [](const py::bytes& net_bytes) {

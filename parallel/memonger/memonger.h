@@ -52,12 +52,19 @@ NetDef ComputeBlobRecyclingForDag(const NetDef& net, const RecyclingOptions& opt
 // because its linear liveness cannot see backward's readers; here liveness
 // runs over the DAG, so an activation backward reads stays alive until that
 // reader in every schedule, and one it never reads is recycled early.
-// Callers that fetch an activation after the run (e.g. a softmax) must name
-// it in dont_share_blobs or the net's external outputs.
+// What Caffe2's guard also gave its users is kept: the forward head (see
+// ForwardHeadOutputs), which scripts fetch after a step, is never shared.
 NetDef ShareGradBlobs(const NetDef& net, const std::vector<std::string>& losses,
                       const std::set<std::string>& param_grads, std::string namescope,
                       const std::set<std::string>& dont_share_blobs, bool share_activations,
                       const BlobShapes& blob_shapes);
+
+// The outputs of the net's forward head, which share_activations leaves
+// alone as Caffe2's does: every forward op from the second-to-last brew
+// layer (an op whose output `b` reads "b_w") on, so the last two layers'
+// outputs and what is computed from them (softmax, loss) stay fetchable.
+// Without layers, the last two forward ops.
+std::set<std::string> ForwardHeadOutputs(const NetDef& net);
 
 // Caffe2's optimize_inference_for_dag: recycles every activation of an
 // inference-only net (no gradient ops; every blob read is an external input

@@ -113,6 +113,19 @@ NetDef ComputeBlobRecyclingForDag(const NetDef& net, const RecyclingOptions& opt
   return optimized;
 }
 
+namespace {
+
+size_t DistinctBlobCount(const NetDef& net) {
+  std::set<std::string> names;
+  for (const OperatorDef& op : net.op()) {
+    names.insert(op.input().begin(), op.input().end());
+    names.insert(op.output().begin(), op.output().end());
+  }
+  return names.size();
+}
+
+}  // namespace
+
 NetDef ShareGradBlobs(const NetDef& net, const std::vector<std::string>& losses,
                       const std::set<std::string>& param_grads, std::string namescope,
                       const std::set<std::string>& dont_share_blobs, bool share_activations,
@@ -144,12 +157,44 @@ NetDef ShareGradBlobs(const NetDef& net, const std::vector<std::string>& losses,
   // backward reads are recycled only after it, and those it never reads
   // (Sum inputs, a Relu's input whose gradient reads its output) die early.
   // What stays protected is decided in ComputeBlobRecyclingForDag.
-  if (share_activations) {
-    for (const OperatorDef& op : net.op()) {
-      options.shareable_blobs.insert(op.output().begin(), op.output().end());
+  const NetDef gradients_only = ComputeBlobRecyclingForDag(net, options);
+  if (!share_activations) return gradients_only;
+  for (const OperatorDef& op : net.op()) {
+    options.shareable_blobs.insert(op.output().begin(), op.output().end());
+  }
+  for (const std::string& name : ForwardHeadOutputs(net)) options.dont_share_blobs.insert(name);
+  NetDef with_activations = ComputeBlobRecyclingForDag(net, options);
+  // The assignment is greedy, so more candidates can pack worse: without
+  // shapes to weigh them, keep whichever leaves fewer blobs (Caffe2's
+  // promise that sharing activations never adds any).
+  if (blob_shapes.empty() &&
+      DistinctBlobCount(with_activations) > DistinctBlobCount(gradients_only)) {
+    return gradients_only;
+  }
+  return with_activations;
+}
+
+std::set<std::string> ForwardHeadOutputs(const NetDef& net) {
+  std::vector<int> forward, layers;
+  for (int i = 0; i < net.op_size(); ++i) {
+    const OperatorDef& op = net.op(i);
+    if (op.is_gradient_op()) continue;
+    forward.push_back(i);
+    for (const std::string& output : op.output()) {
+      if (std::find(op.input().begin(), op.input().end(), output + "_w") != op.input().end()) {
+        layers.push_back(i);
+        break;
+      }
     }
   }
-  return ComputeBlobRecyclingForDag(net, options);
+  const std::vector<int>& marks = layers.empty() ? forward : layers;
+  if (marks.empty()) return {};
+  const int first = marks[marks.size() >= 2 ? marks.size() - 2 : 0];
+  std::set<std::string> head;
+  for (int i : forward) {
+    if (i >= first) head.insert(net.op(i).output().begin(), net.op(i).output().end());
+  }
+  return head;
 }
 
 NetDef OptimizeInferenceForDag(const NetDef& net, const std::vector<std::string>& input_blobs,

@@ -26,6 +26,17 @@ NameScope = scope.NameScope
 GradientSlice = collections.namedtuple('GradientSlice', ['indices', 'values'])
 
 _registered_operators = set()
+# Set by workspace.StartImmediate: called with each op a Net creates.
+_immediate_runner = None
+
+
+def SetImmediateRunner(runner):
+    """Installs (or, with None, removes) the function that runs each op a
+    Net creates at once: workspace's immediate mode, which lives above this
+    module."""
+    global _immediate_runner
+    _immediate_runner = runner
+
 
 
 def RegisteredOperators():
@@ -524,6 +535,8 @@ class Net(object):
         outputs = _RectifyInputOutput(outputs, net=self)
         op = CreateOperator(op_type, inputs, outputs, **kwargs)
         self._ExtendOps([op])
+        if _immediate_runner is not None:
+            _immediate_runner(op)
         if len(op.output) == 0:
             return None
         if len(op.output) == 1:

@@ -268,10 +268,12 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     if has_update:
         if isinstance(losses, core.BlobReference):
             losses = [losses]
-        if not losses or not isinstance(losses, (list, tuple)) or not all(
+        # An empty list is a model with nothing to train (Caffe2 accepts it:
+        # its barrier tests build one); None is a builder that forgot to return.
+        if not isinstance(losses, (list, tuple)) or not all(
                 isinstance(loss, (core.BlobReference, str)) for loss in losses):
-            raise ValueError('Parallelize: forward_pass_builder_fun must return a non-empty '
-                             'list of loss blobs when an update is built, got {!r}'.format(losses))
+            raise ValueError('Parallelize: forward_pass_builder_fun must return a list of '
+                             'loss blobs when an update is built, got {!r}'.format(losses))
     losses = [str(loss) for loss in (losses or [])] if has_update else []
 
     num_forward = len(model.net.Proto().op)
@@ -283,7 +285,8 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     if has_update:
         # The template's backward, so the update builders can name the
         # gradients; the pass takes it as it is (backward runs once).
-        model.AddGradientOperators(losses)
+        if losses:
+            model.AddGradientOperators(losses)
         gradient_ops = model.net.Proto().op[num_forward:]
         request.model.set_backward(
             [op.SerializeToString() for op in gradient_ops],

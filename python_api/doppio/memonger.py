@@ -93,8 +93,9 @@ def share_grad_blobs(net, losses, param_grads, namescope, dont_share_blobs=None,
     recycled as soon as forward is done with them. Protected as before:
     param_grads, losses, dont_share_blobs, external inputs/outputs, blobs
     read before written (params, optimizer and BN state) and blobs outside
-    the namescope. An activation fetched after the run (e.g. a softmax)
-    must be named in dont_share_blobs or be an external output."""
+    the namescope, and, as in Caffe2, the forward head: the outputs of every
+    forward op from the second-to-last brew layer on (the last layers'
+    activations, softmax, loss), which scripts fetch after a step."""
     proto = _proto(net)
     optimized = _from_bytes(C.memonger_share_grad_blobs(
         proto.SerializeToString(), _names(losses), _names(param_grads), str(namescope),
@@ -280,6 +281,94 @@ def compute_interference_graph(ops):
             if deps:
                 graph.add_edge(i, j, deps=deps)
     return graph
+
+
+def _depth_first_order(graph, starts):
+    """Reverse post-order of a depth-first walk that visits `starts` in turn
+    and, at each node, expands its children last-added first: a topological
+    order whose ties follow `starts` (Caffe2's results, which came from
+    networkx 1.x's topological_sort, do not depend on the installed
+    networkx). Nodes no start reaches are left out."""
+    explored, seen, order = set(), set(), []
+    for start in starts:
+        fringe = [start]
+        while fringe:
+            node = fringe[-1]
+            if node in explored:
+                fringe.pop()
+                continue
+            seen.add(node)
+            children = [c for c in graph.successors(node) if c not in explored]
+            if any(c in seen for c in children):
+                raise ValueError('the graph has a cycle through node {}'.format(node))
+            if children:
+                fringe.extend(children)
+            else:
+                explored.add(node)
+                order.append(node)
+                fringe.pop()
+    return list(reversed(order))
+
+
+def topological_sort_traversal(g):
+    """The ops of an interference graph in a topological order."""
+    return _depth_first_order(g, list(g.nodes()))
+
+
+def topological_sort_traversal_longest_path(g):
+    """A topological order that starts the source ops with the longest path
+    to the net's end first, so blobs made early are used early and their
+    live ranges stay short. Each source's longest path to the (single, or
+    added) sink joins a tree rooted at the sink; children are ordered by
+    height, and the tree's leaves give the order of the sources."""
+    if g.number_of_nodes() == 0:
+        return []
+    sinks = [n for n in g.nodes() if g.out_degree(n) == 0]
+    sink = sinks[0] if len(sinks) == 1 else max(g.nodes()) + 1
+    successors = {n: list(g.successors(n)) for n in g.nodes()}
+    if len(sinks) > 1:
+        successors[sink] = []
+        for n in sinks:
+            successors[n] = [sink]
+    # Longest distance to the sink, and the next node on one such path
+    # (ties to the first successor, so the paths form a tree).
+    distance, step = {sink: 0}, {}
+    for node in reversed(_depth_first_order(_Successors(successors), list(successors))):
+        if node != sink:
+            step[node] = max(successors[node], key=lambda c: distance[c])
+            distance[node] = distance[step[node]] + 1
+    sources = [n for n in g.nodes() if g.in_degree(n) == 0]
+    children = collections.OrderedDict()
+    for source in sources:
+        node = source
+        while node != sink:
+            parent_children = children.setdefault(step[node], [])
+            if node not in parent_children:
+                parent_children.append(node)
+            node = step[node]
+
+    def leaves(node):
+        below = children.get(node, [])
+        if not below:
+            return [node]
+        ordered = sorted(below, key=lambda c: distance_from_leaf(c))
+        return [leaf for child in ordered for leaf in leaves(child)]
+
+    def distance_from_leaf(node):
+        below = children.get(node, [])
+        return 0 if not below else 1 + max(distance_from_leaf(c) for c in below)
+
+    return _depth_first_order(g, leaves(sink))
+
+
+class _Successors(object):
+    """A successor map seen as the graph _depth_first_order walks."""
+
+    def __init__(self, successors):
+        self._successors = successors
+
+    def successors(self, node):
+        return self._successors[node]
 
 
 def blob_nbytes(blob):

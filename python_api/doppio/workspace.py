@@ -8,12 +8,17 @@ carrying the C++ message.
 import atexit
 import collections.abc
 import contextlib
+import itertools
 import os
+import shutil
 import sys
+import tempfile
+import time
 
 import numpy as np
 
 from doppio import _C as C
+from doppio import core_net
 from doppio.proto import doppio_pb2 as caffe2_pb2
 from doppio import plan
 from doppio import scope
@@ -114,9 +119,109 @@ def ResetCPUAllocatorPeak():
     C.reset_cpu_allocator_peak()
 
 
+# ---- Caffe2's transform registry ----
+
+def ApplyTransform(transform_key, net):
+    """The NetDef `net` rewritten by the registered transform
+    `transform_key` (transforms/registry.h lists them)."""
+    net = net.Proto() if hasattr(net, 'Proto') else net
+    out = caffe2_pb2.NetDef()
+    out.ParseFromString(C.apply_transform(str(transform_key), net.SerializeToString()))
+    return out
+
+
+def _average_run_seconds(net, warmup_runs, main_runs):
+    C.create_net(net.SerializeToString(), True)
+    C.run_net(net.name, warmup_runs)
+    start = time.perf_counter()
+    C.run_net(net.name, main_runs)
+    return (time.perf_counter() - start) / max(main_runs, 1)
+
+
+def ApplyTransformIfFaster(transform_key, net, init_net, warmup_runs=5, main_runs=10,
+                           improvement_threshold=1.0):
+    """The transformed net if, timed in a scratch workspace set up by
+    `init_net`, it runs faster than `net` by more than improvement_threshold
+    (a ratio of average times); else `net` unchanged, as in Caffe2."""
+    net = net.Proto() if hasattr(net, 'Proto') else net
+    init_net = init_net.Proto() if hasattr(init_net, 'Proto') else init_net
+    transformed = ApplyTransform(transform_key, net)
+    scratch = '_transform_timing_{}'.format(next(_scratch_names))
+    with WorkspaceGuard(scratch):
+        try:
+            C.run_net_once(init_net.SerializeToString())
+            before = _average_run_seconds(net, warmup_runs, main_runs)
+            after = _average_run_seconds(transformed, warmup_runs, main_runs)
+        finally:
+            C.reset_workspace()
+    return transformed if before > after * improvement_threshold else net
+
+
+_scratch_names = itertools.count()
+
+
+# ---- immediate mode (Caffe2's debugging aid) ----
+#
+# Between StartImmediate and StopImmediate every op a core.Net creates also
+# runs at once, in a workspace of its own rooted in a fresh temporary folder,
+# so a notebook user sees each op's result as the net is built. The user's
+# workspaces are untouched.
+
+_immediate_workspace_name = '_CAFFE2_IMMEDIATE'
+_immediate_root_folder = ''
+
+
 def IsImmediate():
-    """Caffe2's immediate mode is not supported; ops only run in nets."""
-    return False
+    return bool(_immediate_root_folder)
+
+
+def StartImmediate(i_know=False):
+    """Starts immediate mode (restarting it, empty, if it is on)."""
+    global _immediate_root_folder
+    if IsImmediate():
+        StopImmediate()
+    root = tempfile.mkdtemp(prefix='doppio_immediate_')
+    with WorkspaceGuard(_immediate_workspace_name):
+        ResetWorkspace(root)
+    _immediate_root_folder = root
+    core_net.SetImmediateRunner(RunOperatorImmediate)
+    if not i_know:
+        print('Immediate mode is on: every op a net creates also runs at once, in '
+              'workspace {!r}. It is for debugging and slow; StopImmediate() ends it.'
+              .format(_immediate_workspace_name))
+
+
+def StopImmediate():
+    """Ends immediate mode: its blobs and its root folder are deleted."""
+    global _immediate_root_folder
+    if not IsImmediate():
+        return
+    core_net.SetImmediateRunner(None)
+    with WorkspaceGuard(_immediate_workspace_name):
+        ResetWorkspace()
+    shutil.rmtree(_immediate_root_folder, ignore_errors=True)
+    _immediate_root_folder = ''
+
+
+def _in_immediate_workspace(function, *args, **kwargs):
+    with WorkspaceGuard(_immediate_workspace_name):
+        return function(*args, **kwargs)
+
+
+def ImmediateBlobs():
+    return _in_immediate_workspace(Blobs)
+
+
+def RunOperatorImmediate(op):
+    return _in_immediate_workspace(RunOperatorOnce, op)
+
+
+def FetchImmediate(*args, **kwargs):
+    return _in_immediate_workspace(FetchBlob, *args, **kwargs)
+
+
+def FeedImmediate(*args, **kwargs):
+    return _in_immediate_workspace(FeedBlob, *args, **kwargs)
 
 
 def StringifyBlobName(name):

@@ -16,6 +16,8 @@ workspaces).
 import contextlib
 import itertools
 
+import numpy
+
 from doppio import _C as C
 from doppio.proto import caffe2_pb2
 
@@ -55,6 +57,11 @@ class Blob(object):
     def is_tensor(self):
         return not isinstance(self.fetch(), bytes)
 
+    def tensor(self):
+        """The blob's tensor, to read and write in place (Caffe2's
+        TensorCPU)."""
+        return Tensor(self)
+
     def serialize(self, name):
         """The blob as the bytes of one BlobProto named `name`."""
         with _inside(self._workspace):
@@ -68,6 +75,57 @@ class Blob(object):
         """Sets the blob from the bytes serialize (or Caffe2) made."""
         with _inside(self._workspace):
             C.deserialize_blob(self._name, serialized)
+
+
+class Tensor(object):
+    """Caffe2's TensorCPU handle on a blob: `data` is a numpy array over the
+    tensor's memory (writes land in the blob), `init` reshapes it to zeros
+    of a type, `feed` and `fetch` copy in and out. String tensors' `data`
+    is a copy."""
+
+    def __init__(self, blob):
+        self._blob = blob
+
+    @property
+    def data(self):
+        with _inside(self._blob._workspace):
+            return C.tensor_view(self._blob._name)
+
+    @property
+    def _shape(self):
+        return list(self.data.shape)
+
+    def init(self, dims, data_type):
+        """Makes the tensor zeros of shape `dims` and TensorProto type
+        `data_type`."""
+        if data_type == caffe2_pb2.TensorProto.STRING:
+            raise RuntimeError('a string tensor cannot be initialized in place from '
+                               'Python; feed an object array of bytes instead')
+        dtype = _NUMPY_TYPES.get(data_type)
+        if dtype is None:
+            raise RuntimeError('cannot initialize a tensor of TensorProto type {}'
+                               .format(data_type))
+        self.feed(numpy.zeros(dims, dtype=dtype))
+
+    def feed(self, value):
+        return self._blob.feed(value)
+
+    def fetch(self):
+        return self._blob.fetch()
+
+
+_NUMPY_TYPES = {
+    caffe2_pb2.TensorProto.FLOAT: numpy.float32,
+    caffe2_pb2.TensorProto.DOUBLE: numpy.float64,
+    caffe2_pb2.TensorProto.INT32: numpy.int32,
+    caffe2_pb2.TensorProto.INT64: numpy.int64,
+    caffe2_pb2.TensorProto.INT16: numpy.int16,
+    caffe2_pb2.TensorProto.INT8: numpy.int8,
+    caffe2_pb2.TensorProto.UINT16: numpy.uint16,
+    caffe2_pb2.TensorProto.UINT8: numpy.uint8,
+    caffe2_pb2.TensorProto.BOOL: numpy.bool_,
+    caffe2_pb2.TensorProto.FLOAT16: numpy.float16,
+}
 
 
 class Net(object):

@@ -206,5 +206,36 @@ def test_prelu_gradient_refuses_in_place_forward():
                       "in place")
 
 
+# ---- Swish: y = x sigmoid(x); its gradient reads (X, Y, dY) ----
+
+
+@given(h.dims(0, 4), h.float_dtypes, st.data())
+def test_swish_matches_numpy(shape, dtype, data):
+    x = data.draw(h.arrays(tuple(shape), dtype, elements=st.floats(-6, 6, width=32)))
+    h.check_output(h.make_op("Swish", ["X"], ["Y"]), [x],
+                   lambda x: (x * sigmoid(x)).astype(dtype))
+
+
+@given(h.dims(0, 3), st.data())
+def test_swish_gradient_matches_finite_differences(shape, data):
+    x = data.draw(h.arrays(tuple(shape), np.float64, elements=st.floats(-4, 4, width=32)))
+    h.check_gradient(h.make_op("Swish", ["X"], ["Y"]), [x], [0])
+
+
+@given(h.dims(0, 3), st.data())
+def test_swish_gradient_op_in_place_matches_numpy(shape, data):
+    x = data.draw(h.arrays(tuple(shape), np.float64, elements=st.floats(-4, 4, width=32)))
+    dy = data.draw(h.arrays(tuple(shape), np.float64, elements=st.floats(-1, 1, width=32)))
+    y = x * sigmoid(x)
+    derivative = sigmoid(x) + x * sigmoid(x) * (1 - sigmoid(x))
+    op = h.make_op("SwishGradient", ["X", "Y", "dY"], ["dY"])
+    h.check_output(op, [x, y, dy], lambda x, y, dy: dy * derivative)
+
+
+def test_swish_in_place_cannot_be_differentiated():
+    with pytest.raises(RuntimeError, match="in place"):
+        h.gradient_ops(h.make_op("Swish", ["X"], ["X"]))
+
+
 if __name__ == "__main__":
     h.run_main(__file__)

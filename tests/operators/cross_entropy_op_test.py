@@ -158,6 +158,46 @@ def test_sigmoid_cross_entropy_gradient(case):
     h.check_gradient(op, [logits, targets], [0])
 
 
+@st.composite
+def weighted_sigmoid_case(draw, dtype=None):
+    logits, targets, _ = draw(sigmoid_case(dtype))
+    weights = draw(h.arrays(logits.shape, logits.dtype, elements=st.floats(0, 2, width=32)))
+    return logits, targets, weights
+
+
+def weighted_sigmoid_xent_reference(logits, targets, weights):
+    x, t, w = (v.astype(np.float64) for v in (logits, targets, weights))
+    loss = w * (np.logaddexp(0, x) - t * x)
+    if loss.ndim == 0:
+        return loss.astype(logits.dtype)
+    return loss.mean(axis=-1).astype(logits.dtype)
+
+
+@given(weighted_sigmoid_case())
+def test_weighted_sigmoid_cross_entropy(case):
+    op = h.make_op("WeightedSigmoidCrossEntropyWithLogits", ["logits", "targets", "weights"],
+                   ["xent"])
+    h.check_output(op, list(case), weighted_sigmoid_xent_reference,
+                   output_dtypes=[case[0].dtype])
+
+
+@given(weighted_sigmoid_case(np.float64))
+def test_weighted_sigmoid_cross_entropy_gradient(case):
+    op = h.make_op("WeightedSigmoidCrossEntropyWithLogits", ["logits", "targets", "weights"],
+                   ["xent"])
+    ops, grads = h.gradient_ops(op)
+    assert [o.type for o in ops] == ["WeightedSigmoidCrossEntropyWithLogitsGradient"]
+    assert grads[1] is None and grads[2] is None
+    h.check_gradient(op, list(case), [0])
+
+
+def test_weighted_sigmoid_cross_entropy_checks_weight_shape():
+    op = h.make_op("WeightedSigmoidCrossEntropyWithLogits", ["logits", "targets", "weights"],
+                   ["xent"])
+    x = np.zeros((2, 3), np.float32)
+    h.assert_op_error(op, [x, x, np.zeros((2, 2), np.float32)], "weights 'weights'", "[2, 2]")
+
+
 def test_sigmoid_cross_entropy_is_stable_for_large_logits():
     x = np.float32([[-200.0, 200.0]])
     op = h.make_op("SigmoidCrossEntropyWithLogits", ["x", "t"], ["y"])

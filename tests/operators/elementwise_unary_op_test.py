@@ -1,4 +1,4 @@
-"""Neg, Exp, Log, Sqrt, Abs and Clip (and their gradients) against numpy."""
+"""Neg, Exp, Log, Sqrt, Sqr, Abs and Clip (and their gradients) against numpy."""
 import hypothesis.strategies as st
 import numpy as np
 import pytest
@@ -13,6 +13,7 @@ UNARY = {
     "Exp": (np.exp, st.floats(-3, 3, width=32)),
     "Log": (np.log, st.floats(0.125, 5, width=32)),
     "Sqrt": (np.sqrt, st.floats(0.125, 5, width=32)),
+    "Sqr": (np.square, st.floats(-3, 3, width=32)),
     # Kept off the kink at 0 so finite differences stay on one side.
     "Abs": (np.abs, st.one_of(st.floats(-3, -0.0625, width=32), st.floats(0.0625, 3, width=32))),
 }

@@ -129,5 +129,46 @@ def test_scatter_assign_errors():
     h.assert_op_error(not_in_place, [data, np.array([1], np.int32), np.ones(2, np.float32)])
 
 
+# ---- BatchGather ----
+
+
+@st.composite
+def batch_gather_case(draw, dtype=None):
+    batch, rows = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    block = tuple(draw(h.dims(0, 2, 1, 3)))
+    data = draw(h.arrays((batch, rows) + block, dtype or draw(h.float_dtypes)))
+    index_shape = tuple(draw(h.dims(0, 2, 0, 3)))
+    indices = draw(h.arrays(index_shape, draw(st.sampled_from([np.int32, np.int64])),
+                            elements=st.integers(0, rows - 1)))
+    return data, indices
+
+
+@given(batch_gather_case())
+def test_batch_gather_matches_numpy(case):
+    op = h.make_op("BatchGather", ["D", "I"], ["Y"])
+    h.check_output(op, list(case), lambda d, i: np.take(d, i.astype(np.int64), axis=1))
+
+
+@given(batch_gather_case(np.float64))
+def test_batch_gather_gradient(case):
+    h.check_gradient(h.make_op("BatchGather", ["D", "I"], ["Y"]), list(case), [0])
+
+
+def test_batch_gather_gradient_adds_repeated_indices():
+    data = np.zeros((2, 3), np.float32)
+    indices = np.array([1, 1, 0], np.int32)
+    dy = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = h.run_op(h.make_op("BatchGatherGradient", ["D", "I", "dY"], ["dD"]),
+                   [data, indices, dy])[0]
+    np.testing.assert_array_equal(got, [[2, 1, 0], [5, 7, 0]])
+
+
+def test_batch_gather_errors():
+    op = h.make_op("BatchGather", ["D", "I"], ["Y"])
+    h.assert_op_error(op, [np.zeros((2, 3), np.float32), np.array([3], np.int32)], "index 3",
+                      "second dimension of 'D'")
+    h.assert_op_error(op, [np.zeros(3, np.float32), np.array([0], np.int32)], "rank 2 or more")
+
+
 if __name__ == "__main__":
     h.run_main(__file__)

@@ -154,6 +154,24 @@ def test_spatial_softmax_with_loss_gradient(case):
     h.check_gradient(op, inputs, [0], outputs_with_grad=[1])
 
 
+@given(spatial_case())
+def test_spatial_softmax_with_loss_op_is_the_spatial_form(case):
+    inputs, _ = case
+    names = ["X", "labels", "weights"][:len(inputs)]
+    op = h.make_op("SpatialSoftmaxWithLoss", names, ["P", "loss"])
+    h.check_output(op, inputs, lambda x, t, w=None: spatial_reference(x, t, w))
+
+
+@given(spatial_case(np.float64))
+def test_spatial_softmax_with_loss_op_gradient(case):
+    inputs, _ = case
+    names = ["X", "labels", "weights"][:len(inputs)]
+    op = h.make_op("SpatialSoftmaxWithLoss", names, ["P", "loss"])
+    ops, _ = h.gradient_ops(op)
+    assert [o.type for o in ops] == ["SpatialSoftmaxWithLossGradient"]
+    h.check_gradient(op, inputs, [0], outputs_with_grad=[1])
+
+
 # ------------------------------------------ AveragedLoss, SquaredL2Distance
 
 

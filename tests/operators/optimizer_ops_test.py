@@ -215,6 +215,69 @@ def test_sparse_adagrad(rows, row_shape, dtype, lr, data):
             ["w"], reference, {0: "w", 1: "h"})
 
 
+@given(st.integers(1, 5), h.dims(0, 2, 1, 3), dtypes, lr_values, st.data())
+def test_row_wise_sparse_adagrad(rows, row_shape, dtype, lr, data):
+    shape = (rows,) + tuple(row_shape)
+    w, = draw_tensors(data, shape, dtype, 1)
+    h_ = data.draw(h.arrays((rows,), dtype, elements=st.floats(0.125, 2, width=32)))
+    count = data.draw(st.integers(0, 4))
+    indices = data.draw(h.arrays((count,), np.int32, elements=st.integers(0, rows - 1)))
+    g = data.draw(h.arrays((count,) + tuple(row_shape), dtype))
+    op = h.make_op("RowWiseSparseAdagrad", ["w", "h", "i", "g", "lr"], ["w", "h"], epsilon=1e-3)
+    eps = float(np.float32(1e-3))
+
+    def reference(s):
+        w_new, h_new = s["w"].astype(np.float64), s["h"].astype(np.float64)
+
+        def update(index, k):
+            gk = s["g"][k].astype(np.float64)
+            h_new[index] += np.mean(gk * gk) if gk.size else 0.0
+            w_new[index] += float(s["lr"][0]) * gk / (np.sqrt(h_new[index]) + eps)
+
+        sparse_rows_reference(w_new, s["i"], update)
+        return {0: w_new, 1: h_new}
+
+    iterate(op, {"w": w, "h": h_, "i": indices, "g": g, "lr": np.array([lr], np.float32)},
+            ["w"], reference, {0: "w", 1: "h"})
+
+
+@given(st.integers(1, 5), h.dims(0, 2, 1, 3), dtypes, lr_values, st.booleans(),
+       st.integers(0, 20), st.data())
+def test_sparse_adam(rows, row_shape, dtype, lr, row_wise, start, data):
+    shape = (rows,) + tuple(row_shape)
+    w, m1 = draw_tensors(data, shape, dtype, 2)
+    m2_shape = (rows,) if row_wise else shape
+    m2 = data.draw(h.arrays(m2_shape, dtype, elements=st.floats(0.125, 2, width=32)))
+    count = data.draw(st.integers(0, 4))
+    indices = data.draw(h.arrays((count,), np.int64, elements=st.integers(0, rows - 1)))
+    g = data.draw(h.arrays((count,) + tuple(row_shape), dtype))
+    beta1, beta2, eps = 0.9, 0.99, 1e-3
+    op = h.make_op("RowWiseSparseAdam" if row_wise else "SparseAdam",
+                   ["w", "m1", "m2", "i", "g", "lr", "it"], ["w", "m1", "m2"],
+                   beta1=beta1, beta2=beta2, epsilon=eps)
+    beta1, beta2, eps = (float(np.float32(v)) for v in (beta1, beta2, eps))
+
+    def reference(s):
+        w_new, m1_new, m2_new = (s[k].astype(np.float64) for k in ("w", "m1", "m2"))
+        t = int(s["it"][0]) + 1
+        correction = np.sqrt(1 - beta2 ** t) / (1 - beta1 ** t)
+
+        def update(index, k):
+            gk = s["g"][k].astype(np.float64)
+            m1_new[index] = beta1 * m1_new[index] + (1 - beta1) * gk
+            square = (np.mean(gk * gk) if gk.size else 0.0) if row_wise else gk * gk
+            m2_new[index] = beta2 * m2_new[index] + (1 - beta2) * square
+            w_new[index] += (float(s["lr"][0]) * correction * m1_new[index] /
+                             (np.sqrt(m2_new[index]) + eps))
+
+        sparse_rows_reference(w_new, s["i"], update)
+        return {0: w_new, 1: m1_new, 2: m2_new}
+
+    iterate(op, {"w": w, "m1": m1, "m2": m2, "i": indices, "g": g,
+                 "lr": np.array([lr], np.float32), "it": np.array([start], np.int64)},
+            ["w"], reference, {0: "w", 1: "m1", 2: "m2"})
+
+
 # ---------------------------------------------------------------- RmsProp
 
 

@@ -413,6 +413,37 @@ std::vector<Case> Cases() {
   cases.push_back({MakeOp("ArgMax", {"x"}, {"y"}, {IntArg("axis", 1)}), {{{2, 3, 4}, f32}}});
   cases.push_back({MakeOp("ArgMin", {"x"}, {"y"}, {IntArg("axis", 0), IntArg("keepdims", 0)}),
                    {{{2, 3}, f64}}});
+  // Ops Caffe2's own tests reach (elementwise, fillers, losses, sparse
+  // optimizers, fused 8-bit tables, BatchGather).
+  const auto u8 = DataType::kUint8;
+  const std::vector<Case> caffe2_surface_cases = {
+      {MakeOp("Sqr", {"x"}, {"y"}), {{{2, 3}, f32}}},
+      {MakeOp("Swish", {"x"}, {"y"}), {{{2, 3}, f64}}},
+      {MakeOp("SwishGradient", {"x", "y", "dy"}, {"dx"}), {{{4}, f32}, {{4}, f32}, {{4}, f32}}},
+      {MakeOp("DiagonalFill", {}, {"y"}, {IntsArg("shape", {3, 4}), IntArg("value", 2)}), {}},
+      {MakeOp("DiagonalFill", {"x"}, {"y"}), {{{2, 2, 2}, f64}}},
+      {MakeOp("WeightedSigmoidCrossEntropyWithLogits", {"x", "t", "w"}, {"y"}),
+       {{{2, 3}, f32}, {{2, 3}, f32}, {{2, 3}, f32}}},
+      {MakeOp("WeightedSigmoidCrossEntropyWithLogitsGradient", {"g", "x", "t", "w"}, {"dx"}),
+       {{{2}, f64}, {{2, 3}, f64}, {{2, 3}, f64}, {{2, 3}, f64}}},
+      {MakeOp("SpatialSoftmaxWithLoss", {"x", "l"}, {"p", "loss"}),
+       {{{2, 3, 2, 2}, f32}, {{2, 2, 2}, i32}}},
+      {MakeOp("SpatialSoftmaxWithLossGradient", {"x", "l", "p", "dl"}, {"dx"}),
+       {{{2, 3, 2, 2}, f32}, {{2, 2, 2}, i32}, {{2, 3, 2, 2}, f32}, {{}, f32}}},
+      {MakeOp("FloatToFused8BitRowwiseQuantized", {"x"}, {"q"}), {{{3, 5}, f32}}},
+      {MakeOp("Fused8BitRowwiseQuantizedToFloat", {"q"}, {"x"}), {{{3, 13}, u8}}},
+      {MakeOp("GatherFused8BitRowwise", {"q", "i"}, {"y"}), {{{3, 13}, u8}, {{4}, i64}}},
+      {MakeOp("SparseLengthsSumFused8BitRowwise", {"q", "i", "l"}, {"y"}),
+       {{{3, 13}, u8}, {{0}, i32}, {{2}, i32}}},
+      {MakeOp("SparseLengthsMeanFused8BitRowwise", {"q", "i", "l"}, {"y"}),
+       {{{3, 13}, u8}, {{0}, i64}, {{3}, i64}}},
+      {MakeOp("SparseLengthsWeightedSumFused8BitRowwise", {"q", "w", "i", "l"}, {"y"}),
+       {{{3, 13}, u8}, {{0}, f32}, {{0}, i32}, {{1}, i32}}},
+      {MakeOp("BatchGather", {"d", "i"}, {"y"}), {{{2, 3, 4}, f32}, {{2, 2}, i32}}},
+      {MakeOp("BatchGatherGradient", {"d", "i", "dy"}, {"dd"}),
+       {{{2, 3}, f32}, {{5}, i64}, {{2, 5}, f32}}},
+  };
+  cases.insert(cases.end(), caffe2_surface_cases.begin(), caffe2_surface_cases.end());
   // In-process collectives (parallel/), linked into every test.
   cases.push_back({MakeOp("Allreduce", {"a", "b", "c"}, {"a", "b", "c"}),
                    {{{3, 2}, f32}, {{3, 2}, f32}, {{3, 2}, f32}}});
@@ -456,7 +487,7 @@ TEST(ShapeInferenceTest, EveryInferringOpHasACase) {
                                            "CopyCPUToGPU", "CopyGPUToCPU"};
   // Output shapes that depend on input values, not shapes: inference can
   // only say "unknown", which no kernel output equals.
-  const std::set<std::string> value_dependent = {"Expand"};
+  const std::set<std::string> value_dependent = {"Expand", "LengthsRangeFill"};
   for (const auto& entry : OpSchemaRegistry::All()) {
     if (cuda_only.count(entry.first) || value_dependent.count(entry.first)) continue;
     if (entry.second.has_shape_inference()) {

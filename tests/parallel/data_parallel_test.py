@@ -115,7 +115,7 @@ def test_errors():
         with pytest.raises(ValueError, match='device scope'):
             parallelize()
     with pytest.raises(ValueError, match='loss'):
-        parallelize(forward_pass_builder_fun=lambda m, s: [])
+        parallelize(forward_pass_builder_fun=lambda m, s: None)
     with pytest.raises(ValueError, match='not both'):
         parallelize(param_update_builder_fun=lambda m: None)
     with pytest.raises(RuntimeError, match='device list is empty'):
@@ -124,6 +124,17 @@ def test_errors():
         parallelize(devices=[1, 1])
     with pytest.raises(ValueError, match='not parallelized'):
         data_parallel_model.RunInitNet(model_helper.ModelHelper(name='plain'))
+
+
+def test_model_with_nothing_to_train_parallelizes_and_runs():
+    # Caffe2's barrier tests build such a model: no loss, no gradients.
+    model = model_helper.ModelHelper(name='empty')
+    data_parallel_model.Parallelize_CPU(
+        model, input_builder_fun=lambda m: None, forward_pass_builder_fun=lambda m, s: [],
+        optimizer_builder_fun=lambda m: None, devices=[0, 1])
+    assert not [op for op in model.net.Proto().op if op.is_gradient_op]
+    data_parallel_model.RunInitNet(model)
+    data_parallel_model.RunNet(model, 1)
 
 
 def test_caffe2_alias():

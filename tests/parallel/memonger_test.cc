@@ -304,6 +304,23 @@ TEST(MemongerTest, SizeAwareGreedyPicksTheClosestSlot) {
   ExpectNoOverlapInAnySchedule(net, optimized);
 }
 
+TEST(MemongerTest, ForwardHeadStartsAtTheSecondToLastLayer) {
+  NetDef net =
+      MakeNet({MakeOp("FC", {"x", "fc1_w", "fc1_b"}, {"fc1"}),
+               MakeOp("FC", {"fc1", "fc2_w", "fc2_b"}, {"fc2"}), MakeOp("Relu", {"fc2"}, {"r"}),
+               MakeOp("FC", {"r", "fc3_w", "fc3_b"}, {"fc3"}), MakeOp("Softmax", {"fc3"}, {"pred"}),
+               MakeOp("ReluGradient", {"r", "r_grad"}, {"fc2_grad"})},
+              {"x"}, {});
+  net.mutable_op(5)->set_is_gradient_op(true);
+  EXPECT_EQ(memonger::ForwardHeadOutputs(net), (std::set<std::string>{"fc2", "r", "fc3", "pred"}));
+  // Without brew layers, the last two forward ops.
+  const NetDef plain = MakeNet(
+      {MakeOp("Relu", {"x"}, {"a"}), MakeOp("Relu", {"a"}, {"b"}), MakeOp("Relu", {"b"}, {"c"})},
+      {"x"}, {});
+  EXPECT_EQ(memonger::ForwardHeadOutputs(plain), (std::set<std::string>{"b", "c"}));
+  EXPECT_TRUE(memonger::ForwardHeadOutputs(MakeNet({}, {}, {})).empty());
+}
+
 TEST(MemongerTest, VerifyCatchesBrokenRewrites) {
   const NetDef net = MakeNet({MakeOp("Relu", {"x"}, {"a"}), MakeOp("Relu", {"a"}, {"b"}),
                               MakeOp("Relu", {"x"}, {"c"}), MakeOp("Sum", {"b", "c"}, {"d"})},

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from doppio import brew, data_parallel_model, memonger, model_helper, optimizer, workspace
+from doppio import brew, core, data_parallel_model, memonger, model_helper, optimizer, workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2
 
 STEPS = 3
@@ -403,6 +403,75 @@ def test_interference_graph_and_fast_inference():
     np.testing.assert_array_equal(workspace.FetchBlob('out'), want)
     sizes = memonger.collect_blob_sizes(m.net.Proto())
     assert sizes['fc1_w'] == 5 * 4 * 4 and sizes['data'] == 2 * 4 * 4
+
+
+
+def _is_topological(graph, order):
+    position = {node: i for i, node in enumerate(order)}
+    return (sorted(order) == sorted(graph.nodes()) and
+            all(position[a] < position[b] for a, b in graph.edges()))
+
+
+def _two_branches(extra_chain=False):
+    """Caffe2's example: ops 0 -> 1 -> 3 and 2 -> 3 (and 4 -> 5 apart)."""
+    m = model_helper.ModelHelper(name='branches')
+    m.net.Copy('w_compressed', 'conv0_w')
+    brew.conv(m, 'data', 'conv0', 3, 4, 3)
+    m.net.Copy('conv2_w', 'conv2_w')
+    brew.conv(m, 'conv0', 'conv2', 4, 4, 3)
+    if extra_chain:
+        m.net.Copy('a', 'b')
+        m.net.Copy('b', 'c')
+    return memonger.compute_interference_graph(m.net.Proto().op)
+
+
+def test_topological_sorts():
+    graph = _two_branches()
+    assert sorted(graph.edges()) == [(0, 1), (1, 3), (2, 3)]
+    # Depth first from the ops in index order: the last start runs first.
+    assert memonger.topological_sort_traversal(graph) == [2, 0, 1, 3]
+    # The source with the longer path to the end (0, two ops) goes first.
+    assert memonger.topological_sort_traversal_longest_path(graph) == [0, 1, 2, 3]
+    graph = _two_branches(extra_chain=True)
+    assert memonger.topological_sort_traversal(graph) == [4, 5, 2, 0, 1, 3]
+    assert memonger.topological_sort_traversal_longest_path(graph) == [0, 1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize('seed', range(20))
+def test_topological_sorts_of_random_dags_are_valid(seed):
+    import networkx as nx
+    rng = np.random.RandomState(seed)
+    size = rng.randint(1, 12)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(size))
+    for a in range(size):
+        for b in range(a + 1, size):
+            if rng.rand() < 0.25:
+                graph.add_edge(a, b)
+    for sort in (memonger.topological_sort_traversal,
+                 memonger.topological_sort_traversal_longest_path):
+        assert _is_topological(graph, sort(graph)), (sort.__name__, sorted(graph.edges()))
+
+
+def test_share_activations_keeps_the_forward_head():
+    m = model_helper.ModelHelper(name='head')
+    with core.NameScope('x'):
+        hidden = 'data'
+        for i, (dim_in, dim_out) in enumerate([(4, 3), (3, 3), (3, 3), (3, 3)]):
+            hidden = brew.fc(m, hidden, 'fc{}'.format(i), dim_in=dim_in, dim_out=dim_out)
+        m.net.Relu(hidden, hidden)
+        m.net.Softmax(hidden, 'pred')
+        m.net.LabelCrossEntropy(['pred', 'label'], 'xent')
+        m.net.AveragedLoss('xent', 'loss')
+    m.AddGradientOperators(['x/loss'])
+    optimized = memonger.share_grad_blobs(m.net, ['x/loss'], set(m.param_to_grad.values()),
+                                          'x/', share_activations=True)
+    names = set(b for op in optimized.op for b in list(op.input) + list(op.output))
+    # The last two layers and what follows them stay; earlier ones may go.
+    for kept in ['x/fc2', 'x/fc3', 'x/pred', 'x/xent']:
+        assert kept in names, kept
+    plain = memonger.share_grad_blobs(m.net, ['x/loss'], set(m.param_to_grad.values()), 'x/')
+    assert len(names) <= len(set(b for op in plain.op for b in list(op.input) + list(op.output)))
 
 
 if __name__ == "__main__":

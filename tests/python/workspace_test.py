@@ -1,6 +1,7 @@
 """doppio.workspace: blobs round-trip through numpy in every dtype, nets and
 operators run, workspaces switch, and bad input raises clear Python
 exceptions while the interpreter lives on."""
+import os
 import sys
 
 import numpy as np
@@ -420,6 +421,69 @@ def test_get_operator_cost_uses_the_workspace_shapes():
     # 4 x 3 outputs, each a 5-long dot product (2 flops per term) plus a bias.
     assert flops >= 2 * 4 * 3 * 5
     assert written == 4 * 3 * 4
+
+
+
+# ---- immediate mode, Blob.tensor(), the transform registry ----
+
+
+def test_immediate_mode_runs_ops_in_its_own_workspace():
+    workspace.StartImmediate(i_know=True)
+    try:
+        root = workspace._immediate_root_folder
+        assert workspace.IsImmediate() and os.path.isdir(root)
+        net = core.Net('immediate')
+        net.ConstantFill([], 'filled', shape=[2, 3], value=2.0)
+        assert workspace.ImmediateBlobs() == ['filled']
+        np.testing.assert_array_equal(workspace.FetchImmediate('filled'), np.full((2, 3), 2.0))
+        assert not workspace.HasBlob('filled')
+        workspace.FeedImmediate('filled', np.zeros(1, np.float32))
+        np.testing.assert_array_equal(workspace.FetchImmediate('filled'), [0.0])
+    finally:
+        workspace.StopImmediate()
+    assert not workspace.IsImmediate() and not os.path.exists(root)
+    with pytest.raises(RuntimeError):
+        workspace.FetchImmediate('filled')
+    core.Net('after').ConstantFill([], 'later', shape=[1], value=1.0)  # runs nothing now
+
+
+def test_blob_tensor_writes_through_and_outlives_the_blob():
+    ws = workspace.C.Workspace()
+    ws.create_blob('t').feed(np.array([1.5, 2.5, 3.5]))
+    tensor = ws.blobs['t'].tensor()
+    tensor.data[0] = 7.0
+    np.testing.assert_array_equal(ws.blobs['t'].fetch(), [7.0, 2.5, 3.5])
+    tensor.init([2, 2], doppio_pb2.TensorProto.INT32)
+    view = tensor.data
+    view[1, 0] = 9
+    np.testing.assert_array_equal(ws.blobs['t'].fetch(), [[0, 0], [9, 0]])
+    assert tensor._shape == [2, 2]
+    with pytest.raises(RuntimeError, match='string'):
+        tensor.init([1], doppio_pb2.TensorProto.STRING)
+    ws.blobs['t'].feed(np.zeros(100, np.float64))  # the old storage goes
+    view[0, 0] = 5  # still valid memory, no longer the blob's
+    assert view[0, 0] == 5 and ws.blobs['t'].fetch().shape == (100,)
+
+
+def test_apply_transform():
+    net = core.Net('conv_net')
+    net.Conv(['x', 'w', 'b'], 'y', kernel=3, engine='CUDNN')
+    net.Relu('y', 'z')
+    out = workspace.ApplyTransform('ConvToNNPack', net.Proto())
+    assert [op.engine for op in out.op] == ['NNPACK', '']
+    assert net.Proto().op[0].engine == 'CUDNN'  # the input is not modified
+    with pytest.raises(RuntimeError, match="no transform named 'nope'.*ConvToNNPack"):
+        workspace.ApplyTransform('nope', net.Proto())
+    init = core.Net('init')
+    init.ConstantFill([], 'x', shape=[1, 2, 5, 5], value=1.0)
+    init.ConstantFill([], 'w', shape=[2, 2, 3, 3], value=0.5)
+    init.ConstantFill([], 'b', shape=[2], value=0.0)
+    chosen = workspace.ApplyTransformIfFaster('ConvToNNPack', net.Proto(), init.Proto(),
+                                              warmup_runs=1, main_runs=2)
+    assert [op.engine for op in chosen.op] in (['NNPACK', ''], ['CUDNN', ''])
+    workspace.RunNetOnce(init)
+    workspace.RunNetOnce(chosen)  # either way it runs, on the default engine
+    np.testing.assert_allclose(workspace.FetchBlob('z'), np.full((1, 2, 3, 3), 9.0))
 
 
 if __name__ == "__main__":
