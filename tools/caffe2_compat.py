@@ -29,6 +29,8 @@ DEFAULT_TESTS = [
     'modeling/initializers_test.py', 'modeling/parameter_sharing_test.py',
     'models/resnet_test.py', 'python_op_test.py',
     'predictor/predictor_exporter_test.py', 'predictor/mobile_exporter_test.py',
+    'fused_8bit_rowwise_conversion_ops_test.py',
+    'lengths_reducer_fused_8bit_rowwise_ops_test.py',
     # op families
     'operator_test/activation_ops_test.py', 'operator_test/adagrad_test.py',
     'operator_test/adam_test.py', 'operator_test/basic_rnn_test.py',

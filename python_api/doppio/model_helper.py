@@ -11,11 +11,24 @@ from doppio.modeling.initializers import (  # noqa: F401
     ExternalInitializer, Initializer, update_initializer)
 from doppio.modeling.parameter_info import ParameterInfo, ParameterTags  # noqa: F401
 from doppio.modeling.parameter_sharing import parameter_sharing_context
+from doppio.optimizer_context import DEFAULT_OPTIM, OptimizerContext
 
 
 class ParameterShapeError(ValueError, AssertionError):
     """A parameter asked for again with another shape. A ValueError, and an
     AssertionError as Caffe2's create_param raised."""
+
+
+def _attach_context_optimizer(param_info, tags):
+    """Gives a new parameter the optimizer of the enclosing UseOptimizer
+    block: its first tag's, else the block's default."""
+    context = OptimizerContext.current()
+    for tag in tags:
+        if context.has_optimizer(tag):
+            param_info.optimizer = context.get_optimizer(tag)
+            return
+    if context.has_optimizer(DEFAULT_OPTIM):
+        param_info.optimizer = context.get_optimizer(DEFAULT_OPTIM)
 
 
 class ModelHelper(object):
@@ -94,6 +107,7 @@ class ModelHelper(object):
         param_info = initializer.create_param(
             param_name=core.BlobReference(param_name),
             init_net=self.param_init_net, shape=shape)
+        _attach_context_optimizer(param_info, self._normalize_tags(tags))
         self._parameters_info[param_name] = param_info
         self.AddParameter(param_info.blob, tags)
         return param_info.blob

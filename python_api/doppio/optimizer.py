@@ -15,6 +15,7 @@ from doppio import workspace
 from doppio.optimizer_base import (  # noqa: F401
     AuxOptimizerParams, BuildUniqueMutexIter, LEARNING_RATE_POLICIES, Optimizer,
     _LEARNING_RATE_INJECTION, _OPTIMIZER_ITERATION_NAME, _constant_on_device, _cpu_device,
+    _optimizer_instance_count,
     reset_optimizer_instance_count)
 
 
@@ -26,8 +27,6 @@ class SgdOptimizer(Optimizer):
     def __init__(self, base_learning_rate=0.01, policy='fixed', momentum=0.0,
                  nesterov=True, sparse_dedup_aggregator=None, lars=None, **kwargs):
         super(SgdOptimizer, self).__init__()
-        if lars is not None:
-            self._refuse('lars', lars, 'Doppio has no Lars operator')
         if momentum < 0:
             raise ValueError('SgdOptimizer: momentum must be >= 0, got {}'.format(momentum))
         self.base_learning_rate = base_learning_rate
@@ -47,7 +46,9 @@ class SgdOptimizer(Optimizer):
         lr_sign = -1 if self.momentum else 1
         lr, _ = self.build_lr(net, param_init_net,
                               base_learning_rate=self.base_learning_rate * lr_sign,
-                              policy=self.policy, **self.init_kwargs)
+                              policy=self.policy,
+                              param_multiplier=self._lars_multiplier(net, param, grad),
+                              **self.init_kwargs)
         one, _ = _constant_on_device(param_init_net, 'ONE', 1.0)
         self._add_shared(one)
 
@@ -146,6 +147,14 @@ class WeightDecayBuilder(Optimizer):
                         param_info.grad)
 
 
+def _per_row_zeros(param_init_net, param, name):
+    """Zeros with one element per row (dim 0) of `param`, for row-wise
+    optimizer state; the row count is read from param when init runs."""
+    shape = param_init_net.Shape(param, str(param) + '_shape')
+    rows = param_init_net.Slice([shape], str(param) + '_numrows', starts=[0], ends=[1])
+    return param_init_net.ConstantFill(rows, name, input_as_shape=1, value=0.0)
+
+
 class AdagradOptimizer(Optimizer):
     """Adagrad (decayed sum of squared gradients) or SparseAdagrad."""
 
@@ -156,9 +165,7 @@ class AdagradOptimizer(Optimizer):
                  swa_options=None, ema_options=None, weight_scale=None,
                  counter_halflife=-1, use_dedicated_lr_iteration_counter=False, **kwargs):
         super(AdagradOptimizer, self).__init__()
-        unsupported = [('rowWise', rowWise, False, 'no RowWiseSparseAdagrad operator'),
-                       ('lars', lars, None, 'no Lars operator'),
-                       ('pruning_options', pruning_options, None, 'no masked Adagrad'),
+        unsupported = [('pruning_options', pruning_options, None, 'no masked Adagrad'),
                        ('swa_options', swa_options, None, 'no SWA operator'),
                        ('ema_options', ema_options, None, 'no EMA operator'),
                        ('weight_scale', weight_scale, None, 'no WeightScale operator'),
@@ -189,9 +196,10 @@ class AdagradOptimizer(Optimizer):
         if not self._check_rate('alpha', self.alpha):
             return
         lr, _ = self.build_lr(net, param_init_net, base_learning_rate=self.alpha,
-                              policy=self.policy, **self.init_kwargs)
-        squared_sum = param_init_net.ConstantFill([param], str(param) + '_squared_sum',
-                                                  value=0.0)
+                              policy=self.policy,
+                              param_multiplier=self._lars_multiplier(net, param, grad),
+                              **self.init_kwargs)
+        squared_sum = self._squared_sum(param_init_net, param, grad)
         self._aux_params.local.append(squared_sum)
         engine_kwargs = {'engine': self.engine} if self.engine else {}
 
@@ -205,8 +213,9 @@ class AdagradOptimizer(Optimizer):
                     'AdagradOptimizer: decay != 1 with a sparse gradient (parameter {}) '
                     'is not supported: SparseAdagrad has no decay'.format(param))
             grad = self.dedup(net, self.sparse_dedup_aggregator, grad)
-            net.SparseAdagrad([param, squared_sum, grad.indices, grad.values, lr],
-                              [param, squared_sum], epsilon=self.epsilon, **engine_kwargs)
+            update = net.RowWiseSparseAdagrad if self.rowWise else net.SparseAdagrad
+            update([param, squared_sum, grad.indices, grad.values, lr], [param, squared_sum],
+                   epsilon=self.epsilon, **engine_kwargs)
             return
 
         if self.weight_decay != 0:
@@ -228,12 +237,24 @@ class AdagradOptimizer(Optimizer):
         net.Adagrad([param, squared_sum, grad, lr], outputs, epsilon=self.epsilon,
                     decay=float(self.decay), **engine_kwargs)
 
+    def _squared_sum(self, param_init_net, param, grad):
+        """The moment: one per element, or with rowWise (sparse gradients
+        only, as in Caffe2) one per row of the parameter."""
+        if not self.rowWise:
+            return param_init_net.ConstantFill([param], str(param) + '_squared_sum', value=0.0)
+        if not isinstance(grad, core.GradientSlice):
+            raise NotImplementedError('AdagradOptimizer: rowWise is only supported for sparse '
+                                      'gradients (parameter {})'.format(param))
+        return _per_row_zeros(param_init_net, param, str(param) + '_avg_squared_sum')
+
     def scale_learning_rate(self, scale):
         self.alpha *= scale
 
 
 class AdamOptimizer(Optimizer):
-    """Adam with Caffe2's bias correction; dense gradients only."""
+    """Adam with Caffe2's bias correction: Adam, or for a sparse gradient
+    SparseAdam (RowWiseSparseAdam with rowWise, one second moment per
+    row)."""
 
     def __init__(self, alpha=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
                  policy='fixed', use_lr_adaption=False, lr_alpha=0.01,
@@ -243,7 +264,6 @@ class AdamOptimizer(Optimizer):
         super(AdamOptimizer, self).__init__()
         for option, value, why in [
                 ('use_lr_adaption', use_lr_adaption, 'no LearningRateAdaption operator'),
-                ('rowWise', rowWise, 'no RowWiseSparseAdam operator'),
                 ('enableRAdam', enableRAdam, 'no RAdam in the Adam operator'),
                 ('use_smart_decay', use_smart_decay, 'no SmartDecaySparseAdam operator')]:
             if value:
@@ -268,27 +288,128 @@ class AdamOptimizer(Optimizer):
         grad = param_info.grad
         if not self._check_rate('alpha', self.alpha):
             return
-        if isinstance(grad, core.GradientSlice):
-            raise NotImplementedError(
-                'AdamOptimizer: parameter {} has a sparse gradient (GradientSlice), and '
-                'Doppio has no SparseAdam operator yet; use AdagradOptimizer or '
-                'SgdOptimizer for it'.format(param))
+        sparse = isinstance(grad, core.GradientSlice)
+        if self.rowWise and not sparse:
+            raise NotImplementedError('AdamOptimizer: rowWise is only supported for sparse '
+                                      'gradients (parameter {})'.format(param))
         lr, iteration = self.build_lr(net, param_init_net, base_learning_rate=self.alpha,
                                       policy=self.policy, **self.init_kwargs)
         first_moment = param_init_net.ConstantFill(
             [param], str(param) + '_first_moment', value=0.0)
-        second_moment = param_init_net.ConstantFill(
-            [param], str(param) + '_second_moment', value=0.0)
+        if self.rowWise:
+            second_moment = _per_row_zeros(param_init_net, param,
+                                           str(param) + '_avg_second_moment')
+        else:
+            second_moment = param_init_net.ConstantFill(
+                [param], str(param) + '_second_moment', value=0.0)
         self._add_shared(iteration)
         self._aux_params.local.append(first_moment)
         self._aux_params.local.append(second_moment)
-        engine_kwargs = {'engine': self.engine} if self.engine else {}
-        net.Adam([param, first_moment, second_moment, grad, lr, iteration],
-                 [param, first_moment, second_moment],
-                 beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon, **engine_kwargs)
+        kwargs = dict(beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon)
+        if self.engine:
+            kwargs['engine'] = self.engine
+        state = [param, first_moment, second_moment]
+        if sparse:
+            grad = self.dedup(net, self.sparse_dedup_aggregator, grad)
+            update = net.RowWiseSparseAdam if self.rowWise else net.SparseAdam
+            update(state + [grad.indices, grad.values, lr, iteration], state, **kwargs)
+        else:
+            net.Adam(state + [grad, lr, iteration], state, **kwargs)
 
     def scale_learning_rate(self, scale):
         self.alpha *= scale
+
+
+class FtrlOptimizer(Optimizer):
+    """FTRL-Proximal (Ftrl, or SparseFtrl for a sparse gradient); its state,
+    `<param>_ftrl_nz`, holds (n, z) for every element."""
+
+    def __init__(self, alpha=0.01, beta=1e-4, lambda1=0, lambda2=0,
+                 sparse_dedup_aggregator=None, engine=''):
+        super(FtrlOptimizer, self).__init__()
+        self.alpha = alpha
+        self.beta = beta
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.sparse_dedup_aggregator = sparse_dedup_aggregator
+        self.engine = engine
+
+    def _run(self, net, param_init_net, param_info):
+        param = param_info.blob
+        grad = param_info.grad
+        if not self._check_rate('alpha', self.alpha):
+            return
+        nz = param_init_net.ConstantFill([param], str(param) + '_ftrl_nz', extra_shape=[2],
+                                         value=0.0)
+        self._aux_params.local.append(nz)
+        kwargs = dict(alpha=float(self.alpha), beta=float(self.beta),
+                      lambda1=float(self.lambda1), lambda2=float(self.lambda2))
+        if self.engine:
+            kwargs['engine'] = self.engine
+        if isinstance(grad, core.GradientSlice):
+            grad = self.dedup(net, self.sparse_dedup_aggregator, grad)
+            net.SparseFtrl([param, nz, grad.indices, grad.values], [param, nz], **kwargs)
+        else:
+            net.Ftrl([param, nz, grad], [param, nz], **kwargs)
+
+    def scale_learning_rate(self, scale):
+        self.alpha *= scale
+
+
+class RmsPropOptimizer(Optimizer):
+    """RMSProp: RmsProp turns the gradient into a momentum step, which
+    MomentumSGDUpdate applies; dense gradients only (as in Caffe2)."""
+
+    def __init__(self, alpha=0.01, decay=0.9, momentum=0.0, epsilon=1e-5, policy='fixed',
+                 engine='', **kwargs):
+        super(RmsPropOptimizer, self).__init__()
+        self.alpha = alpha
+        self.decay = decay
+        self.momentum = momentum
+        self.epsilon = epsilon
+        self.policy = policy
+        self.engine = engine
+        self.init_kwargs = kwargs
+
+    def _run(self, net, param_init_net, param_info):
+        param = param_info.blob
+        grad = param_info.grad
+        if not self._check_rate('alpha', self.alpha):
+            return
+        if isinstance(grad, core.GradientSlice):
+            raise NotImplementedError('RmsPropOptimizer: parameter {} has a sparse gradient; '
+                                      'RMSProp supports dense gradients only'.format(param))
+        one, _ = _constant_on_device(param_init_net, 'ONE', 1.0)
+        # MomentumSGDUpdate subtracts its lr: a positive step size.
+        lr, _ = self.build_lr(net, param_init_net, base_learning_rate=-self.alpha,
+                              policy=self.policy, **self.init_kwargs)
+        step = param_init_net.ConstantFill([param], str(param) + '_grad_o', value=0.0)
+        mean_squares = param_init_net.ConstantFill([param], str(param) + '_mean_squares',
+                                                   value=0.0)
+        momentum = param_init_net.ConstantFill([param], str(param) + '_momentum', value=0.0)
+        self._aux_params.local.append(mean_squares)
+        self._aux_params.local.append(momentum)
+        engine_kwargs = {'engine': self.engine} if self.engine else {}
+        net.RmsProp([grad, mean_squares, momentum, one], [step, mean_squares, momentum],
+                    decay=float(self.decay), momentum=float(self.momentum),
+                    epsilon=float(self.epsilon), **engine_kwargs)
+        net.MomentumSGDUpdate([step, momentum, lr, param], [step, momentum, param])
+
+    def scale_learning_rate(self, scale):
+        self.alpha *= scale
+
+
+class YellowFinOptimizer(Optimizer):
+    """Caffe2's YellowFin (https://arxiv.org/abs/1706.03471) needs its
+    YellowFin operator, which Doppio does not have: building one is an
+    error rather than a different optimizer."""
+
+    def __init__(self, alpha=0.1, mu=0.0, beta=0.999, curv_win_width=20, zero_debias=True,
+                 epsilon=0.1 ** 6, policy='fixed', sparse_dedup_aggregator=None, **kwargs):
+        super(YellowFinOptimizer, self).__init__()
+        raise NotImplementedError('YellowFinOptimizer needs the YellowFin operator, which '
+                                  'Doppio does not have; use build_sgd with momentum, '
+                                  'build_adam or build_adagrad')
 
 
 # ---- building for a whole model ----
@@ -425,6 +546,22 @@ def build_adagrad(model, base_learning_rate, parameters=None, max_gradient_norm=
     # parameter with a gradient is updated.
     return _build(model, AdagradOptimizer(alpha=base_learning_rate, **kwargs),
                   max_gradient_norm=max_gradient_norm, allow_lr_injection=allow_lr_injection)
+
+
+def build_ftrl(model, engine='SIMD', **kwargs):
+    # An engine Doppio lacks (Caffe2's default names its SIMD kernel) runs
+    # the default kernel.
+    return _build(model, FtrlOptimizer(engine=engine or '', **kwargs))
+
+
+def build_rms_prop(model, base_learning_rate, max_gradient_norm=None, allow_lr_injection=False,
+                   **kwargs):
+    return _build(model, RmsPropOptimizer(alpha=base_learning_rate, **kwargs),
+                  max_gradient_norm=max_gradient_norm, allow_lr_injection=allow_lr_injection)
+
+
+def build_yellowfin(model, base_learning_rate=0.1, **kwargs):
+    return _build(model, YellowFinOptimizer(alpha=base_learning_rate, **kwargs))
 
 
 def build_adam(model, base_learning_rate, max_gradient_norm=None, allow_lr_injection=False,

@@ -140,10 +140,12 @@ class Optimizer(object):
     # ---- learning rate ----
 
     def build_lr(self, net, param_init_net, base_learning_rate, learning_rate_blob=None,
-                 policy='fixed', iter_val=0, **kwargs):
+                 policy='fixed', iter_val=0, param_multiplier=None, **kwargs):
         """The lr blob (base_lr = -base_learning_rate: descent) computed from
         the shared iteration counter by LearningRate with `policy` and its
-        keywords (stepsize, gamma, power, ...), times any lr multiplier."""
+        keywords (stepsize, gamma, power, ...), times any lr multiplier and,
+        for one parameter's update, times `param_multiplier` (a one-element
+        blob such as Lars's)."""
         if policy not in LEARNING_RATE_POLICIES:
             raise ValueError('{}: unknown learning rate policy {!r}; known: {}'.format(
                 type(self).__name__, policy, ', '.join(sorted(LEARNING_RATE_POLICIES))))
@@ -164,7 +166,21 @@ class Optimizer(object):
                 lr = core.BlobReference(scaled_name, net)
             else:
                 lr = net.Mul([lr, self._lr_multiplier], scaled_name)
+        if param_multiplier is not None:
+            lr = net.Mul([lr, param_multiplier], str(param_multiplier) + '_scaled_lr')
         return lr, iteration
+
+    def _lars_multiplier(self, net, param, grad):
+        """Lars's factor for a dense parameter when lars (its offset) is set,
+        else None (Caffe2 has no Lars for sparse gradients)."""
+        lars = getattr(self, 'lars', None)
+        if lars is None or isinstance(grad, core.GradientSlice):
+            return None
+        if lars < 0:
+            raise ValueError('{}: the Lars offset must be >= 0, got {}'.format(
+                type(self).__name__, lars))
+        return net.Lars([param, grad], self.make_unique_blob_name(str(param) + '_lars'),
+                        offset=float(lars))
 
     def add_lr_multiplier(self, lr_multiplier):
         """Scales every later lr by the one-element blob `lr_multiplier`

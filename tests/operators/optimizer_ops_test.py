@@ -278,6 +278,80 @@ def test_sparse_adam(rows, row_shape, dtype, lr, row_wise, start, data):
             ["w"], reference, {0: "w", 1: "m1", 2: "m2"})
 
 
+# ------------------------------------------------------------- Ftrl, Lars
+
+
+def ftrl_reference(w, n, z, g, alpha, beta, l1, l2):
+    new_n = n + g * g
+    z = z + g - (np.sqrt(new_n) - np.sqrt(n)) / alpha * w
+    w = np.where(np.abs(z) > l1, (l1 * np.sign(z) - z) / ((beta + np.sqrt(new_n)) / alpha + l2),
+                 0.0)
+    return w, new_n, z
+
+
+@given(st.integers(1, 4), h.dims(0, 2, 1, 3), dtypes, st.booleans(), st.booleans(), st.data())
+def test_ftrl(rows, row_shape, dtype, sparse, alpha_input, data):
+    shape = (rows,) + tuple(row_shape)
+    w, = draw_tensors(data, shape, dtype, 1)
+    nz = np.zeros(shape + (2,), dtype)
+    nz[..., 0] = np.abs(data.draw(h.arrays(shape, dtype)))
+    args = dict(alpha=0.5, beta=0.2, lambda1=0.05, lambda2=0.01)
+    if sparse:
+        count = data.draw(st.integers(0, 4))
+        indices = data.draw(h.arrays((count,), np.int32, elements=st.integers(0, rows - 1)))
+        g = data.draw(h.arrays((count,) + tuple(row_shape), dtype))
+        names, state = ["w", "nz", "i", "g"], {"w": w, "nz": nz, "i": indices, "g": g}
+    else:
+        g = data.draw(h.arrays(shape, dtype))
+        names, state = ["w", "nz", "g"], {"w": w, "nz": nz, "g": g}
+    alpha = args["alpha"]
+    if alpha_input:
+        alpha = 0.25  # the input overrides the argument
+        names.append("alpha")
+        state["alpha"] = np.array([alpha], dtype)
+    op = h.make_op("SparseFtrl" if sparse else "Ftrl", names, ["w", "nz"], **args)
+    beta, l1, l2 = (float(np.float32(args[k])) for k in ("beta", "lambda1", "lambda2"))
+
+    def reference(s):
+        w_new, nz_new = s["w"].astype(np.float64), s["nz"].astype(np.float64)
+        rows_and_grads = (zip(s["i"], s["g"].astype(np.float64)) if sparse
+                          else [(Ellipsis, s["g"].astype(np.float64))])
+        for index, grad in rows_and_grads:
+            w_new[index], nz_new[index][..., 0], nz_new[index][..., 1] = ftrl_reference(
+                w_new[index], nz_new[index][..., 0], nz_new[index][..., 1], grad, alpha, beta,
+                l1, l2)
+        return {0: w_new, 1: nz_new}
+
+    iterate(op, state, ["w"], reference, {0: "w", 1: "nz"})
+
+
+@given(h.dims(1, 3), dtypes, st.sampled_from([0.0, 0.5, 2.0]), st.data())
+def test_lars(shape, dtype, offset, data):
+    x, dx = draw_tensors(data, tuple(shape), dtype, 2)
+    op = h.make_op("Lars", ["X", "dX"], ["rescale"], offset=offset)
+
+    def reference(x, dx):
+        norm = np.linalg.norm(x.astype(np.float64))
+        if norm == 0:
+            return np.ones(1, dtype)
+        with np.errstate(divide="ignore"):
+            return np.array([1.0 / (np.linalg.norm(dx.astype(np.float64)) / norm + offset)],
+                            dtype)
+
+    h.check_output(op, [x, dx], reference)
+
+
+def test_lars_and_ftrl_errors():
+    h.assert_op_error(h.make_op("Lars", ["X", "dX"], ["r"]),
+                      [np.ones(3, np.float32), np.ones(2, np.float32)], "'dX'")
+    h.assert_op_error(h.make_op("Ftrl", ["w", "nz", "g"], ["w", "nz"]),
+                      [np.ones(3, np.float32), np.ones(3, np.float32), np.ones(3, np.float32)],
+                      "(n, z)")
+    h.assert_op_error(h.make_op("SparseFtrl", ["w", "nz", "i", "g"], ["w", "nz"]),
+                      [np.ones((2, 1), np.float32), np.zeros((2, 1, 2), np.float32),
+                       np.array([2], np.int64), np.ones((1, 1), np.float32)], "index 2")
+
+
 # ---------------------------------------------------------------- RmsProp
 
 

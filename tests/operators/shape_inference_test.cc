@@ -440,6 +440,7 @@ std::vector<Case> Cases() {
       {MakeOp("SparseLengthsWeightedSumFused8BitRowwise", {"q", "w", "i", "l"}, {"y"}),
        {{{3, 13}, u8}, {{0}, f32}, {{0}, i32}, {{1}, i32}}},
       {MakeOp("BatchGather", {"d", "i"}, {"y"}), {{{2, 3, 4}, f32}, {{2, 2}, i32}}},
+      {MakeOp("Lars", {"x", "dx"}, {"r"}), {{{2, 3}, f64}, {{2, 3}, f64}}},
       {MakeOp("BatchGatherGradient", {"d", "i", "dy"}, {"dd"}),
        {{{2, 3}, f32}, {{5}, i64}, {{2, 5}, f32}}},
   };
