@@ -324,6 +324,45 @@ void SigmoidCrossEntropyWithLogitsGradientOp::RunOnDevice() {
   });
 }
 
+// ---- MakeTwoClass ----
+
+void MakeTwoClassOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  std::vector<int64_t> dims = X.dims();
+  dims.push_back(2);
+  DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = X.data<T>();
+    for (int64_t i = 0; i < X.numel(); ++i) {
+      DOPPIO_ENFORCE(x[i] >= T(0) && x[i] <= T(1), "'", input_name(0),
+                     "' holds probabilities; element ", i, " is ", x[i]);
+    }
+    Tensor* Y = Output(0);
+    Y->Resize(dims);
+    T* y = Y->template mutable_data<T>();
+    for (int64_t i = 0; i < X.numel(); ++i) {
+      y[2 * i] = T(1) - x[i];
+      y[2 * i + 1] = x[i];
+    }
+  });
+}
+
+void MakeTwoClassGradientOp::RunOnDevice() {
+  const Tensor& dY = Input(0);
+  DOPPIO_ENFORCE(dY.ndim() >= 1 && dY.dim(-1) == 2, "gradient '", input_name(0),
+                 "' must end in a dimension of 2 (the two classes), got shape ", dY.dims());
+  std::vector<int64_t> dims = dY.dims();
+  dims.pop_back();
+  DispatchTypes(FloatTypes{}, input_name(0), dY.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* dy = dY.data<T>();
+    Tensor* dX = Output(0);
+    dX->Resize(dims);
+    T* dx = dX->template mutable_data<T>();
+    for (int64_t i = 0; i < dX->numel(); ++i) dx[i] = dy[2 * i + 1] - dy[2 * i];
+  });
+}
+
 // ---- registration ----
 
 REGISTER_CPU_OPERATOR(LabelCrossEntropy, LabelCrossEntropyOp);
@@ -334,6 +373,8 @@ REGISTER_CPU_OPERATOR(SigmoidCrossEntropyWithLogits, SigmoidCrossEntropyWithLogi
 REGISTER_CPU_OPERATOR(SigmoidCrossEntropyWithLogitsGradient,
                       SigmoidCrossEntropyWithLogitsGradientOp);
 REGISTER_CPU_OPERATOR(WeightedSigmoidCrossEntropyWithLogits, SigmoidCrossEntropyWithLogitsOp);
+REGISTER_CPU_OPERATOR(MakeTwoClass, MakeTwoClassOp);
+REGISTER_CPU_OPERATOR(MakeTwoClassGradient, MakeTwoClassGradientOp);
 REGISTER_CPU_OPERATOR(WeightedSigmoidCrossEntropyWithLogitsGradient,
                       SigmoidCrossEntropyWithLogitsGradientOp);
 
@@ -458,7 +499,33 @@ OPERATOR_SCHEMA(WeightedSigmoidCrossEntropyWithLogitsGradient)
         "Gradient of WeightedSigmoidCrossEntropyWithLogits for the logits (the "
         "targets and weights get none).");
 
+OPERATOR_SCHEMA(MakeTwoClass)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
+      TensorShape out = in.at(0);
+      out.add_dims(2);
+      return std::vector<TensorShape>{out};
+    })
+    .Input(0, "X", "probabilities in [0, 1], float32/float64")
+    .Output(0, "Y", "X's shape + [2]: (1 - X, X)")
+    .Doc("Turns the probability of the positive class into two-class probabilities.");
+
+OPERATOR_SCHEMA(MakeTwoClassGradient)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .Input(0, "dY", "gradient of MakeTwoClass's output")
+    .Output(0, "dX", "dY[..., 1] - dY[..., 0]")
+    .Doc("Gradient of MakeTwoClass.");
+
 namespace {
+
+class GetMakeTwoClassGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef("MakeTwoClassGradient", "", {GO(0)}, {GI(0)});
+  }
+};
 
 // <Op>Gradient(X, label, dY) -> dX for LabelCrossEntropy and CrossEntropy.
 class GetCrossEntropyGradient final : public GradientMakerBase {
@@ -490,5 +557,7 @@ SHOULD_NOT_DO_GRADIENT(CrossEntropyGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(SigmoidCrossEntropyWithLogitsGradient, kSecondOrder);
 REGISTER_GRADIENT(WeightedSigmoidCrossEntropyWithLogits, GetSigmoidCrossEntropyWithLogitsGradient);
 SHOULD_NOT_DO_GRADIENT(WeightedSigmoidCrossEntropyWithLogitsGradient, kSecondOrder);
+REGISTER_GRADIENT(MakeTwoClass, GetMakeTwoClassGradient);
+SHOULD_NOT_DO_GRADIENT(MakeTwoClassGradient, kSecondOrder);
 
 }  // namespace doppio

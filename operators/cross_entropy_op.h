@@ -78,4 +78,19 @@ class SigmoidCrossEntropyWithLogitsGradientOp final : public Operator<CPUContext
   bool weighted_ = false;
 };
 
+// MakeTwoClass(X) -> Y of X's shape + [2]: (1 - p, p) for each
+// probability p of X (float32/float64, in [0, 1]).
+// MakeTwoClassGradient(dY) -> dX = dY[..., 1] - dY[..., 0].
+class MakeTwoClassOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
+};
+
+class MakeTwoClassGradientOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
+};
+
 }  // namespace doppio

@@ -59,6 +59,9 @@ WorkspaceRegistry& Registry() {
 
 void SwitchWorkspace(const std::string& name, bool create_if_missing) {
   auto& registry = Registry();
+  // The current workspace exists even before first use (Caffe2 lists it),
+  // so a script can switch away from it and back.
+  registry.Current();
   if (!registry.workspaces.count(name)) {
     DOPPIO_ENFORCE(create_if_missing, "workspace '", name,
                    "' does not exist (pass create_if_missing=True to make it)");

@@ -6,15 +6,16 @@ Below workspace, plan and cross_device in the import order (they build on
 Net), so it reaches the runtime through doppio._C, not doppio.workspace."""
 
 import collections
+import os
+import sys
 import collections.abc
-import copy
-import logging
 
 import numpy as np
 from google.protobuf.message import Message
 
 from doppio import _C
 from doppio import scope
+from doppio.core_net_rewrites import NetRewrites
 from doppio.proto import doppio_pb2 as caffe2_pb2
 
 # Caffe2 exposes these through core as well.
@@ -28,6 +29,29 @@ GradientSlice = collections.namedtuple('GradientSlice', ['indices', 'values'])
 _registered_operators = set()
 # Set by workspace.StartImmediate: called with each op a Net creates.
 _immediate_runner = None
+# Set by net_builder (above this module): the active NetBuilder's name.
+_net_name_prefix = None
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_outside_package():
+    """(file, line, function) of the innermost frame not in this package:
+    the script line that asked for an op."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.dirname(
+            os.path.abspath(frame.f_code.co_filename)) == _PACKAGE_DIR:
+        frame = frame.f_back
+    if frame is None:
+        return ('<unknown>', 0, '<unknown>')
+    return (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
+def SetNetNamePrefix(prefix_function):
+    """Installs the function giving the prefix of new nets' names."""
+    global _net_name_prefix
+    _net_name_prefix = prefix_function
 
 
 def SetImmediateRunner(runner):
@@ -58,7 +82,11 @@ def IsOperator(op_type):
 
 
 def IsOperatorWithEngine(op_type, engine):
-    return IsOperator(op_type)
+    """Whether `op_type` has a kernel registered for `engine` ('DEFAULT' or
+    '' name the default one) on some device."""
+    engine = '' if engine in ('', 'DEFAULT') else engine
+    return any(registered == engine
+               for _, registered in _C.registered_operator_devices(op_type))
 
 
 def SetPerOpEnginePref(op_engine_pref):
@@ -361,7 +389,7 @@ def _ParseOps(op_bytes):
     return ops
 
 
-class Net(object):
+class Net(NetRewrites):
     """A NetDef under construction. Any registered operator type is a method:
     `net.FC([x, w, b], 'y', axis=1)` appends an FC and returns its output(s)
     as BlobReferences; leaving the outputs out (or giving a count) names them
@@ -373,7 +401,9 @@ class Net(object):
 
     @staticmethod
     def _get_next_net_name(basename):
-        name = basename
+        # Inside a net_builder.NetBuilder, nets are named under the builder's.
+        prefix = _net_name_prefix() if _net_name_prefix is not None else ''
+        name = basename = '/'.join(x for x in [prefix, basename] if x)
         next_idx = 1
         while name in Net._net_names_used:
             name = basename + '_' + str(next_idx)
@@ -386,6 +416,9 @@ class Net(object):
         self._external_input_map = set()
         self._recreate_lookup_tables = False
         self._attr_dict = collections.defaultdict(list)
+        self._registered_blob_names = set()
+        # op index -> (file, line, function) of the script line creating it.
+        self._op_sites = {}
         if isinstance(name_or_proto, caffe2_pb2.NetDef):
             self._net = caffe2_pb2.NetDef()
             self._net.CopyFrom(name_or_proto)
@@ -399,10 +432,10 @@ class Net(object):
                         indices.append(int(blob[len(prefix):]))
             self._next_name_index = max(indices) + 1
             name = self._net.name
-        elif isinstance(name_or_proto, (str, BlobReference)):
+        elif name_or_proto is None or isinstance(name_or_proto, (str, BlobReference)):
             self._net = caffe2_pb2.NetDef()
             self._next_name_index = 0
-            name = str(name_or_proto)
+            name = '' if name_or_proto is None else str(name_or_proto)
         else:
             raise TypeError('Net() takes a name or a NetDef, got {}'.format(
                 type(name_or_proto).__name__))
@@ -441,6 +474,31 @@ class Net(object):
     def UsesBlob(self, blob):
         name = str(blob)
         return any(name in op.input or name in op.output for op in self._net.op)
+
+    def GetBlobRef(self, blob_name):
+        """A reference to a blob this net defines (KeyError otherwise)."""
+        blob_name = str(blob_name)
+        if not self.BlobIsDefined(blob_name):
+            raise KeyError('Net does not define blob {}'.format(blob_name))
+        return BlobReference(blob_name, self)
+
+    def UsedBlobNames(self):
+        """Every blob an op reads or writes, and the external inputs and
+        outputs."""
+        names = set(self._net.external_input) | set(self._net.external_output)
+        for op in self._net.op:
+            names.update(op.input)
+            names.update(op.output)
+        return names
+
+    # ---- attributes: user objects kept with the net (no semantics here;
+    # net_builder and task register setup steps this way) ----
+
+    def add_attribute(self, name, obj):
+        self._attr_dict[name].append(obj)
+
+    def get_attributes(self, name):
+        return self._attr_dict.get(name, [])
 
     # ---- external inputs and outputs ----
 
@@ -514,11 +572,29 @@ class Net(object):
         self._next_name_index += 1
         return output_name
 
-    def NextBlob(self, prefix=None):
-        return BlobReference(self.NextName(prefix), self)
+    def NextBlob(self, prefix='unnamed'):
+        """`prefix` itself if no op of this net writes it and no earlier
+        call returned it, else `prefix_auto_<k>`: repeated calls return
+        different names, and the same calls on two nets the same ones."""
+        base = BlobReference(str(prefix), self)
+        blob, index = base, 0
+        while str(blob) in self._registered_blob_names or self.BlobIsDefined(blob):
+            blob = BlobReference('{}_auto_{}'.format(base, index), self)
+            index += 1
+        self._registered_blob_names.add(str(blob))
+        return blob
 
-    def NextScopedBlob(self, prefix=None):
-        return ScopedBlobReference(self.NextName(prefix), self)
+    def NextScopedBlob(self, prefix='unnamed'):
+        """NextBlob of the prefix under the current name scope."""
+        return self.NextBlob(ScopedName(prefix))
+
+    def _CheckLookupTables(self):
+        """For tests: the lookup tables agree with the proto."""
+        outputs = set(o for op in self._net.op for o in op.output)
+        if self._recreate_lookup_tables:
+            self._RecreateLookupTables()
+        assert outputs <= self._op_outputs, outputs - self._op_outputs
+        assert set(self._net.external_input) <= self._external_input_map
 
     # ---- operators ----
 
@@ -534,6 +610,7 @@ class Net(object):
             outputs = [self.NextName(prefix=op_type, output_id=i) for i in range(outputs)]
         outputs = _RectifyInputOutput(outputs, net=self)
         op = CreateOperator(op_type, inputs, outputs, **kwargs)
+        self._op_sites[len(self._net.op)] = _caller_outside_package()
         self._ExtendOps([op])
         if _immediate_runner is not None:
             _immediate_runner(op)
@@ -567,102 +644,6 @@ class Net(object):
             fill = self.GivenTensorFill
         return fill([], blob_out or 1, shape=list(array.shape),
                     values=array.flatten().tolist())
-
-    # ---- whole-net transforms ----
-
-    def Clone(self, name, blob_remap=None, op_id_mask=None, remap_funcs=None,
-              keep_schema=True, update_external_list=False):
-        """A copy named `name`, keeping the ops at `op_id_mask` (default all)
-        with blobs renamed by `blob_remap`; `remap_funcs` maps op types to
-        f(op, prefix, blob_remap) for ops that name blobs in arguments."""
-        blob_remap = {} if blob_remap is None else {str(k): str(v) for k, v in blob_remap.items()}
-        remap_funcs = remap_funcs or {}
-        if op_id_mask is None:
-            op_id_mask = range(len(self._net.op))
-
-        def remap_list(names):
-            new_names = [blob_remap.get(str(b), str(b)) for b in names]
-            del names[:]
-            names.extend(new_names)
-
-        new_proto = caffe2_pb2.NetDef()
-        new_proto.CopyFrom(self._net)
-        new_proto.name = name
-        del new_proto.op[:]
-        for op_id in op_id_mask:
-            op = new_proto.op.add()
-            op.CopyFrom(self._net.op[op_id])
-            remap_list(op.input)
-            remap_list(op.output)
-            if op.type in remap_funcs:
-                remap_funcs[op.type](op, (name + '/') if name else '', blob_remap)
-        remap_list(new_proto.external_input)
-        remap_list(new_proto.external_output)
-        new_net = Net(new_proto)
-        new_net._attr_dict = self._attr_dict
-        if update_external_list:
-            produced, consumed = [], set()
-            del new_net._net.external_input[:]
-            del new_net._net.external_output[:]
-            for op in new_net._net.op:
-                for blob in op.input:
-                    if blob in produced:
-                        consumed.add(blob)
-                    elif blob not in new_net._net.external_input:
-                        new_net._net.external_input.append(blob)
-                for blob in op.output:
-                    if blob not in produced:
-                        produced.append(blob)
-            new_net._net.external_output.extend(b for b in produced if b not in consumed)
-            new_net._RecreateLookupTables()
-        return new_net
-
-    def AppendNet(self, net, device_option=None):
-        """Appends `net`'s ops (with `device_option` if given) and merges its
-        external inputs (those this net does not produce) and outputs."""
-        if not isinstance(net, Net):
-            raise TypeError('AppendNet takes a Net, got {}'.format(type(net).__name__))
-        if self._recreate_lookup_tables:
-            self._RecreateLookupTables()
-        for blob in net.Proto().external_input:
-            if blob not in self._net.external_input and blob not in self._op_outputs:
-                self._net.external_input.append(blob)
-                self._external_input_map.add(blob)
-        self._net.external_output.extend(
-            o for o in net.Proto().external_output if o not in self._net.external_output)
-        ops = [copy.deepcopy(op) for op in net.Proto().op]
-        if device_option is not None:
-            for op in ops:
-                op.device_option.CopyFrom(device_option)
-        self._ExtendOps(ops)
-        return self
-
-    def RunAllOnGPU(self, gpu_id=0, use_cudnn=False):
-        """Puts every op on CUDA device `gpu_id` (with engine CUDNN when
-        `use_cudnn`). On a machine with no usable GPU the ops stay where they
-        are and a warning says so: Caffe2 scripts call this unconditionally
-        (resnet50_trainer.py's LoadModel does even with --use_cpu), and a
-        CPU op set is the only one that can run there."""
-        if _C.num_cuda_devices() == 0:
-            logging.getLogger('doppio').warning(
-                'net %s: RunAllOnGPU(%d) on a machine without a usable GPU (%s); its ops stay '
-                'on their devices', self.Name(), gpu_id, _C.cuda_unavailable_reason())
-            return
-        device = DeviceOption(caffe2_pb2.CUDA, gpu_id)
-        self._net.device_option.CopyFrom(device)
-        for op in self._net.op:
-            op.device_option.CopyFrom(device)
-            if use_cudnn:
-                op.engine = 'CUDNN'
-
-    def RunAllOnMKL(self):
-        """Caffe2 moved the ops to its MKL-DNN device; Doppio's CPU ops
-        already run on oneDNN where it helps, so the ops become plain CPU
-        ops."""
-        device = DeviceOption(caffe2_pb2.CPU)
-        self._net.device_option.CopyFrom(device)
-        for op in self._net.op:
-            op.device_option.CopyFrom(device)
 
     def AddGradientOperators(self, ys, skip=0):
         """Appends the backward pass of ops[skip:] for the losses `ys` (a list:

@@ -283,7 +283,8 @@ def ExtractPredictorNet(net_proto, input_blobs, output_blobs, device=None,
     `output_blobs`, keeping only ops whose inputs are known (inputs, params,
     earlier outputs), so readers, losses and gradient ops fall away.
 
-    Returns (predict_net, external inputs). `device` overrides each op's
+    Returns (predict_net, the blobs to export with it: its external inputs
+    other than input_blobs, i.e. the parameters, after renames). `device` overrides each op's
     device option; `renames` maps blob names in the result; an op with
     is_test=0 is refused, since a train-mode op (SpatialBN, Dropout) in a
     serving net silently changes its answers."""
@@ -340,4 +341,5 @@ def ExtractPredictorNet(net_proto, input_blobs, output_blobs, device=None,
         op.output[:] = renamed(op.output)
     predict_proto.external_input.extend(renamed(external_inputs))
     predict_proto.external_output.extend(renamed(external_outputs))
-    return predict_net, [renames.get(b, b) for b in external_inputs]
+    inputs = set(renamed(input_names))
+    return predict_net, [b for b in renamed(external_inputs) if b not in inputs]

@@ -68,6 +68,39 @@ class ExecutionStep(object):
     def get_net(self, name):
         return self._net_dict[name]
 
+    _OPTIONAL_FIELDS = ('num_iter', 'concurrent_substeps', 'only_once',
+                        'num_concurrent_instances', 'create_workspace', 'run_every_ms')
+
+    @classmethod
+    def create_from_proto(cls, step_proto, net_obj_dict, net_proto_dict):
+        """The step (recursively) of an ExecutionStep proto, over the Net
+        objects of net_obj_dict (made from net_proto_dict when missing)."""
+        if bool(step_proto.network) == bool(step_proto.substep):
+            raise ValueError('execution step {!r} must have either nets or substeps'.format(
+                step_proto.name))
+        if step_proto.substep:
+            children = [cls.create_from_proto(sub, net_obj_dict, net_proto_dict)
+                        for sub in step_proto.substep]
+        else:
+            children = []
+            for name in step_proto.network:
+                if name not in net_obj_dict:
+                    if name not in net_proto_dict:
+                        raise ValueError('execution step {!r} runs net {!r}, which the plan '
+                                         'does not have'.format(step_proto.name, name))
+                    net_obj_dict[name] = Net(net_proto_dict[name])
+                children.append(net_obj_dict[name])
+        options = {field: getattr(step_proto, field) for field in cls._OPTIONAL_FIELDS
+                   if step_proto.HasField(field)}
+        if step_proto.HasField('should_stop_blob'):
+            options['should_stop_blob'] = BlobReference(step_proto.should_stop_blob)
+        return execution_step(step_proto.name, children, **options)
+
+    def get_all_attributes(self, name):
+        """The attributes `name` of every net this step and its substeps
+        run (see Net.add_attribute)."""
+        return [attr for net in self._net_dict.values() for attr in net.get_attributes(name)]
+
     def Name(self):
         return self._step.name
 
@@ -232,15 +265,43 @@ class Plan(object):
     def Steps(self):
         return self._steps
 
+    @classmethod
+    def create_from_proto(cls, plan_proto):
+        """A Plan rebuilt from a PlanDef: its nets become Net objects (named
+        anew, as every Net is) and its steps ExecutionSteps over them."""
+        if not isinstance(plan_proto, caffe2_pb2.PlanDef):
+            raise TypeError('create_from_proto expects a PlanDef, got {}'.format(
+                type(plan_proto).__name__))
+        plan = cls(plan_proto.name)
+        net_protos = {}
+        for net_proto in plan_proto.network:
+            if net_proto.name in net_protos:
+                raise ValueError('plan {!r} has two nets named {!r}'.format(
+                    plan_proto.name, net_proto.name))
+            net_protos[net_proto.name] = net_proto
+        nets = {name: Net(proto) for name, proto in net_protos.items()}
+        for step_proto in plan_proto.execution_step:
+            plan.AddStep(ExecutionStep.create_from_proto(step_proto, nets, net_protos))
+        return plan
+
 
 def to_execution_step(step_or_nets, default_name=None):
-    """A step from a step, a net, or a list of nets or steps."""
+    """A step from a step, a net, a list of nets or steps, or a
+    net_builder.NetBuilder (its children in order, until its stop blob)."""
     if isinstance(step_or_nets, ExecutionStep):
         return step_or_nets
     if not default_name and hasattr(step_or_nets, 'name'):
         default_name = step_or_nets.name
+    stop_blob = None
+    # A NetBuilder, by its interface (net_builder is above this module).
+    if hasattr(step_or_nets, '_stop_blob') and hasattr(step_or_nets, 'get'):
+        stop_blob = step_or_nets._stop_blob
+        step_or_nets = step_or_nets.get()
+    elif hasattr(step_or_nets, 'tasks_by_node'):
+        # A task.TaskGroup: its tasks, gathered into one, as a step.
+        step_or_nets = step_or_nets.to_task().get_step()
     return execution_step(default_name or ExecutionStep._get_next_step_name("step"),
-                          step_or_nets)
+                          step_or_nets, should_stop_blob=stop_blob)
 
 
 def execution_step(default_name, steps_or_nets, num_iter=None, report_net=None,
@@ -251,6 +312,8 @@ def execution_step(default_name, steps_or_nets, num_iter=None, report_net=None,
     list of nets (run in order) or of steps (substeps)."""
     if default_name is None:
         raise ValueError('execution_step needs a name')
+    if should_stop_blob is None and num_iter is None:
+        num_iter = 1  # Caffe2's default: run once
     step = ExecutionStep(default_name)
     if should_stop_blob is not None:
         step.SetShouldStopBlob(should_stop_blob)

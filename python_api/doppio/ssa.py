@@ -2,7 +2,6 @@
 each blob every op reads and writes. recurrent.recurrent_net uses it to find
 what a backward step net needs from the forward one; scripts use it to
 reason about nets they build."""
-from doppio.core_net import Net
 from doppio.proto import caffe2_pb2
 
 
@@ -16,7 +15,8 @@ def get_ssa(net, blob_versions=None):
         blob_versions = {}
     if isinstance(net, list):
         return [get_ssa(n, blob_versions) for n in net], blob_versions
-    proto = net.Proto() if isinstance(net, Net) else net
+    # A core.Net by its interface: this module sits below core_net.
+    proto = net.Proto() if hasattr(net, 'Proto') else net
     if not isinstance(proto, caffe2_pb2.NetDef):
         raise TypeError('get_ssa takes a Net or NetDef, not {}'.format(type(net).__name__))
     for name in proto.external_input:

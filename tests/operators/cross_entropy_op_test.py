@@ -198,6 +198,20 @@ def test_weighted_sigmoid_cross_entropy_checks_weight_shape():
     h.assert_op_error(op, [x, x, np.zeros((2, 2), np.float32)], "weights 'weights'", "[2, 2]")
 
 
+@given(h.dims(0, 3), h.float_dtypes, st.data())
+def test_make_two_class(shape, dtype, data):
+    x = data.draw(h.arrays(tuple(shape), dtype, elements=st.floats(0, 1, width=32)))
+    op = h.make_op("MakeTwoClass", ["X"], ["Y"])
+    h.check_output(op, [x], lambda x: np.stack([1 - x, x], axis=-1))
+    # Kept inside (0, 1) so finite differences stay probabilities.
+    h.check_gradient(op, [np.clip(x, 0.125, 0.875).astype(np.float64)], [0])
+
+
+def test_make_two_class_refuses_non_probabilities():
+    h.assert_op_error(h.make_op("MakeTwoClass", ["X"], ["Y"]), [np.array([0.5, 1.5], np.float32)],
+                      "probabilities", "1.5")
+
+
 def test_sigmoid_cross_entropy_is_stable_for_large_logits():
     x = np.float32([[-200.0, 200.0]])
     op = h.make_op("SigmoidCrossEntropyWithLogits", ["x", "t"], ["y"])

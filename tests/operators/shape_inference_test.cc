@@ -441,6 +441,7 @@ std::vector<Case> Cases() {
        {{{3, 13}, u8}, {{0}, f32}, {{0}, i32}, {{1}, i32}}},
       {MakeOp("BatchGather", {"d", "i"}, {"y"}), {{{2, 3, 4}, f32}, {{2, 2}, i32}}},
       {MakeOp("Lars", {"x", "dx"}, {"r"}), {{{2, 3}, f64}, {{2, 3}, f64}}},
+      {MakeOp("MakeTwoClass", {"p"}, {"y"}), {{{2, 3}, f32}}},
       {MakeOp("BatchGatherGradient", {"d", "i", "dy"}, {"dd"}),
        {{{2, 3}, f32}, {{5}, i64}, {{2, 5}, f32}}},
   };

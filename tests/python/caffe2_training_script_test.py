@@ -74,7 +74,9 @@ def test_caffe2_style_training_and_serving():
     # mobile_exporter's init + predict nets, run in a fresh workspace.
     predict_net, inputs = model_helper.ExtractPredictorNet(
         test_model.net.Proto(), input_blobs=['data'], output_blobs=['softmax'])
-    assert inputs[0] == 'data'
+    # The blobs to export: the parameters, not the input (Caffe2's contract).
+    assert 'data' not in inputs and 'data' in predict_net.Proto().external_input
+    assert set(inputs) == set(str(p) for p in train_model.GetParams())
     assert [op.type for op in predict_net.Proto().op] == \
         ['FC', 'Relu', 'Dropout', 'FC', 'Softmax']
     params = train_model.GetParams()
