@@ -1,6 +1,7 @@
 #include "operators/pool_op.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -146,6 +147,21 @@ void MaxPoolGradientPlane2x2(const Pool3& s, const T* xp, const T* yp, const T* 
   }
 }
 
+// |x|^p, one term of LpPool's sum.
+template <typename T>
+T LpPower(T x, T p) {
+  return std::pow(std::abs(x), p);
+}
+
+// d y / d x for y = (sum |x|^p)^(1/p): sign(x) |x|^(p-1) / y^(p-1); 0 where
+// y is 0 (an all-zero window, where the norm has no derivative).
+template <typename T>
+T LpSlope(T x, T y, T p) {
+  if (y == T(0)) return T(0);
+  const T sign = x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+  return sign * std::pow(std::abs(x) / y, p - T(1));
+}
+
 int64_t WindowCount(const Range& d, const Range& h, const Range& w) {
   return (d.end - d.begin) * (h.end - h.begin) * (w.end - w.begin);
 }
@@ -181,7 +197,10 @@ bool ReadCountIncludePad(const OperatorBase& op) {
 PoolOpBase::PoolOpBase(const OperatorDef& def, Workspace* workspace)
     : ConvPoolOpBase(def, workspace),
       required_spatial_dims_(SpatialDimsInName(def.type())),
-      count_include_pad_(ReadCountIncludePad(*this)) {}
+      count_include_pad_(ReadCountIncludePad(*this)),
+      p_(GetSingleArgument<float>("p", 2.0f)) {
+  DOPPIO_ENFORCE(p_ > 0, "argument p must be > 0, got ", p_);
+}
 
 ConvPoolGeometry PoolOpBase::PoolGeometry(const Tensor& X) const {
   if (required_spatial_dims_ > 0) {
@@ -224,6 +243,7 @@ void PoolOp<kKind>::Run() {
   const T* x = X.data<T>();
   T* y = Y->mutable_data<T>();
   const bool include_pad = count_include_pad();
+  const T p = static_cast<T>(this->p());
   auto divisor = [&](const Range& d, const Range& h, const Range& w) {
     return static_cast<T>(include_pad ? kernel_size : WindowCount(d, h, w));
   };
@@ -242,6 +262,10 @@ void PoolOp<kKind>::Run() {
             T best = std::numeric_limits<T>::lowest();
             ForEachInWindow(s, d, h, w, [&](int64_t i) { best = std::max(best, xp[i]); });
             yp[o] = WindowCount(d, h, w) > 0 ? best : T(0);
+          } else if (kKind == PoolKind::kLp) {
+            T sum = 0;
+            ForEachInWindow(s, d, h, w, [&](int64_t i) { sum += LpPower(xp[i], p); });
+            yp[o] = std::pow(sum, T(1) / p);
           } else {
             T sum = 0;
             ForEachInWindow(s, d, h, w, [&](int64_t i) { sum += xp[i]; });
@@ -266,12 +290,19 @@ void PoolOp<kKind>::Run() {
         ForEachInWindow(s, d, h, w, [&](int64_t i) {
           const T* xi = xn + i * C;
           for (int64_t c = 0; c < C; ++c) {
-            yo[c] = kKind == PoolKind::kMax ? std::max(yo[c], xi[c]) : yo[c] + xi[c];
+            if (kKind == PoolKind::kMax) {
+              yo[c] = std::max(yo[c], xi[c]);
+            } else {
+              yo[c] += kKind == PoolKind::kLp ? LpPower(xi[c], p) : xi[c];
+            }
           }
         });
         if (kKind == PoolKind::kAverage && !empty) {
           const T scale = T(1) / divisor(d, h, w);
           for (int64_t c = 0; c < C; ++c) yo[c] *= scale;
+        }
+        if (kKind == PoolKind::kLp) {
+          for (int64_t c = 0; c < C; ++c) yo[c] = std::pow(yo[c], T(1) / p);
         }
       });
     }
@@ -304,6 +335,7 @@ void PoolGradientOp<kKind>::Run() {
   }
   const int64_t kernel_size = s.kernel[0] * s.kernel[1] * s.kernel[2];
   const bool include_pad = count_include_pad();
+  const T p = static_cast<T>(this->p());
   const T* x = X.data<T>();
   const T* y = Y.data<T>();
   const T* dy = dY.data<T>();
@@ -333,6 +365,9 @@ void PoolGradientOp<kKind>::Run() {
           if (kKind == PoolKind::kMax) {
             const int64_t first = FirstMaxInWindow(s, d, h, w, xp, 1, yp[o]);
             if (first >= 0) dxp[first] += dyp[o];
+          } else if (kKind == PoolKind::kLp) {
+            ForEachInWindow(s, d, h, w,
+                            [&](int64_t i) { dxp[i] += LpSlope(xp[i], yp[o], p) * dyp[o]; });
           } else {
             const T share = dyp[o] * scale_of(d, h, w);
             ForEachInWindow(s, d, h, w, [&](int64_t i) { dxp[i] += share; });
@@ -359,6 +394,14 @@ void PoolGradientOp<kKind>::Run() {
           }
           return;
         }
+        if (kKind == PoolKind::kLp) {
+          ForEachInWindow(s, d, h, w, [&](int64_t i) {
+            T* dxi = dxn + i * C;
+            const T* xi = xn + i * C;
+            for (int64_t c = 0; c < C; ++c) dxi[c] += LpSlope(xi[c], yo[c], p) * dyo[c];
+          });
+          return;
+        }
         const T scale = scale_of(d, h, w);
         ForEachInWindow(s, d, h, w, [&](int64_t i) {
           T* dxi = dxn + i * C;
@@ -375,6 +418,8 @@ using MaxPoolOp = PoolOp<PoolKind::kMax>;
 using AveragePoolOp = PoolOp<PoolKind::kAverage>;
 using MaxPoolGradientOp = PoolGradientOp<PoolKind::kMax>;
 using AveragePoolGradientOp = PoolGradientOp<PoolKind::kAverage>;
+using LpPoolOp = PoolOp<PoolKind::kLp>;
+using LpPoolGradientOp = PoolGradientOp<PoolKind::kLp>;
 
 REGISTER_CPU_OPERATOR(AveragePool, AveragePoolOp);
 REGISTER_CPU_OPERATOR(AveragePool1D, AveragePoolOp);
@@ -392,6 +437,8 @@ REGISTER_CPU_OPERATOR(MaxPoolGradient, MaxPoolGradientOp);
 REGISTER_CPU_OPERATOR(MaxPool1DGradient, MaxPoolGradientOp);
 REGISTER_CPU_OPERATOR(MaxPool2DGradient, MaxPoolGradientOp);
 REGISTER_CPU_OPERATOR(MaxPool3DGradient, MaxPoolGradientOp);
+REGISTER_CPU_OPERATOR(LpPool, LpPoolOp);
+REGISTER_CPU_OPERATOR(LpPoolGradient, LpPoolGradientOp);
 
 namespace {
 
@@ -463,6 +510,10 @@ OPERATOR_SCHEMA(MaxPoolGradient).Apply(GradientSchema);
 OPERATOR_SCHEMA(MaxPool1DGradient).Apply(GradientSchema);
 OPERATOR_SCHEMA(MaxPool2DGradient).Apply(GradientSchema);
 OPERATOR_SCHEMA(MaxPool3DGradient).Apply(GradientSchema);
+OPERATOR_SCHEMA(LpPool)
+    .Apply(ForwardSchema("the p-norm (sum |x|^p)^(1/p)", kAnyRank))
+    .Arg("p", "(float, default 2) the norm's order; > 0");
+OPERATOR_SCHEMA(LpPoolGradient).Apply(GradientSchema).Arg("p", "(float) LpPool's p");
 
 namespace {
 
@@ -487,6 +538,7 @@ REGISTER_GRADIENT(MaxPool, GetPoolGradient);
 REGISTER_GRADIENT(MaxPool1D, GetPoolGradient);
 REGISTER_GRADIENT(MaxPool2D, GetPoolGradient);
 REGISTER_GRADIENT(MaxPool3D, GetPoolGradient);
+REGISTER_GRADIENT(LpPool, GetPoolGradient);
 SHOULD_NOT_DO_GRADIENT(AveragePoolGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(AveragePool1DGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(AveragePool2DGradient, kSecondOrder);
@@ -495,5 +547,6 @@ SHOULD_NOT_DO_GRADIENT(MaxPoolGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(MaxPool1DGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(MaxPool2DGradient, kSecondOrder);
 SHOULD_NOT_DO_GRADIENT(MaxPool3DGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(LpPoolGradient, kSecondOrder);
 
 }  // namespace doppio

@@ -1,8 +1,9 @@
-// MaxPool and AveragePool (1-D to 3-D, NCHW or NHWC, global pooling) and
-// their gradients, as in Caffe2. The argument handling (kernel, stride,
-// pads, order, legacy_pad, global_pooling) is ConvPoolOpBase's; the
-// spelled-out variants MaxPool1D/2D/3D and AveragePool1D/2D/3D are the same
-// ops restricted to inputs with that many spatial dims.
+// MaxPool, AveragePool and LpPool (1-D to 3-D, NCHW or NHWC, global
+// pooling) and their gradients, as in Caffe2. LpPool takes the p-norm of
+// each window, (sum |x|^p)^(1/p), with argument p (default 2). The argument handling (kernel,
+// stride, pads, order, legacy_pad, global_pooling) is ConvPoolOpBase's; the spelled-out variants
+// MaxPool1D/2D/3D and AveragePool1D/2D/3D are the same ops restricted to inputs with that many
+// spatial dims.
 //
 // AveragePool divides by the number of input elements inside the window
 // unless count_include_pad=1, which divides by the full kernel size (padding
@@ -17,7 +18,7 @@ namespace doppio {
 // Average pooling's count_include_pad (default 0), for the CPU and CUDA ops.
 bool ReadCountIncludePad(const OperatorBase& op);
 
-enum class PoolKind { kMax, kAverage };
+enum class PoolKind { kMax, kAverage, kLp };
 
 // The pooling checks on top of ConvPoolOpBase: dilation 1, pads smaller than
 // the kernel, and the spatial rank the op's name asks for.
@@ -28,10 +29,12 @@ class PoolOpBase : public ConvPoolOpBase {
  protected:
   ConvPoolGeometry PoolGeometry(const Tensor& X) const;
   bool count_include_pad() const { return count_include_pad_; }
+  double p() const { return p_; }
 
  private:
   int required_spatial_dims_;  // 0: any; 1-3 for the *1D/*2D/*3D variants
   bool count_include_pad_;
+  double p_;  // LpPool's norm order
 };
 
 // Input X; output Y.

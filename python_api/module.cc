@@ -471,6 +471,8 @@ void DefinePythonGradients(py::module_& m);
 void DefineShapeInference(py::module_& m, std::function<Workspace*()> current_workspace);
 // python_api/transforms_py.cc
 void DefineTransforms(py::module_& m, std::function<Workspace*()> current_workspace);
+// python_api/db_py.cc
+void DefineDB(py::module_& m);
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Doppio's C++ runtime";
@@ -554,6 +556,7 @@ PYBIND11_MODULE(_C, m) {
   DefineMemonger(m);
   DefineCrossDeviceCopies(m);
   DefineTransforms(m, [] { return Registry().Current(); });
+  DefineDB(m);
   m.def("schema", &SchemaInfo, py::arg("op_type"));
   m.def("infer_net_cost", &InferNetCostPy, py::arg("net_def"), py::arg("shapes"),
         py::arg("types") = py::none());

@@ -22,6 +22,28 @@ from doppio import context
 from doppio import core
 from doppio import core_net
 
+# The attribute keys under which nets register setup and report steps
+# (task.Task and task.TaskGroup name them too).
+TASK_SETUP = 'task_setup'
+TASK_INSTANCE_SETUP = 'task_instance_setup'
+REPORT_STEP = 'report_step'
+LOCAL_SETUP = 'local_setup'
+
+# The task module, which sits above this one, registers its classes here
+# when it loads (ops.task_group and ops.local_reporter make TaskGroups).
+_task_classes = {}
+
+
+def RegisterTaskClasses(**classes):
+    _task_classes.update(classes)
+
+
+def _task_class(name):
+    if name not in _task_classes:
+        raise RuntimeError('this needs caffe2.python.task (doppio.task); import it first')
+    return _task_classes[name]
+
+
 _NO_CONTROL_OPS = ('NetBuilder control-op blocks need the If / While operators, which Doppio '
                    'does not have yet; use ops.If / ops.loop (execution steps) instead')
 
@@ -135,11 +157,10 @@ class Operations(object):
 
     def task_group(self):
         """A TaskGroup run as the next step of the active builder."""
-        from doppio import task
         builder = NetBuilder.current()
-        with task.Cluster():
-            with task.Node('local'):
-                group = task.TaskGroup()
+        with _task_class('Cluster')():
+            with _task_class('Node')('local'):
+                group = _task_class('TaskGroup')()
                 builder.add(group)
                 return group
 
@@ -180,10 +201,9 @@ class Operations(object):
         raise NotImplementedError(_NO_CONTROL_OPS)
 
     def _setup(self, kind, key, name=None):
-        from doppio.task import Task, TaskGroup
         setup = _SetupBuilder(kind, name)
-        attribute = {'task': Task.TASK_SETUP, 'instance': Task.TASK_INSTANCE_SETUP,
-                     'local': TaskGroup.LOCAL_SETUP}[key]
+        attribute = {'task': TASK_SETUP, 'instance': TASK_INSTANCE_SETUP,
+                     'local': LOCAL_SETUP}[key]
         self.net().add_attribute(attribute, setup)
         return setup
 
@@ -239,13 +259,13 @@ class _ReporterBuilder(NetBuilder):
 
     def __exit__(self, etype, *args):
         if etype is None:
-            from doppio.task import Task, TaskGroup
             step = core.to_execution_step(self)
             step.RunEveryMillis(self.interval_ms)
             if self._net:
-                self._net.add_attribute(Task.REPORT_STEP, step)
+                self._net.add_attribute(REPORT_STEP, step)
             else:
-                TaskGroup.current().report_step(step, interval_ms=self.interval_ms)
+                _task_class('TaskGroup').current().report_step(step,
+                                                               interval_ms=self.interval_ms)
         NetBuilder.__exit__(self, etype, *args)
 
 

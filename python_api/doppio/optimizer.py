@@ -483,7 +483,9 @@ def _build(model, optimizer, weights_only=False, use_param_info_optim=True,
            max_gradient_norm=None, allow_lr_injection=False):
     """Runs `optimizer` on every parameter of `model` that has a gradient,
     each on its own device; returns the optimizer."""
-    if not getattr(model, 'gradient_ops_added', False):
+    # A model with no parameters has nothing to update (Caffe2 builds
+    # nothing); one with parameters needs its gradients first.
+    if not getattr(model, 'gradient_ops_added', False) and model.GetParams():
         raise RuntimeError('model {}: run AddGradientOperators before building an '
                            'optimizer (no gradients yet)'.format(model.name))
     if max_gradient_norm is not None and not max_gradient_norm > 0:

@@ -22,6 +22,7 @@ import collections
 
 from doppio import context
 from doppio import core
+from doppio import net_builder
 
 
 @context.define_context(allow_default=True)
@@ -121,7 +122,7 @@ class TaskGroup(object):
     """Tasks that run concurrently, on one or more nodes; tasks on one node
     share its workspace."""
 
-    LOCAL_SETUP = 'local_setup'
+    LOCAL_SETUP = net_builder.LOCAL_SETUP
 
     def __init__(self, workspace_type=None):
         self._tasks = []
@@ -304,9 +305,9 @@ class Task(object):
     (if any) on the current Node. Used as a `with` block, the ops the block
     adds (net_builder.ops) become its step."""
 
-    TASK_SETUP = 'task_setup'
-    TASK_INSTANCE_SETUP = 'task_instance_setup'
-    REPORT_STEP = 'report_step'
+    TASK_SETUP = net_builder.TASK_SETUP
+    TASK_INSTANCE_SETUP = net_builder.TASK_INSTANCE_SETUP
+    REPORT_STEP = net_builder.REPORT_STEP
     _global_names_used = set()
 
     @staticmethod
@@ -348,7 +349,6 @@ class Task(object):
         self._assert_not_used()
         if self._step is not None:
             raise AssertionError('This Task already has an execution step.')
-        from doppio import net_builder
         self._net_builder = net_builder.NetBuilder(_fullname=self.name)
         self._net_builder.__enter__()
         return self
@@ -442,3 +442,6 @@ class SetupNets(object):
 
     def exit(self, exit_net):
         return self.exit_nets
+
+
+net_builder.RegisterTaskClasses(Cluster=Cluster, Node=Node, TaskGroup=TaskGroup)

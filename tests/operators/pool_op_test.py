@@ -1,4 +1,4 @@
-"""MaxPool / AveragePool (1-D to 3-D, NCHW and NHWC, global) and LRN, with
+"""MaxPool / AveragePool / LpPool (1-D to 3-D, NCHW and NHWC, global) and LRN, with
 their gradients, through the op harness against numpy."""
 import itertools
 
@@ -20,7 +20,7 @@ def from_nchw(x, order):
     return x if order == "NCHW" else np.moveaxis(x, 1, -1)
 
 
-def pool_reference(x, kind, kernel, stride, pads, order, count_include_pad=False):
+def pool_reference(x, kind, kernel, stride, pads, order, count_include_pad=False, p=2.0):
     """Direct loops over output positions; pads = begins then ends."""
     x = to_nchw(x.astype(np.float64), order)
     spatial = x.shape[2:]
@@ -36,6 +36,8 @@ def pool_reference(x, kind, kernel, stride, pads, order, count_include_pad=False
         index = (Ellipsis,) + o
         if kind == "Max":
             y[index] = window.max(axis=axes)
+        elif kind == "Lp":
+            y[index] = (np.abs(window) ** p).sum(axis=axes) ** (1.0 / p)
         else:
             count = np.prod(kernel) if count_include_pad else np.prod(window.shape[2:])
             y[index] = window.sum(axis=axes) / count
@@ -46,7 +48,7 @@ def pool_reference(x, kind, kernel, stride, pads, order, count_include_pad=False
 def pool_case(draw, dtype=None):
     """A pooling op with arguments in any of Caffe2's spellings, and its
     input and reference arguments."""
-    kind = draw(st.sampled_from(["Max", "Average"]))
+    kind = draw(st.sampled_from(["Max", "Average", "Lp"]))
     nd = draw(st.integers(1, 3))
     order = draw(ORDERS)
     kernel = [draw(st.integers(1, 3)) for _ in range(nd)]
@@ -74,9 +76,14 @@ def pool_case(draw, dtype=None):
     include_pad = kind == "Average" and draw(st.booleans())
     if include_pad:
         args["count_include_pad"] = 1
-    op_type = kind + "Pool" + draw(st.sampled_from(["", "%dD" % nd]))
+    p = 2.0
+    if kind == "Lp":
+        p = draw(st.sampled_from([1.0, 2.0, 3.0]))
+        args["p"] = p
+    # Caffe2 spells out the rank for Max and Average only.
+    op_type = kind + "Pool" + ("" if kind == "Lp" else draw(st.sampled_from(["", "%dD" % nd])))
     op = h.make_op(op_type, ["X"], ["Y"], **args)
-    reference = lambda x: pool_reference(x, kind, kernel, stride, pads, order, include_pad)
+    reference = lambda x: pool_reference(x, kind, kernel, stride, pads, order, include_pad, p)
     return op, x, reference
 
 

@@ -442,6 +442,10 @@ std::vector<Case> Cases() {
       {MakeOp("BatchGather", {"d", "i"}, {"y"}), {{{2, 3, 4}, f32}, {{2, 2}, i32}}},
       {MakeOp("Lars", {"x", "dx"}, {"r"}), {{{2, 3}, f64}, {{2, 3}, f64}}},
       {MakeOp("MakeTwoClass", {"p"}, {"y"}), {{{2, 3}, f32}}},
+      {MakeOp("LpPool", {"x"}, {"y"}, {IntArg("kernel", 2), FloatArg("p", 3)}),
+       {{{1, 2, 4, 4}, f32}}},
+      {MakeOp("LpPoolGradient", {"x", "y", "dy"}, {"dx"}, {IntArg("kernel", 2)}),
+       {{{1, 2, 4, 4}, f64}, {{1, 2, 3, 3}, f64}, {{1, 2, 3, 3}, f64}}},
       {MakeOp("BatchGatherGradient", {"d", "i", "dy"}, {"dd"}),
        {{{2, 3}, f32}, {{5}, i64}, {{2, 5}, f32}}},
   };

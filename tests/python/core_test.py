@@ -182,7 +182,10 @@ def test_automatic_output_names():
     assert first == "auto/Relu" and second == "auto/Relu_2"
     assert [str(p) for p in parts] == ["auto/Split:0", "auto/Split:1"]
     assert net.NextName() == "auto_blob_0" and net.NextName() == "auto_blob_1"
-    assert net.NextBlob("tmp") == "auto/tmp"
+    # NextBlob: the name itself while unused, then name_auto_<k> (Caffe2's).
+    assert net.NextBlob("tmp") == "tmp" and net.NextBlob("tmp") == "tmp_auto_0"
+    with core.NameScope("ns"):
+        assert net.NextScopedBlob("tmp") == "ns/tmp"
     with core.NameScope("ns"):
         scoped = net.Relu("x")
     assert scoped == "ns/auto/Relu"
