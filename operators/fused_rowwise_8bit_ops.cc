@@ -80,7 +80,7 @@ void FloatToFused8BitRowwiseQuantizedOp::RunOnDevice() {
     float minimum = 0.0f, maximum = 0.0f;
     if (columns > 0) {
       const auto [low, high] = std::minmax_element(in, in + columns);
-      minimum = *low + 0.0f;  // -0 becomes +0: a bias has one zero
+      minimum = *low;  // the first minimal element, -0 kept, as Caffe2's
       maximum = *high;
     }
     const float range = maximum - minimum;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/argument.h"
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
@@ -33,8 +34,8 @@ std::vector<int64_t> ReadLengths(const OperatorBase& op, int input, const Tensor
 
 // ---- forward ----
 
-template <bool kSparse, bool kMean>
-void LengthsReducerOp<kSparse, kMean>::RunOnDevice() {
+template <bool kSparse, bool kMean, bool kWeighted>
+void LengthsReducerOp<kSparse, kMean, kWeighted>::RunOnDevice() {
   const Tensor& data = Input(0);
   EnforceHasRows(*this, 0, data);
   int64_t total = 0;
@@ -62,11 +63,20 @@ void LengthsReducerOp<kSparse, kMean>::RunOnDevice() {
                    " but '", input_name(0), "' has ", rows, " rows; they must match");
   }
 
+  if (kWeighted) {
+    const Tensor& weights = Input(kWeightsInput);
+    EnforceVector(*this, kWeightsInput, weights);
+    EnforceSameType(*this, 0, data, kWeightsInput, weights);
+    DOPPIO_ENFORCE(weights.numel() == total, "'", input_name(kWeightsInput), "' has ",
+                   weights.numel(), " weights but '", input_name(kIndicesInput), "' has ", total,
+                   " indices; one weight per index");
+  }
   const std::vector<int64_t> output_dims =
       ShapeOfRows({static_cast<int64_t>(lengths.size())}, data);
   DispatchTypes(FloatTypes{}, input_name(0), data.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* source = data.data<T>();
+    const T* weight = kWeighted ? Input(kWeightsInput).template data<T>() : nullptr;
     Tensor* output = Output(0);
     output->Resize(output_dims);
     T* destination = output->mutable_data<T>();
@@ -77,7 +87,11 @@ void LengthsReducerOp<kSparse, kMean>::RunOnDevice() {
       for (int64_t j = 0; j < lengths[r]; ++j, ++position) {
         const int64_t row = kSparse ? source_rows[position] : position;
         const T* in_row = source + row * row_size;
-        for (int64_t k = 0; k < row_size; ++k) out_row[k] += in_row[k];
+        if (kWeighted) {
+          for (int64_t k = 0; k < row_size; ++k) out_row[k] += weight[position] * in_row[k];
+        } else {
+          for (int64_t k = 0; k < row_size; ++k) out_row[k] += in_row[k];
+        }
       }
       if (kMean && lengths[r] > 0) {
         const T scale = T(1) / static_cast<T>(lengths[r]);
@@ -126,6 +140,67 @@ void LengthsReducerGradientOp<kMean>::RunOnDevice() {
   });
 }
 
+template <bool kWithMainInput>
+void WeightedSumGradientOp<kWithMainInput>::RunOnDevice() {
+  const Tensor& weights = Input(0);
+  const Tensor& output_grad = Input(1);
+  int64_t total = 0;
+  const std::vector<int64_t> lengths = ReadLengths(*this, 2, Input(2), &total);
+  EnforceVector(*this, 0, weights);
+  EnforceHasRows(*this, 1, output_grad);
+  EnforceSameType(*this, 1, output_grad, 0, weights);
+  DOPPIO_ENFORCE(
+      weights.numel() == total && output_grad.dim(0) == static_cast<int64_t>(lengths.size()), "'",
+      input_name(0), "' has ", weights.numel(), " weights and '", input_name(1), "' ",
+      output_grad.dim(0), " rows, but '", input_name(2), "' has ", lengths.size(),
+      " segments over ", total, " indices");
+  const int64_t row_size = output_grad.SizeFromDim(1);
+  std::vector<int64_t> rows;  // DATA rows, for dWEIGHTS
+  if (kWithMainInput) {
+    const Tensor& data = Input(3);
+    EnforceHasRows(*this, 3, data);
+    DOPPIO_ENFORCE(data.SizeFromDim(1) == row_size, "'", input_name(3), "' has rows of ",
+                   data.SizeFromDim(1), " elements but the gradient rows have ", row_size);
+    EnforceSameType(*this, 1, output_grad, 3, data);
+    const Tensor& indices = Input(4);
+    DOPPIO_ENFORCE(indices.numel() == total, "'", input_name(4), "' has ", indices.numel(),
+                   " indices but the lengths sum to ", total);
+    DispatchInput(IndexTypes{}, *this, 4, indices.dtype(), [&](auto tag) {
+      using Index = typename decltype(tag)::type;
+      const Index* index = indices.data<Index>();
+      CheckIndicesInRange(*this, 4, index, indices.numel(), data.dim(0), 3);
+      rows.assign(index, index + indices.numel());
+    });
+  }
+  DispatchTypes(FloatTypes{}, input_name(1), output_grad.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* dy = output_grad.data<T>();
+    const T* w = weights.data<T>();
+    Tensor* values = Output(0);
+    values->Resize(ShapeOfRows({total}, output_grad));
+    T* out = values->mutable_data<T>();
+    T* dw = nullptr;
+    if (kWithMainInput) {
+      Output(1)->Resize({total});
+      dw = Output(1)->template mutable_data<T>();
+    }
+    int64_t position = 0;
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      const T* segment_grad = dy + static_cast<int64_t>(r) * row_size;
+      for (int64_t j = 0; j < lengths[r]; ++j, ++position) {
+        T* row = out + position * row_size;
+        for (int64_t k = 0; k < row_size; ++k) row[k] = w[position] * segment_grad[k];
+        if (kWithMainInput) {
+          const T* data_row = Input(3).template data<T>() + rows[position] * row_size;
+          T dot = 0;
+          for (int64_t k = 0; k < row_size; ++k) dot += segment_grad[k] * data_row[k];
+          dw[position] = dot;
+        }
+      }
+    }
+  });
+}
+
 // ---- registration ----
 
 using LengthsSumOp = LengthsReducerOp<false, false>;
@@ -136,6 +211,10 @@ REGISTER_CPU_OPERATOR(LengthsSum, LengthsSumOp);
 REGISTER_CPU_OPERATOR(LengthsMean, LengthsMeanOp);
 REGISTER_CPU_OPERATOR(SparseLengthsSum, SparseLengthsSumOp);
 REGISTER_CPU_OPERATOR(SparseLengthsMean, SparseLengthsMeanOp);
+using SparseLengthsWeightedSumOp = LengthsReducerOp<true, false, true>;
+REGISTER_CPU_OPERATOR(SparseLengthsWeightedSum, SparseLengthsWeightedSumOp);
+REGISTER_CPU_OPERATOR(SparseLengthsWeightedSumGradient, WeightedSumGradientOp<false>);
+REGISTER_CPU_OPERATOR(SparseLengthsWeightedSumWithMainInputGradient, WeightedSumGradientOp<true>);
 
 using LengthsSumGradientOp = LengthsReducerGradientOp<false>;
 using LengthsMeanGradientOp = LengthsReducerGradientOp<true>;
@@ -192,6 +271,39 @@ OPERATOR_SCHEMA(SparseLengthsMean)
     .Doc("Gather DATA at INDICES, then LengthsMean (0 for an empty segment). Its DATA "
          "gradient is sparse.");
 
+OPERATOR_SCHEMA(SparseLengthsWeightedSum)
+    .NumInputs(4)
+    .NumOutputs(1)
+    .TensorInferenceFunction(InferRowsPerEntry(3))
+    .Arg("grad_on_weights", "(bool, default 0) 1: the gradient also covers WEIGHTS")
+    .Input(0, "DATA", "float32 or float64 tensor of rank >= 1")
+    .Input(1, "WEIGHTS", "one weight per index, DATA's type")
+    .Input(2, "INDICES", "int32 or int64 vector of rows of DATA")
+    .Input(3, "LENGTHS", "int32 or int64 lengths summing to len(INDICES)")
+    .Output(0, "OUTPUT", "[len(LENGTHS)] + DATA.shape[1:]")
+    .Doc(
+        "OUTPUT[r] = sum over segment r of WEIGHTS[j] * DATA[INDICES[j]]. Its DATA "
+        "gradient is sparse; WEIGHTS get one with grad_on_weights=1.");
+OPERATOR_SCHEMA(SparseLengthsWeightedSumGradient)
+    .NumInputs(3)
+    .NumOutputs(1)
+    .Input(0, "WEIGHTS", "the forward op's WEIGHTS")
+    .Input(1, "SEGMENT_GRADS", "gradient of the forward output")
+    .Input(2, "LENGTHS", "the forward op's LENGTHS")
+    .Output(0, "DATA_GRAD", "values of the DATA GradientSlice: WEIGHTS[j] * SEGMENT_GRADS[r]")
+    .Doc("Gradient of SparseLengthsWeightedSum for DATA.");
+OPERATOR_SCHEMA(SparseLengthsWeightedSumWithMainInputGradient)
+    .NumInputs(5)
+    .NumOutputs(2)
+    .Input(0, "WEIGHTS", "the forward op's WEIGHTS")
+    .Input(1, "SEGMENT_GRADS", "gradient of the forward output")
+    .Input(2, "LENGTHS", "the forward op's LENGTHS")
+    .Input(3, "DATA", "the forward op's DATA")
+    .Input(4, "INDICES", "the forward op's INDICES")
+    .Output(0, "DATA_GRAD", "values of the DATA GradientSlice")
+    .Output(1, "WEIGHTS_GRAD", "<SEGMENT_GRADS[r], DATA[INDICES[j]]> per index")
+    .Doc("Gradient of SparseLengthsWeightedSum with grad_on_weights=1.");
+
 OPERATOR_SCHEMA(LengthsSumGradient)
     .NumInputs(2)
     .NumOutputs(1)
@@ -235,8 +347,25 @@ class GetLengthsReducerGradient final : public GradientMakerBase {
   }
 };
 
+// Caffe2's input order: (WEIGHTS, dOUTPUT, LENGTHS[, DATA, INDICES]).
+class GetWeightedSumGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    const std::string values = GI_V(0);
+    SetSparse(0, I(2), values);
+    if (ArgumentHelper(Def()).GetSingle<bool>("grad_on_weights", false)) {
+      return SingleGradientDef("SparseLengthsWeightedSumWithMainInputGradient", "",
+                               {I(1), GO(0), I(3), I(0), I(2)}, {values, GI(1)});
+    }
+    return SingleGradientDef("SparseLengthsWeightedSumGradient", "", {I(1), GO(0), I(3)}, {values});
+  }
+};
+
 }  // namespace
 
+REGISTER_GRADIENT(SparseLengthsWeightedSum, GetWeightedSumGradient);
+SHOULD_NOT_DO_GRADIENT(SparseLengthsWeightedSumGradient, "it is itself a gradient op");
+SHOULD_NOT_DO_GRADIENT(SparseLengthsWeightedSumWithMainInputGradient, "it is itself a gradient op");
 REGISTER_GRADIENT(LengthsSum, GetLengthsReducerGradient<false>);
 REGISTER_GRADIENT(LengthsMean, GetLengthsReducerGradient<false>);
 REGISTER_GRADIENT(SparseLengthsSum, GetLengthsReducerGradient<true>);

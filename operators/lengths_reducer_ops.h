@@ -7,6 +7,8 @@
 //   LengthsMean(DATA, LENGTHS)                 mean (0 for an empty segment)
 //   SparseLengthsSum(DATA, INDICES, LENGTHS)   sum over DATA[INDICES[...]]
 //   SparseLengthsMean(DATA, INDICES, LENGTHS)  mean over DATA[INDICES[...]]
+//   SparseLengthsWeightedSum(DATA, WEIGHTS, INDICES, LENGTHS)
+//                                              sum of WEIGHTS[j] * DATA[INDICES[j]]
 //
 // Gradients: LengthsSumGradient / LengthsMeanGradient (dOUTPUT, LENGTHS) give
 // one row per reduced row; the Sparse* gradients (dOUTPUT, LENGTHS[, INDICES])
@@ -21,7 +23,9 @@
 
 namespace doppio {
 
-template <bool kSparse, bool kMean>
+// kWeighted: SparseLengthsWeightedSum(DATA, WEIGHTS, INDICES, LENGTHS),
+// each gathered row scaled by its weight before the sum.
+template <bool kSparse, bool kMean, bool kWeighted = false>
 class LengthsReducerOp final : public Operator<CPUContext> {
  public:
   LengthsReducerOp(const OperatorDef& def, Workspace* workspace)
@@ -29,8 +33,22 @@ class LengthsReducerOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
-  static constexpr int kIndicesInput = 1;
-  static constexpr int kLengthsInput = kSparse ? 2 : 1;
+  static constexpr int kWeightsInput = 1;
+  static constexpr int kIndicesInput = kWeighted ? 2 : 1;
+  static constexpr int kLengthsInput = kSparse ? kIndicesInput + 1 : 1;
+};
+
+// SparseLengthsWeightedSum's DATA gradient values, in Caffe2's op and input
+// order: SparseLengthsWeightedSumGradient(WEIGHTS, dOUTPUT, LENGTHS) gives
+// row j = WEIGHTS[j] * dOUTPUT[segment of j]; with kWithMainInput,
+// SparseLengthsWeightedSumWithMainInputGradient(WEIGHTS, dOUTPUT, LENGTHS,
+// DATA, INDICES) also gives dWEIGHTS[j] = <dOUTPUT[segment], DATA[INDICES[j]]>
+// (the forward op's grad_on_weights=1).
+template <bool kWithMainInput>
+class WeightedSumGradientOp final : public Operator<CPUContext> {
+ public:
+  using Operator<CPUContext>::Operator;
+  void RunOnDevice() override;
 };
 
 template <bool kMean>

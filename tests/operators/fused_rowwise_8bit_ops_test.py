@@ -33,10 +33,21 @@ tables = st.tuples(st.integers(1, 6), st.integers(0, 7)).flatmap(
     lambda shape: h.arrays(shape, np.float32, elements=st.floats(-5, 5, width=32)))
 
 
+def split_fused(q):
+    """(levels, [scale, bias] floats) of fused rows."""
+    columns = q.shape[1] - 8
+    return q[:, :columns], np.ascontiguousarray(q[:, columns:]).view(np.float32)
+
+
 @given(tables)
 def test_quantize_and_dequantize_match_numpy(x):
-    q = h.check_output(h.make_op("FloatToFused8BitRowwiseQuantized", ["X"], ["Q"]), [x],
-                       lambda x: quantize(x), atol=1, rtol=0, output_dtypes=[np.uint8])[0]
+    q = h.run_op(h.make_op("FloatToFused8BitRowwiseQuantized", ["X"], ["Q"]), [x])[0]
+    assert q.dtype == np.uint8 and q.shape == (x.shape[0], x.shape[1] + 8)
+    levels, scale_bias = split_fused(q)
+    want_levels, want_scale_bias = split_fused(quantize(x))
+    np.testing.assert_array_equal(levels, want_levels)
+    # As floats: a zero bias may be -0 or +0 (the row's first minimum).
+    np.testing.assert_array_equal(scale_bias, want_scale_bias)
     back = h.check_output(h.make_op("Fused8BitRowwiseQuantizedToFloat", ["Q"], ["Y"]), [q],
                           dequantize, output_dtypes=[np.float32])[0]
     # Within half a quantization step of the original.

@@ -1,4 +1,4 @@
-"""LengthsSum/Mean, SparseLengthsSum/Mean and UnsortedSegmentSum through the
+"""LengthsSum/Mean, SparseLengthsSum/Mean/WeightedSum and UnsortedSegmentSum through the
 op harness, against numpy loops written here."""
 import hypothesis.strategies as st
 import numpy as np
@@ -70,6 +70,42 @@ def test_lengths_reducer_gradients(op_type, case):
 def test_sparse_lengths_reducer_gradients(op_type, case):
     op = h.make_op(op_type, ["DATA", "INDICES", "LENGTHS"], ["OUTPUT"])
     h.check_gradient(op, list(case), [0])
+
+
+@st.composite
+def weighted_case(draw, dtype=None):
+    data, indices, lengths = draw(lengths_case(sparse=True, dtype=dtype))
+    weights = draw(h.arrays(indices.shape, data.dtype))
+    return data, weights, indices, lengths
+
+
+WEIGHTED_INPUTS = ["DATA", "WEIGHTS", "INDICES", "LENGTHS"]
+
+
+@given(weighted_case())
+def test_sparse_lengths_weighted_sum(case):
+    op = h.make_op("SparseLengthsWeightedSum", WEIGHTED_INPUTS, ["OUTPUT"])
+    h.check_output(op, list(case), lambda d, w, i, l: segments_reference(
+        d[i.astype(np.int64)] * w.reshape((-1,) + (1,) * (d.ndim - 1)), list(l), False),
+        output_dtypes=[case[0].dtype])
+
+
+@pytest.mark.parametrize("grad_on_weights", [0, 1])
+@given(case=weighted_case(dtype=np.float64))
+def test_sparse_lengths_weighted_sum_gradients(grad_on_weights, case):
+    op = h.make_op("SparseLengthsWeightedSum", WEIGHTED_INPUTS, ["OUTPUT"],
+                   grad_on_weights=grad_on_weights)
+    ops, grads = h.gradient_ops(op)
+    assert isinstance(grads[0], tuple)  # a GradientSlice of INDICES
+    assert (grads[1] is not None) == bool(grad_on_weights)
+    h.check_gradient(op, list(case), [0, 1] if grad_on_weights else [0])
+
+
+def test_sparse_lengths_weighted_sum_errors():
+    op = h.make_op("SparseLengthsWeightedSum", WEIGHTED_INPUTS, ["OUTPUT"])
+    data = np.ones((3, 2), np.float32)
+    h.assert_op_error(op, [data, np.ones(1, np.float32), np.array([0, 1], np.int32),
+                           np.array([2], np.int32)], "'WEIGHTS'", "one weight per index")
 
 
 def test_sparse_lengths_gradient_is_a_gradient_slice():

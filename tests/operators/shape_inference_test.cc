@@ -442,6 +442,8 @@ std::vector<Case> Cases() {
       {MakeOp("BatchGather", {"d", "i"}, {"y"}), {{{2, 3, 4}, f32}, {{2, 2}, i32}}},
       {MakeOp("Lars", {"x", "dx"}, {"r"}), {{{2, 3}, f64}, {{2, 3}, f64}}},
       {MakeOp("MakeTwoClass", {"p"}, {"y"}), {{{2, 3}, f32}}},
+      {MakeOp("SparseLengthsWeightedSum", {"d", "w", "i", "l"}, {"y"}),
+       {{{3, 2}, f32}, {{0}, f32}, {{0}, i64}, {{2}, i32}}},
       {MakeOp("LpPool", {"x"}, {"y"}, {IntArg("kernel", 2), FloatArg("p", 3)}),
        {{{1, 2, 4, 4}, f32}}},
       {MakeOp("LpPoolGradient", {"x", "y", "dy"}, {"dx"}, {IntArg("kernel", 2)}),
