@@ -141,7 +141,7 @@ void LengthsReducerGradientOp<kMean>::RunOnDevice() {
 }
 
 template <bool kWithMainInput>
-void WeightedSumGradientOp<kWithMainInput>::RunOnDevice() {
+void SparseLengthsWeightedSumGradientOp<kWithMainInput>::RunOnDevice() {
   const Tensor& weights = Input(0);
   const Tensor& output_grad = Input(1);
   int64_t total = 0;
@@ -213,8 +213,9 @@ REGISTER_CPU_OPERATOR(SparseLengthsSum, SparseLengthsSumOp);
 REGISTER_CPU_OPERATOR(SparseLengthsMean, SparseLengthsMeanOp);
 using SparseLengthsWeightedSumOp = LengthsReducerOp<true, false, true>;
 REGISTER_CPU_OPERATOR(SparseLengthsWeightedSum, SparseLengthsWeightedSumOp);
-REGISTER_CPU_OPERATOR(SparseLengthsWeightedSumGradient, WeightedSumGradientOp<false>);
-REGISTER_CPU_OPERATOR(SparseLengthsWeightedSumWithMainInputGradient, WeightedSumGradientOp<true>);
+REGISTER_CPU_OPERATOR(SparseLengthsWeightedSumGradient, SparseLengthsWeightedSumGradientOp<false>);
+REGISTER_CPU_OPERATOR(SparseLengthsWeightedSumWithMainInputGradient,
+                      SparseLengthsWeightedSumGradientOp<true>);
 
 using LengthsSumGradientOp = LengthsReducerGradientOp<false>;
 using LengthsMeanGradientOp = LengthsReducerGradientOp<true>;

@@ -45,7 +45,7 @@ class LengthsReducerOp final : public Operator<CPUContext> {
 // DATA, INDICES) also gives dWEIGHTS[j] = <dOUTPUT[segment], DATA[INDICES[j]]>
 // (the forward op's grad_on_weights=1).
 template <bool kWithMainInput>
-class WeightedSumGradientOp final : public Operator<CPUContext> {
+class SparseLengthsWeightedSumGradientOp final : public Operator<CPUContext> {
  public:
   using Operator<CPUContext>::Operator;
   void RunOnDevice() override;
