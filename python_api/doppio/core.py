@@ -3,7 +3,8 @@ DeviceOption, the gradient registry), plans and execution steps, and the
 cross-device copy injection, under the one name Caffe2 scripts import.
 
 The pieces live in modules that import one another in one direction only:
-core_net (blobs, operators, nets) <- plan, cross_device <- workspace <- this
+core_blob, core_gradient <- core_net (operators, nets) <- plan, cross_device <-
+workspace <- this
 module, which only re-exports them (tests/python/import_cycles_test checks
 that the package has no import cycle).
 """

@@ -15,6 +15,10 @@ from google.protobuf.message import Message
 
 from doppio import _C
 from doppio import scope
+from doppio.core_blob import (  # noqa: F401  (core's names)
+    BlobReference, GradientSlice, IsOperator, IsOperatorWithEngine, RefreshRegisteredOperators,
+    RegisteredOperators, ScopedBlobReference, ScopedName)
+from doppio.core_gradient import GradientRegistry
 from doppio.core_net_rewrites import NetRewrites
 from doppio.proto import doppio_pb2 as caffe2_pb2
 
@@ -24,9 +28,7 @@ DeviceScope = scope.DeviceScope
 NameScope = scope.NameScope
 
 # A sparse gradient: the rows touched (indices) and their gradients (values).
-GradientSlice = collections.namedtuple('GradientSlice', ['indices', 'values'])
 
-_registered_operators = set()
 # Set by workspace.StartImmediate: called with each op a Net creates.
 _immediate_runner = None
 # Set by net_builder (above this module): the active NetBuilder's name.
@@ -61,32 +63,6 @@ def SetImmediateRunner(runner):
     global _immediate_runner
     _immediate_runner = runner
 
-
-
-def RegisteredOperators():
-    return _C.registered_operators()
-
-
-def RefreshRegisteredOperators():
-    """Caffe2 cached the registry's op list and refreshed it after loading an
-    op library; Doppio asks the registry each time, so there is nothing to
-    refresh."""
-
-
-def IsOperator(op_type):
-    # Operators register when the extension loads, so one snapshot suffices;
-    # a miss re-reads it in case a library was loaded since.
-    if op_type not in _registered_operators:
-        _registered_operators.update(RegisteredOperators())
-    return op_type in _registered_operators
-
-
-def IsOperatorWithEngine(op_type, engine):
-    """Whether `op_type` has a kernel registered for `engine` ('DEFAULT' or
-    '' name the default one) on some device."""
-    engine = '' if engine in ('', 'DEFAULT') else engine
-    return any(registered == engine
-               for _, registered in _C.registered_operator_devices(op_type))
 
 
 def SetPerOpEnginePref(op_engine_pref):
@@ -141,86 +117,6 @@ def device_option_equal(opt1, opt2, ignore_node_name=True, ignore_random_seed=Tr
         # Either is CPU: the GPU id does not matter.
         return opt1.device_type == opt2.device_type
     return opt1.cuda_gpu_id == opt2.cuda_gpu_id
-
-
-class BlobReference(object):
-    """A blob's name, usable wherever a str is, that also remembers the net
-    that made it so `blob.Relu([], 'y')` adds a Relu to that net."""
-
-    def __init__(self, name, net=None):
-        if isinstance(name, bytes):
-            name = name.decode('utf-8')
-        self._name = str(name)
-        self._from_net = net
-        # meta allows helper functions to attach information to a blob.
-        self.meta = {}
-
-    def __hash__(self):
-        return hash(self._name)
-
-    def __eq__(self, other):
-        if isinstance(other, str):
-            return self._name == other
-        if isinstance(other, BlobReference):
-            return self._name == other._name
-        return False
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __str__(self):
-        return self._name
-
-    def __repr__(self):
-        return 'BlobReference("{}")'.format(self._name)
-
-    def __add__(self, other):
-        if not isinstance(other, str):
-            raise RuntimeError('Cannot add BlobReference to a non-string.')
-        return BlobReference(self._name + other, self._from_net)
-
-    def __radd__(self, other):
-        if not isinstance(other, str):
-            raise RuntimeError('Cannot add a non-string to BlobReference.')
-        return BlobReference(other + self._name, self._from_net)
-
-    def Net(self):
-        return self._from_net
-
-    def GetNameScope(self):
-        return self._name[:self._name.rfind(scope._NAMESCOPE_SEPARATOR) + 1]
-
-    def GetUnscopedName(self):
-        return self._name[self._name.rfind(scope._NAMESCOPE_SEPARATOR) + 1:]
-
-    def _CreateAndAddToNet(self, op_type, inputs=None, *args, **kwargs):
-        """Adds op_type to the blob's net with this blob as its first input."""
-        inputs = [] if inputs is None else inputs
-        if isinstance(inputs, (str, bytes, BlobReference)):
-            inputs = [inputs]
-        return self._from_net.__getattr__(op_type)([self] + list(inputs), *args, **kwargs)
-
-    def __getattr__(self, op_type):
-        if op_type.startswith('__'):
-            raise AttributeError(op_type)
-        if self._from_net is None:
-            raise AttributeError(
-                'You cannot use a blob reference that does not have a net '
-                'source to create operators. Create the operator from an '
-                'explicit net object.')
-        if not IsOperator(op_type):
-            raise AttributeError('Method ' + op_type + ' is not a registered operator.')
-        return lambda *args, **kwargs: self._CreateAndAddToNet(op_type, *args, **kwargs)
-
-
-def ScopedName(name):
-    """`name` under the current name scope."""
-    return scope.CurrentNameScope() + name
-
-
-def ScopedBlobReference(name, *args, **kwargs):
-    """A BlobReference to `name` under the current name scope."""
-    return BlobReference(scope.CurrentNameScope() + name, *args, **kwargs)
 
 
 def _RectifyInputOutput(blobs, net=None):
@@ -324,69 +220,6 @@ def CreateOperator(operator_type, inputs, outputs, name='', control_input=None,
     for key, value in kwargs.items():
         operator.arg.add().CopyFrom(MakeArgument(key, value))
     return operator
-
-
-def _FromUntypedGradient(grad):
-    if isinstance(grad, (tuple, list)):
-        return GradientSlice(BlobReference(grad[0]), BlobReference(grad[1]))
-    return BlobReference(grad)
-
-
-class GradientRegistry(object):
-    """The backward pass. Gradient makers live in the C++ registry; this
-    keeps Caffe2's Python entry points to it."""
-
-    @classmethod
-    def GetGradientForOp(cls, op, g_output):
-        """(gradient ops, gradient per input) of one op given its output
-        gradients (names, GradientSlices or None)."""
-        grads = []
-        for g in g_output:
-            if g is None:
-                grads.append(None)
-            elif isinstance(g, GradientSlice):
-                grads.append((str(g.indices), str(g.values)))
-            else:
-                grads.append(str(g))
-        op_bytes, g_input = _C.get_gradient_defs(op.SerializeToString(), grads)
-        return _ParseOps(op_bytes), [None if g is None else _FromUntypedGradient(g) for g in g_input]
-
-    @classmethod
-    def GetBackwardPass(cls, operators, ys, ys_generate_gradient=False, net_name=''):
-        """(gradient ops, {blob: gradient}) for `operators` given the loss
-        blobs `ys`: a list (gradients filled with ones) or a dict from loss to
-        its gradient blob (None: filled with ones)."""
-        if not ys:
-            # Nothing to differentiate (Caffe2 returns no ops).
-            return [], {}
-        net = caffe2_pb2.NetDef(name=net_name)
-        net.op.extend(operators)
-        if isinstance(ys, dict):
-            losses = [str(y) for y in ys]
-            loss_grads = {str(y): (str(g.indices), str(g.values))
-                          if isinstance(g, GradientSlice) else str(g)
-                          for y, g in ys.items() if g is not None}
-        else:
-            if isinstance(ys, (str, bytes, BlobReference)):
-                ys = [ys]
-            losses = [str(y) for y in ys]
-            loss_grads = None
-        if not hasattr(_C, 'add_gradient_operators'):
-            raise RuntimeError('this build of doppio._C has no backward pass '
-                               '(add_gradient_operators)')
-        op_bytes, grad_map = _C.add_gradient_operators(
-            net.SerializeToString(), losses, loss_grads)
-        return _ParseOps(op_bytes), {BlobReference(key): _FromUntypedGradient(value)
-                     for key, value in grad_map.items() if value is not None}
-
-
-def _ParseOps(op_bytes):
-    ops = []
-    for data in op_bytes:
-        op = caffe2_pb2.OperatorDef()
-        op.ParseFromString(data)
-        ops.append(op)
-    return ops
 
 
 class Net(NetRewrites):
