@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "core/gradient.h"
@@ -194,6 +195,21 @@ OpSchema::InferenceFunction RowsTimesColumns(int rows_input, int column_change,
 constexpr const char kTableDoc[] = "uint8 [R, C + 8] table from FloatToFused8BitRowwiseQuantized";
 constexpr const char kIndicesDoc[] = "int32 or int64 vector of rows of DATA";
 constexpr const char kLengthsDoc[] = "int32 or int64 segment lengths, summing to INDICES' size";
+// The schema of a SparseLengths*Fused8BitRowwise reducer: DATA, WEIGHTS
+// when `weighted` (the caller documents it), INDICES, LENGTHS.
+std::function<void(OpSchema&)> FusedLengthsSchema(bool weighted) {
+  return [weighted](OpSchema& schema) {
+    const int indices = weighted ? 2 : 1;
+    schema.NumInputs(indices + 2)
+        .NumOutputs(1)
+        .TensorInferenceFunction(
+            RowsTimesColumns(indices + 1, -kScaleBiasBytes, TensorProto::FLOAT))
+        .Input(0, "DATA", kTableDoc)
+        .Input(indices, "INDICES", kIndicesDoc)
+        .Input(indices + 1, "LENGTHS", kLengthsDoc);
+  };
+}
+
 constexpr const char kNoGradient[] =
     "the quantized table is not trainable; train the float table and quantize it";
 
@@ -227,35 +243,20 @@ OPERATOR_SCHEMA(GatherFused8BitRowwise)
     .Doc("Gather on a fused 8-bit row-wise table, returning float rows.");
 
 OPERATOR_SCHEMA(SparseLengthsSumFused8BitRowwise)
-    .NumInputs(3)
-    .NumOutputs(1)
-    .TensorInferenceFunction(RowsTimesColumns(2, -kScaleBiasBytes, TensorProto::FLOAT))
-    .Input(0, "DATA", kTableDoc)
-    .Input(1, "INDICES", kIndicesDoc)
-    .Input(2, "LENGTHS", kLengthsDoc)
+    .Apply(FusedLengthsSchema(false))
     .Output(0, "output", "float32 [segments, C]: the sum of each segment's rows")
     .Doc("SparseLengthsSum over a fused 8-bit row-wise table.");
 
 OPERATOR_SCHEMA(SparseLengthsWeightedSumFused8BitRowwise)
-    .NumInputs(4)
-    .NumOutputs(1)
-    .TensorInferenceFunction(RowsTimesColumns(3, -kScaleBiasBytes, TensorProto::FLOAT))
-    .Input(0, "DATA", kTableDoc)
+    .Apply(FusedLengthsSchema(true))
     .Input(1, "WEIGHTS", "float32 vector, one weight per index")
-    .Input(2, "INDICES", kIndicesDoc)
-    .Input(3, "LENGTHS", kLengthsDoc)
     .Output(0, "output", "float32 [segments, C]: the weighted sum of each segment's rows")
     .Doc(
         "SparseLengthsWeightedSum over a fused 8-bit row-wise table (inputs in "
         "Caffe2's order: DATA, WEIGHTS, INDICES, LENGTHS).");
 
 OPERATOR_SCHEMA(SparseLengthsMeanFused8BitRowwise)
-    .NumInputs(3)
-    .NumOutputs(1)
-    .TensorInferenceFunction(RowsTimesColumns(2, -kScaleBiasBytes, TensorProto::FLOAT))
-    .Input(0, "DATA", kTableDoc)
-    .Input(1, "INDICES", kIndicesDoc)
-    .Input(2, "LENGTHS", kLengthsDoc)
+    .Apply(FusedLengthsSchema(false))
     .Output(0, "output", "float32 [segments, C]: the mean of each segment's rows (0 if empty)")
     .Doc("SparseLengthsMean over a fused 8-bit row-wise table.");
 

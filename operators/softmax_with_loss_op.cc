@@ -230,14 +230,34 @@ std::vector<TensorShape> LikeLogits(const OperatorDef&, const std::vector<Tensor
   return {in.at(0)};
 }
 
+// What SoftmaxWithLoss and SpatialSoftmaxWithLoss share; they describe
+// their inputs and outputs themselves.
+void ForwardSchema(OpSchema& schema) {
+  schema.NumInputs(2, 3)
+      .CostInferenceFunction(CostInferenceForSoftmaxWithLoss)
+      .NumOutputs(2)
+      .TensorInferenceFunction(SoftmaxAndLossShapes)
+      .Apply(SoftmaxLossArgDocs);
+}
+
+// The gradients' common part: inputs X, labels, [weights], P, d_loss.
+void GradientSchema(OpSchema& schema) {
+  schema.NumInputs(4, 5)
+      .CostInferenceFunction(PointwiseCostInference(2))
+      .NumOutputs(1)
+      .TensorInferenceFunction(LikeLogits)
+      .Apply(SoftmaxLossArgDocs)
+      .Input(0, "X", "the forward logits")
+      .Input(1, "labels", "the forward labels")
+      .Input(2, "weight_tensor", "the forward weights, when given (then P and d_loss shift by 1)")
+      .Input(3, "P", "the forward softmax output")
+      .Input(4, "d_loss", "gradient of the loss (one element)");
+}
+
 }  // namespace
 
 OPERATOR_SCHEMA(SoftmaxWithLoss)
-    .NumInputs(2, 3)
-    .CostInferenceFunction(CostInferenceForSoftmaxWithLoss)
-    .NumOutputs(2)
-    .TensorInferenceFunction(SoftmaxAndLossShapes)
-    .Apply(SoftmaxLossArgDocs)
+    .Apply(ForwardSchema)
     .Input(0, "logits", "unscaled log probabilities, float32/float64")
     .Input(1, "labels", "int32/int64 classes in [0, D), or probability rows with label_prob=1")
     .Input(2, "weight_tensor", "optional weight per row (per pixel with spatial=1)")
@@ -248,27 +268,14 @@ OPERATOR_SCHEMA(SoftmaxWithLoss)
         "numerical stability; the loss is the weighted mean over rows, times scale.");
 
 OPERATOR_SCHEMA(SoftmaxWithLossGradient)
-    .NumInputs(4, 5)
-    .CostInferenceFunction(PointwiseCostInference(2))
-    .NumOutputs(1)
-    .TensorInferenceFunction(LikeLogits)
-    .Apply(SoftmaxLossArgDocs)
-    .Input(0, "X", "the forward logits")
-    .Input(1, "labels", "the forward labels")
-    .Input(2, "weight_tensor", "the forward weights, when given (then P and d_loss shift by 1)")
-    .Input(3, "P", "the forward softmax output")
-    .Input(4, "d_loss", "gradient of the loss (one element)")
+    .Apply(GradientSchema)
     .Output(0, "dX", "gradient of the logits")
     .Doc(
         "Gradient of SoftmaxWithLoss for the logits: (P - target) * weight, times "
         "scale * d_loss over the weight sum.");
 
 OPERATOR_SCHEMA(SpatialSoftmaxWithLoss)
-    .NumInputs(2, 3)
-    .CostInferenceFunction(CostInferenceForSoftmaxWithLoss)
-    .NumOutputs(2)
-    .TensorInferenceFunction(SoftmaxAndLossShapes)
-    .Apply(SoftmaxLossArgDocs)
+    .Apply(ForwardSchema)
     .Input(0, "logits", "[N, D, H, W] unscaled log probabilities, float32/float64")
     .Input(1, "labels", "[N, H, W] int32/int64 classes in [0, D); -1 marks a pixel ignored")
     .Input(2, "weight_tensor", "optional weight per pixel, [N, H, W]")
@@ -279,16 +286,7 @@ OPERATOR_SCHEMA(SpatialSoftmaxWithLoss)
         "NCHW logits.");
 
 OPERATOR_SCHEMA(SpatialSoftmaxWithLossGradient)
-    .NumInputs(4, 5)
-    .CostInferenceFunction(PointwiseCostInference(2))
-    .NumOutputs(1)
-    .TensorInferenceFunction(LikeLogits)
-    .Apply(SoftmaxLossArgDocs)
-    .Input(0, "X", "the forward logits")
-    .Input(1, "labels", "the forward labels")
-    .Input(2, "weight_tensor", "the forward weights, when given (then P and d_loss shift by 1)")
-    .Input(3, "P", "the forward softmax output")
-    .Input(4, "d_loss", "gradient of the loss (one element)")
+    .Apply(GradientSchema)
     .Output(0, "dX", "gradient of the logits; 0 at ignored pixels")
     .Doc("Gradient of SpatialSoftmaxWithLoss for the logits.");
 
