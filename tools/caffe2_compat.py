@@ -27,7 +27,7 @@ DEFAULT_TESTS = [
     'gradient_check_test.py', 'hypothesis_test.py', 'schema_test.py', 'db_test.py',
     'model_device_test.py', 'toy_regression_test.py',
     'modeling/initializers_test.py', 'modeling/parameter_sharing_test.py',
-    'models/resnet_test.py', 'python_op_test.py',
+    'models/resnet_test.py', 'models/seq2seq/seq2seq_model_helper_test.py', 'python_op_test.py',
     'predictor/predictor_exporter_test.py', 'predictor/mobile_exporter_test.py',
     'fused_8bit_rowwise_conversion_ops_test.py',
     'lengths_reducer_fused_8bit_rowwise_ops_test.py',
