@@ -96,9 +96,7 @@ void SparseAdagradOp::UpdateRow(int64_t row, int64_t row_size, const T* g, doubl
     }
     return;
   }
-  double mean_square = 0.0;
-  for (int64_t j = 0; j < row_size; ++j) mean_square += static_cast<double>(g[j]) * g[j];
-  if (row_size > 0) mean_square /= static_cast<double>(row_size);
+  const double mean_square = RowMeanSquare(g, row_size);
   h[row] = static_cast<T>(h[row] + mean_square);
   const double rate = lr / (std::sqrt(static_cast<double>(h[row])) + args_.epsilon);
   for (int64_t j = 0; j < row_size; ++j) w[j] = static_cast<T>(w[j] + rate * g[j]);

@@ -103,9 +103,7 @@ void SparseAdamOp::UpdateRow(int64_t row, int64_t row_size, const T* g, double l
     }
     return;
   }
-  double mean_square = 0.0;
-  for (int64_t j = 0; j < row_size; ++j) mean_square += static_cast<double>(g[j]) * g[j];
-  if (row_size > 0) mean_square /= static_cast<double>(row_size);
+  const double mean_square = RowMeanSquare(g, row_size);
   m2[row] = static_cast<T>(args_.beta2 * m2[row] + (1.0 - args_.beta2) * mean_square);
   const double denominator = std::sqrt(static_cast<double>(m2[row])) + args_.epsilon;
   for (int64_t j = 0; j < row_size; ++j) {

@@ -67,13 +67,7 @@ void FtrlOp<kSparse>::RunOnDevice() {
   if (kSparse) {
     EnforceHasRows(*this, 0, var);
     row_size = var.SizeFromDim(1);
-    const Tensor& indices = Input(2);
-    DispatchInput(IndexTypes{}, *this, 2, indices.dtype(), [&](auto tag) {
-      using Index = typename decltype(tag)::type;
-      const Index* index = indices.data<Index>();
-      CheckIndicesInRange(*this, 2, index, indices.numel(), var.dim(0), 0);
-      rows.assign(index, index + indices.numel());
-    });
+    rows = ReadRowIndices(*this, 2, Input(2), var.dim(0), 0);
   } else {
     rows.push_back(0);
   }

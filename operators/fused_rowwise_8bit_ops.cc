@@ -49,21 +49,6 @@ int64_t FusedColumns(const OperatorBase& op, int input, const Tensor& data) {
   return data.dim(1) - kScaleBiasBytes;
 }
 
-// Reads the int32/int64 index vector `input` as int64 rows of a table of
-// `rows` rows, each range-checked against table input `table_input`.
-std::vector<int64_t> ReadRowIndices(const OperatorBase& op, int input, const Tensor& indices,
-                                    int64_t rows, int table_input) {
-  EnforceVector(op, input, indices);
-  std::vector<int64_t> result;
-  DispatchInput(IndexTypes{}, op, input, indices.dtype(), [&](auto tag) {
-    using Index = typename decltype(tag)::type;
-    const Index* index = indices.data<Index>();
-    CheckIndicesInRange(op, input, index, indices.numel(), rows, table_input);
-    result.assign(index, index + indices.numel());
-  });
-  return result;
-}
-
 }  // namespace
 
 void FloatToFused8BitRowwiseQuantizedOp::RunOnDevice() {
@@ -114,6 +99,7 @@ void Fused8BitRowwiseQuantizedToFloatOp::RunOnDevice() {
 void GatherFused8BitRowwiseOp::RunOnDevice() {
   const Tensor& data = Input(0);
   const int64_t columns = FusedColumns(*this, 0, data);
+  EnforceVector(*this, 1, Input(1));
   const std::vector<int64_t> rows = ReadRowIndices(*this, 1, Input(1), data.dim(0), 0);
   Tensor* output = Output(0);
   output->Resize({static_cast<int64_t>(rows.size()), columns});
@@ -129,6 +115,7 @@ template <FusedReduction kReduction>
 void SparseLengthsFused8BitRowwiseOp<kReduction>::RunOnDevice() {
   const Tensor& data = Input(0);
   const int64_t columns = FusedColumns(*this, 0, data);
+  EnforceVector(*this, kIndicesInput, Input(kIndicesInput));
   const std::vector<int64_t> rows =
       ReadRowIndices(*this, kIndicesInput, Input(kIndicesInput), data.dim(0), 0);
   int64_t total = 0;

@@ -52,12 +52,7 @@ void LengthsReducerOp<kSparse, kMean, kWeighted>::RunOnDevice() {
     DOPPIO_ENFORCE(total == indices.numel(), "the lengths in '", input_name(kLengthsInput),
                    "' sum to ", total, " but '", input_name(kIndicesInput), "' has ",
                    indices.numel(), " indices; they must match");
-    DispatchInput(IndexTypes{}, *this, kIndicesInput, indices.dtype(), [&](auto tag) {
-      using Index = typename decltype(tag)::type;
-      const Index* index = indices.data<Index>();
-      CheckIndicesInRange(*this, kIndicesInput, index, indices.numel(), rows, 0);
-      source_rows.assign(index, index + indices.numel());
-    });
+    source_rows = ReadRowIndices(*this, kIndicesInput, indices, rows, 0);
   } else {
     DOPPIO_ENFORCE(total == rows, "the lengths in '", input_name(kLengthsInput), "' sum to ", total,
                    " but '", input_name(0), "' has ", rows, " rows; they must match");
@@ -165,12 +160,7 @@ void SparseLengthsWeightedSumGradientOp<kWithMainInput>::RunOnDevice() {
     const Tensor& indices = Input(4);
     DOPPIO_ENFORCE(indices.numel() == total, "'", input_name(4), "' has ", indices.numel(),
                    " indices but the lengths sum to ", total);
-    DispatchInput(IndexTypes{}, *this, 4, indices.dtype(), [&](auto tag) {
-      using Index = typename decltype(tag)::type;
-      const Index* index = indices.data<Index>();
-      CheckIndicesInRange(*this, 4, index, indices.numel(), data.dim(0), 3);
-      rows.assign(index, index + indices.numel());
-    });
+    rows = ReadRowIndices(*this, 4, indices, data.dim(0), 3);
   }
   DispatchTypes(FloatTypes{}, input_name(1), output_grad.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -47,6 +47,15 @@ struct AdagradArgs {
 };
 AdagradArgs ReadAdagradArgs(const OperatorBase& op);
 
+// The mean of g[0..n)^2, 0 when n is 0: what a gradient row adds to a
+// row-wise optimizer moment (RowWiseSparseAdagrad, RowWiseSparseAdam).
+template <typename T>
+double RowMeanSquare(const T* g, int64_t n) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(g[j]) * g[j];
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
 // Throws unless inputs `a` and `b` have the same element count and dtype.
 void EnforceSameSizeAndType(const OperatorBase& op, int a_input, const Tensor& a,
                             int b_input, const Tensor& b);

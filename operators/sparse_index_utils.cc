@@ -8,6 +8,18 @@ void EnforceHasRows(const OperatorBase& op, int input, const Tensor& tensor) {
                  "scalar");
 }
 
+std::vector<int64_t> ReadRowIndices(const OperatorBase& op, int indices_input,
+                                    const Tensor& indices, int64_t bound, int bound_input) {
+  std::vector<int64_t> rows;
+  DispatchInput(IndexTypes{}, op, indices_input, indices.dtype(), [&](auto tag) {
+    using Index = typename decltype(tag)::type;
+    const Index* index = indices.data<Index>();
+    CheckIndicesInRange(op, indices_input, index, indices.numel(), bound, bound_input);
+    rows.assign(index, index + indices.numel());
+  });
+  return rows;
+}
+
 void EnforceVector(const OperatorBase& op, int input, const Tensor& tensor) {
   DOPPIO_ENFORCE(tensor.ndim() == 1, "'", op.input_name(input),
                  "' must be a vector, but has shape ", tensor.dims());

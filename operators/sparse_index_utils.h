@@ -31,6 +31,12 @@ void CheckIndicesInRange(const OperatorBase& op, int indices_input, const Index*
   }
 }
 
+// The int32/int64 indices (input `indices_input`, any shape) as int64 row
+// numbers, each checked to lie in [0, bound) of the first dimension of input
+// `bound_input` (CheckIndicesInRange's error).
+std::vector<int64_t> ReadRowIndices(const OperatorBase& op, int indices_input,
+                                    const Tensor& indices, int64_t bound, int bound_input);
+
 // Throws unless input `input` has at least one dimension (its rows are what
 // the op indexes).
 void EnforceHasRows(const OperatorBase& op, int input, const Tensor& tensor);

@@ -8,7 +8,6 @@ carrying the C++ message.
 import atexit
 import collections.abc
 import contextlib
-import itertools
 import os
 import shutil
 import sys
@@ -146,8 +145,8 @@ def ApplyTransformIfFaster(transform_key, net, init_net, warmup_runs=5, main_run
     net = net.Proto() if hasattr(net, 'Proto') else net
     init_net = init_net.Proto() if hasattr(init_net, 'Proto') else init_net
     transformed = ApplyTransform(transform_key, net)
-    scratch = '_transform_timing_{}'.format(next(_scratch_names))
-    with WorkspaceGuard(scratch):
+    # One scratch workspace, emptied after each use: calls leave nothing behind.
+    with WorkspaceGuard('_transform_timing'):
         try:
             C.run_net_once(init_net.SerializeToString())
             before = _average_run_seconds(net, warmup_runs, main_runs)
@@ -155,9 +154,6 @@ def ApplyTransformIfFaster(transform_key, net, init_net, warmup_runs=5, main_run
         finally:
             C.reset_workspace()
     return transformed if before > after * improvement_threshold else net
-
-
-_scratch_names = itertools.count()
 
 
 # ---- immediate mode (Caffe2's debugging aid) ----
