@@ -211,7 +211,9 @@ DiagonalFillOp::DiagonalFillOp(const OperatorDef& def, Workspace* workspace)
 }
 
 void DiagonalFillOp::Fill(Tensor* output) {
-  const auto [step, count] = DiagonalStepAndCount(*this, *output);
+  // Plain locals: a lambda may not capture structured bindings before C++20 (clang refuses).
+  const auto step_and_count = DiagonalStepAndCount(*this, *output);
+  const int64_t step = step_and_count.first, count = step_and_count.second;
   DispatchDataType(dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* data = output->mutable_data<T>();
