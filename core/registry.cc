@@ -130,24 +130,27 @@ std::vector<OperatorKey> OperatorRegistry::Keys() {
 std::vector<std::string> OperatorRegistry::SimilarTypes(const std::string& type) {
   const std::string wanted = Lower(type);
   const size_t limit = std::max<size_t>(2, type.size() / 3);
-  std::vector<std::pair<size_t, std::string>> scored;
+  // (score, edit distance, name): among equal scores the closer spelling
+  // comes first, so a short prefix ("Do") does not hide a near miss.
+  std::vector<std::tuple<size_t, size_t, std::string>> scored;
   std::string last;
   for (const auto& entry : Creators()) {
     const std::string& candidate = std::get<0>(entry.first);
     if (candidate == last) continue;
     last = candidate;
     const std::string lowered = Lower(candidate);
-    size_t distance = EditDistance(wanted, lowered);
+    const size_t distance = EditDistance(wanted, lowered);
+    size_t score = distance;
     // A differently-cased name or a prefix ("Conv" for "ConvTranspos") is a
     // likely intent even when many letters differ.
     if (lowered.rfind(wanted, 0) == 0 || wanted.rfind(lowered, 0) == 0) {
-      distance = std::min<size_t>(distance, 1);
+      score = std::min<size_t>(score, 1);
     }
-    if (distance <= limit) scored.emplace_back(distance, candidate);
+    if (score <= limit) scored.emplace_back(score, distance, candidate);
   }
   std::sort(scored.begin(), scored.end());
   std::vector<std::string> names;
-  for (size_t i = 0; i < scored.size() && i < 5; ++i) names.push_back(scored[i].second);
+  for (size_t i = 0; i < scored.size() && i < 5; ++i) names.push_back(std::get<2>(scored[i]));
   return names;
 }
 

@@ -15,6 +15,61 @@ Workspace::Workspace(Workspace* parent) : parent_(parent) {
   if (parent_ != nullptr) root_folder_ = parent_->RootFolder();
 }
 
+Workspace::Workspace(Workspace* outer, const std::map<std::string, std::string>& bindings) {
+  DOPPIO_ENFORCE(outer != nullptr, "a scoped workspace needs an outer workspace");
+  root_folder_ = outer->RootFolder();
+  AddBlobMapping(outer, bindings);
+}
+
+void Workspace::AddBlobMapping(Workspace* outer, const std::map<std::string, std::string>& bindings,
+                               bool skip_defined) {
+  for (const auto& binding : bindings) {
+    const std::string& inner = binding.first;
+    DOPPIO_ENFORCE(outer->HasBlob(binding.second), "cannot bind '", inner, "' to the outer blob '",
+                   binding.second, "': it does not exist");
+    {
+      std::lock_guard<std::mutex> lock(blobs_mutex_);
+      auto it = bound_.find(inner);
+      if (it != bound_.end()) {
+        DOPPIO_ENFORCE(it->second.first == outer && it->second.second == binding.second,
+                       "the blob '", inner, "' is bound to '", it->second.second,
+                       "' already; it cannot be bound to '", binding.second, "'");
+        continue;
+      }
+    }
+    if (HasBlob(inner)) {
+      DOPPIO_ENFORCE(skip_defined, "cannot bind '", inner, "' to the outer blob '", binding.second,
+                     "': this workspace has a blob of that name");
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(blobs_mutex_);
+    bound_[inner] = {outer, binding.second};
+  }
+}
+
+void Workspace::CopyForwardedTensors(const std::set<std::string>& names) {
+  for (const std::string& name : names) {
+    std::pair<Workspace*, std::string> source;
+    {
+      std::lock_guard<std::mutex> lock(blobs_mutex_);
+      auto it = bound_.find(name);
+      if (it == bound_.end()) continue;
+      source = it->second;
+    }
+    const Blob* from = source.first->GetBlob(source.second);
+    DOPPIO_ENFORCE(from != nullptr && from->IsTensor(), "the outer blob '", source.second,
+                   "' (bound as '", name, "') must hold a tensor to be copied");
+    const Tensor& tensor = from->GetTensor();
+    DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCPU, "the outer blob '", source.second,
+                   "' is on a device: only CPU tensors are copied into a loop's workspace");
+    auto copy = std::make_unique<Blob>();
+    copy->GetMutableTensor()->CopyFrom(tensor);
+    std::lock_guard<std::mutex> lock(blobs_mutex_);
+    bound_.erase(name);
+    blobs_[name] = std::move(copy);
+  }
+}
+
 void Workspace::SetRootFolder(const std::string& root_folder) {
   DOPPIO_ENFORCE(!root_folder.empty(), "a workspace's root folder cannot be empty "
                  "(use \".\" for the current directory)");
@@ -28,12 +83,7 @@ Workspace::~Workspace() {
 }
 
 Blob* Workspace::CreateBlob(const std::string& name) {
-  if (parent_ != nullptr) {
-    if (Blob* inherited = parent_->GetBlob(name)) {
-      std::lock_guard<std::mutex> lock(blobs_mutex_);
-      if (!blobs_.count(name)) return inherited;
-    }
-  }
+  if (Blob* existing = GetBlob(name)) return existing;  // local, bound or the parent's
   std::lock_guard<std::mutex> lock(blobs_mutex_);
   auto& slot = blobs_[name];
   if (!slot) slot = std::make_unique<Blob>();
@@ -45,11 +95,16 @@ Blob* Workspace::GetBlob(const std::string& name) {
 }
 
 const Blob* Workspace::GetBlob(const std::string& name) const {
+  std::pair<Workspace*, std::string> bound;
   {
     std::lock_guard<std::mutex> lock(blobs_mutex_);
     auto it = blobs_.find(name);
     if (it != blobs_.end()) return it->second.get();
+    auto binding = bound_.find(name);
+    if (binding != bound_.end()) bound = binding->second;
   }
+  if (bound.first != nullptr)
+    return static_cast<const Workspace*>(bound.first)->GetBlob(bound.second);
   return parent_ ? static_cast<const Workspace*>(parent_)->GetBlob(name) : nullptr;
 }
 
@@ -67,11 +122,15 @@ std::vector<std::string> Workspace::LocalBlobs() const {
 
 std::vector<std::string> Workspace::Blobs() const {
   std::vector<std::string> names = LocalBlobs();
+  {
+    std::lock_guard<std::mutex> lock(blobs_mutex_);
+    for (const auto& binding : bound_) names.push_back(binding.first);
+  }
   if (parent_) {
     for (const std::string& name : parent_->Blobs()) names.push_back(name);
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
   }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
 }
 

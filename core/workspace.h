@@ -1,7 +1,9 @@
 // Workspace: the named blobs and nets of one model.
 //
 // A workspace may have a parent; its blobs are visible (readable and
-// writable) through the child, and blobs the child creates stay local. The
+// writable) through the child, and blobs the child creates stay local. A
+// scoped workspace (Caffe2's blob bindings, for the Do op) sees instead only
+// the outer blobs bound to it, each under an inner name of its own. The
 // workspace owns its blobs and nets; nets are destroyed before blobs, since
 // operators hold pointers into blobs.
 //
@@ -13,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +31,10 @@ class Workspace {
   Workspace();
   // `parent` must outlive this workspace.
   explicit Workspace(Workspace* parent);
+  // A scoped workspace: `bindings` maps inner names to blobs of `outer`
+  // (which must exist and outlive this workspace); no other outer blob is
+  // visible.
+  Workspace(Workspace* outer, const std::map<std::string, std::string>& bindings);
   ~Workspace();
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
@@ -41,9 +48,20 @@ class Workspace {
   bool HasBlob(const std::string& name) const { return GetBlob(name) != nullptr; }
   // Removes a local blob; false if there was none.
   bool RemoveBlob(const std::string& name);
-  // Names of local and parent blobs, sorted.
+  // Names of local, bound and parent blobs, sorted.
   std::vector<std::string> Blobs() const;
   std::vector<std::string> LocalBlobs() const;
+
+  // Binds more inner names to blobs of `outer`. Binding a name again to the
+  // same blob is a no-op; to another blob, or binding a name this workspace
+  // already has, is an error, unless `skip_defined` (then a local blob of
+  // that name stays, as a gradient Do keeps the forward run's values).
+  void AddBlobMapping(Workspace* outer, const std::map<std::string, std::string>& bindings,
+                      bool skip_defined = false);
+  // Replaces each bound name in `names` by a local copy of the outer
+  // tensor's current value (values a loop's gradient needs after later
+  // iterations overwrite the outer blob).
+  void CopyForwardedTensors(const std::set<std::string>& names);
 
   // Creates (or, with overwrite, replaces) the net named def.name(). A net of
   // that name that exists already is an error without overwrite.
@@ -74,6 +92,8 @@ class Workspace {
   std::string root_folder_ = ".";
   mutable std::mutex blobs_mutex_;
   std::map<std::string, std::unique_ptr<Blob>> blobs_;
+  // Bound blobs: inner name -> (outer workspace, outer name).
+  std::map<std::string, std::pair<Workspace*, std::string>> bound_;
   mutable std::mutex nets_mutex_;
   std::map<std::string, std::shared_ptr<NetBase>> nets_;
 };

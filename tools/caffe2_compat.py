@@ -25,7 +25,7 @@ DEFAULT_TESTS = [
     'core_test.py', 'core_gradients_test.py', 'workspace_test.py', 'scope_test.py',
     'brew_test.py', 'optimizer_test.py', 'memonger_test.py', 'data_parallel_model_test.py',
     'gradient_check_test.py', 'hypothesis_test.py', 'schema_test.py', 'db_test.py',
-    'model_device_test.py', 'toy_regression_test.py',
+    'model_device_test.py', 'toy_regression_test.py', 'net_builder_test.py', 'test/do_op_test.py',
     'modeling/initializers_test.py', 'modeling/parameter_sharing_test.py',
     'models/resnet_test.py', 'models/seq2seq/seq2seq_model_helper_test.py', 'python_op_test.py',
     'predictor/predictor_exporter_test.py', 'predictor/mobile_exporter_test.py',

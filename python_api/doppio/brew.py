@@ -15,6 +15,7 @@ from doppio import model_helper
 from doppio.helpers.algebra import batch_mat_mul, sum, transpose
 from doppio.helpers.arg_scope import arg_scope, get_current_scope  # noqa: F401
 from doppio.helpers.array_helpers import concat, depth_concat
+from doppio.helpers.control_ops import cond, loop
 from doppio.helpers.conv import conv, conv_nd, conv_transpose, group_conv
 from doppio.helpers.db_input import db_input
 from doppio.helpers.dropout import dropout
@@ -78,5 +79,6 @@ def has_helper(helper_or_helper_name):
 for _helper in [fc, conv, conv_nd, conv_transpose, group_conv, spatial_bn, max_pool,
                 average_pool, relu, softmax, dropout, sum, concat, depth_concat, accuracy,
                 db_input, image_input, tanh, transpose, batch_mat_mul, prelu, lrn,
-                instance_norm, layer_norm, iter, elementwise_linear, add_weight_decay]:
+                instance_norm, layer_norm, iter, elementwise_linear, add_weight_decay, cond,
+                loop]:
     Register(_helper)

@@ -14,13 +14,16 @@ so what follows goes to a new one. A builder becomes an ExecutionStep whose
 children (nets and nested steps) run in order, and whose stop blob (set by
 ops.stop / ops.stop_if) ends it early.
 
-The control-op forms (ops.IfNet, ops.Else, ops.WhileNet, ops.Condition,
-NetBuilder(_use_control_ops=True)) need Caffe2's If and While operators,
-which Doppio does not have: they are errors saying so.
+The control-op forms (NetBuilder(_use_control_ops=True), ops.IfNet,
+ops.Else, ops.WhileNet, ops.Condition) build one net instead, with If and
+While ops whose branches run in scopes of their own (control_ops_util): a
+builder's lexical scope, the blobs its parents and earlier children made,
+is what its branches can see and write.
 """
 from doppio import context
 from doppio import core
 from doppio import core_net
+from doppio.control_ops_util import add_if_op, add_while_op
 
 # The attribute keys under which nets register setup and report steps
 # (task.Task and task.TaskGroup name them too).
@@ -44,8 +47,7 @@ def _task_class(name):
     return _task_classes[name]
 
 
-_NO_CONTROL_OPS = ('NetBuilder control-op blocks need the If / While operators, which Doppio '
-                   'does not have yet; use ops.If / ops.loop (execution steps) instead')
+_STOP_WITH_CONTROL_OPS = 'Stop blobs are not used with control operators'
 
 
 @context.define_context()
@@ -57,8 +59,8 @@ class NetBuilder(object):
 
     def __init__(self, name=None, initial_scope=None, _stop_blob_required=False,
                  _stop_blob=None, _fullname=None, _use_control_ops=False):
-        if _use_control_ops:
-            raise NotImplementedError(_NO_CONTROL_OPS)
+        if _use_control_ops and (_stop_blob_required or _stop_blob):
+            raise AssertionError(_STOP_WITH_CONTROL_OPS)
         parent = NetBuilder.current(required=False)
         if _fullname and name:
             raise AssertionError('Cannot set both _fullname and name')
@@ -67,15 +69,21 @@ class NetBuilder(object):
         self._frozen = False
         self._current_net = None
         self._children = []
-        self._lexical_scope = set(str(b) for b in (initial_scope or []))
+        if parent:
+            parent._update_lexical_scope()
+        self._init_lexical_scope = set(parent._lexical_scope) if parent else set()
+        self._init_lexical_scope |= set(str(b) for b in (initial_scope or []))
+        self._lexical_scope = set(self._init_lexical_scope)
         self._stop_blob = _stop_blob
         self._stop_blob_required = _stop_blob_required
-        self._use_control_ops = False
+        self._use_control_ops = _use_control_ops
 
     def stop_blob(self):
         """The builder's stop blob (a bool), made on first use: set in the
         current net, and initialized to False by a net of its own at the
         start when the current net is not the first child."""
+        if self._use_control_ops:
+            raise AssertionError(_STOP_WITH_CONTROL_OPS)
         if self._stop_blob is None:
             net = self.current_net()
             self._stop_blob = core.BlobReference(net.NextName('stop_blob'), net=net)
@@ -96,13 +104,31 @@ class NetBuilder(object):
         if self._frozen:
             raise AssertionError('This NetBuilder ({}) has been built already.'.format(self.name))
 
+    def _update_lexical_scope(self):
+        """The blobs visible here: the initial scope, those the child nets
+        use and those of control-op child builders."""
+        self._lexical_scope = set(self._init_lexical_scope)
+        for child in self._children:
+            if isinstance(child, core.Net):
+                self._lexical_scope |= child.UsedBlobNames()
+            elif isinstance(child, NetBuilder) and child._use_control_ops:
+                self._lexical_scope |= child._lexical_scope
+
+    def _reset_children(self):
+        self._current_net = None
+        self._children = []
+        self._lexical_scope = set(self._init_lexical_scope)
+
     def add(self, child):
         """Appends a net, a nested builder or a TaskGroup; returns it."""
         self._assert_mutable()
+        if self._use_control_ops and not (
+                isinstance(child, core.Net) or
+                (isinstance(child, NetBuilder) and child._use_control_ops)):
+            raise AssertionError('Expected Net or NetBuilder with control ops')
         self._current_net = child if isinstance(child, core.Net) else None
         self._children.append(child)
-        if isinstance(child, core.Net):
-            self._lexical_scope |= child.UsedBlobNames()
+        self._update_lexical_scope()
         return child
 
     def current_net(self, name=None):
@@ -124,6 +150,12 @@ class NetBuilder(object):
         return self._children
 
     def __exit__(self, etype, *args):
+        if self._use_control_ops and self._children:
+            children = self._children
+            self._reset_children()
+            merged = NetBuilder.merge_nets(children, self._lexical_scope)
+            assert merged, 'Expected a non-empty merge of children'
+            self._children = [merged]
         self.freeze()
         if etype is not None:
             return
@@ -133,6 +165,30 @@ class NetBuilder(object):
 
     def __str__(self):
         return self.name or 'Un-named NetBuilder'
+
+    @staticmethod
+    def merge_nets(nets_or_builders, outer_blob_names):
+        """One net: the nets, and the nets of control-op builders, appended
+        in order; its external outputs are only the outer blobs (a blob
+        local to a branch is not an output of the whole)."""
+        net = None
+        for child in nets_or_builders:
+            if isinstance(child, NetBuilder):
+                assert child._use_control_ops, \
+                    'Merging of NetBuilder supported only for control ops'
+                nets = child.get()
+                assert len(nets) == 1 and isinstance(nets[0], core.Net), \
+                    'Invalid control op net builder'
+                child = nets[0]
+            assert isinstance(child, core.Net)
+            if net:
+                net.AppendNet(child)
+            else:
+                net = child
+        if net:
+            outputs = [o for o in net.Proto().external_output if o in outer_blob_names]
+            net.Proto().external_output[:] = outputs
+        return net
 
 
 class Operations(object):
@@ -189,16 +245,25 @@ class Operations(object):
         return NetBuilder.current().add(_RunIf(cond, name=name))
 
     def IfNet(self, cond, name=None):
-        raise NotImplementedError(_NO_CONTROL_OPS)
+        """A control-op builder: its ops become the then branch of an If op
+        on the scalar bool `cond` (ops.Else after it adds the else
+        branch)."""
+        return NetBuilder.current().add(_RunIfNet(cond, name=name))
 
     def Else(self, name=None):
-        raise NotImplementedError(_NO_CONTROL_OPS)
+        """The else branch of the IfNet just before it."""
+        return _RunElseNet(name=name)
 
     def WhileNet(self, name=None):
-        raise NotImplementedError(_NO_CONTROL_OPS)
+        """A control-op builder: a While op whose body is the builder's ops;
+        its first child must be ops.Condition()."""
+        return NetBuilder.current().add(_RunWhileNet(name=name))
 
     def Condition(self, name=None):
-        raise NotImplementedError(_NO_CONTROL_OPS)
+        """Inside WhileNet, before the body: ops computing the loop
+        condition, the last of them writing one bool (not a child of the
+        WhileNet: what it makes stays out of the loop's scope)."""
+        return _RunWhileCondition(name=name)
 
     def _setup(self, kind, key, name=None):
         setup = _SetupBuilder(kind, name)
@@ -382,3 +447,102 @@ class _RunIf(_RunOnce):
             raise AssertionError('Else not allowed after an Else.')
         return NetBuilder.current().add(
             _RunIf(name=name or self.name, _already_ran=self._already_ran))
+
+
+class _RunIfNet(NetBuilder):
+    """One net holding an If op (its children form the then branch)."""
+
+    def __init__(self, cond_blob, name=None):
+        NetBuilder.__init__(self, name=name, _use_control_ops=True)
+        assert cond_blob, 'Conditional blob is not specified for an If net'
+        self._cond_blob = cond_blob
+        self._then_net = None
+        self._else_net = None
+
+    def __exit__(self, etype, *args):
+        if etype is None:
+            then_nets = self._children
+            self._reset_children()
+            self._then_net = (NetBuilder.merge_nets(then_nets, self._lexical_scope) or
+                              core.Net('empty_then_net'))
+            if_net = core.Net(self.name + '/if_net')
+            add_if_op(if_net, self._cond_blob, self._lexical_scope, self._then_net)
+            self._current_net = if_net
+            self._children = [if_net]
+        NetBuilder.__exit__(self, etype, *args)
+
+
+class _RunElseNet(NetBuilder):
+    """The else branch: rebuilds the preceding IfNet's net with both
+    branches."""
+
+    def __init__(self, name=None):
+        NetBuilder.__init__(self, name=name, _use_control_ops=True)
+        parent = NetBuilder.current(required=False)
+        assert parent and parent._children and isinstance(parent._children[-1], _RunIfNet), \
+            'Invalid use of Else builder'
+        self._if_builder = parent._children[-1]
+
+    def __exit__(self, etype, *args):
+        if etype is None:
+            else_nets = self._children
+            self._reset_children()
+            if_builder = self._if_builder
+            if_builder._else_net = NetBuilder.merge_nets(else_nets, self._lexical_scope)
+            if if_builder._else_net:
+                if_else_net = core.Net(self.name + '/if_else_net')
+                add_if_op(if_else_net, if_builder._cond_blob, self._lexical_scope,
+                          if_builder._then_net, if_builder._else_net)
+                if_builder._current_net = if_else_net
+                if_builder._children = [if_else_net]
+        NetBuilder.__exit__(self, etype, *args)
+
+
+class _RunWhileNet(NetBuilder):
+    """One net holding a While op; the first child is its condition."""
+
+    def __init__(self, name=None):
+        NetBuilder.__init__(self, name=name, _use_control_ops=True)
+        self._cond_builder = None
+
+    def __exit__(self, etype, *args):
+        if etype is None:
+            assert self._cond_builder, 'Condition builder must be specified in While op'
+            body = self._children
+            self._reset_children()
+            body_net = (NetBuilder.merge_nets(body, self._lexical_scope) or
+                        core.Net('empty_loop_body_net'))
+            while_net = core.Net(self.name + '/while_net')
+            add_while_op(while_net, self._cond_builder._cond_blob, self._lexical_scope,
+                         body_net, self._cond_builder._cond_net)
+            self._current_net = while_net
+            self._children = [while_net]
+        NetBuilder.__exit__(self, etype, *args)
+
+
+class _RunWhileCondition(NetBuilder):
+    """The loop condition of a WhileNet: its last op writes one bool, the
+    condition; nothing else it makes is visible outside."""
+
+    def __init__(self, name=None):
+        NetBuilder.__init__(self, name=name, _use_control_ops=True)
+        parent = NetBuilder.current(required=False)
+        assert parent and isinstance(parent, _RunWhileNet), 'Invalid use of loop condition builder'
+        assert not parent._cond_builder, 'Multiple loop condition builders specified'
+        assert not parent._children, "Condition definition must be specified before the loop's body"
+        parent._cond_builder = self
+        self._cond_blob = None
+        self._cond_net = None
+
+    def __exit__(self, etype, *args):
+        if etype is None:
+            children = self._children
+            self._reset_children()
+            self._cond_net = NetBuilder.merge_nets(children, self._lexical_scope)
+            assert self._cond_net and self._cond_net.Proto().op, 'Invalid loop condition specified'
+            last_op = self._cond_net.Proto().op[-1]
+            assert len(last_op.output) == 1, 'Invalid condition net'
+            self._cond_blob = core.BlobReference(name=last_op.output[0], net=None)
+            self._current_net = self._cond_net
+            self._children = [self._cond_net]
+        NetBuilder.__exit__(self, etype, *args)

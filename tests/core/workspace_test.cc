@@ -92,6 +92,57 @@ TEST(WorkspaceTest, ParentBlobsAreVisibleAndChildBlobsStayLocal) {
   EXPECT_FALSE(child.RemoveBlob("shared"));  // not the child's to remove
 }
 
+TEST(WorkspaceTest, ScopedWorkspaceSeesOnlyItsBoundBlobsUnderInnerNames) {
+  Workspace outer;
+  SetInt64(&outer, "outer_x", 3);
+  SetInt64(&outer, "hidden", 4);
+  Workspace scoped(&outer, {{"x", "outer_x"}});
+  EXPECT_EQ(scoped.GetBlob("x"), outer.GetBlob("outer_x"));
+  EXPECT_EQ(scoped.CreateBlob("x"), outer.GetBlob("outer_x"));
+  EXPECT_FALSE(scoped.HasBlob("hidden"));
+  EXPECT_FALSE(scoped.HasBlob("outer_x"));
+  // Writes through the inner name land in the outer blob; new blobs stay in.
+  SetInt64(&scoped, "x", 7);
+  EXPECT_EQ(GetInt64(&outer, "outer_x"), 7);
+  scoped.CreateBlob("local");
+  EXPECT_FALSE(outer.HasBlob("local"));
+  EXPECT_EQ(scoped.Blobs(), (std::vector<std::string>{"local", "x"}));
+}
+
+TEST(WorkspaceTest, BlobMappingRefusesRebindingAndMissingOuterBlobs) {
+  Workspace outer;
+  SetInt64(&outer, "a", 1);
+  SetInt64(&outer, "b", 2);
+  Workspace scoped(&outer, {{"x", "a"}});
+  scoped.AddBlobMapping(&outer, {{"x", "a"}});  // the same binding again
+  EXPECT_NE(ErrorOf([&] {
+              scoped.AddBlobMapping(&outer, {{"x", "b"}});
+            }).find("bound to 'a'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] {
+              scoped.AddBlobMapping(&outer, {{"y", "missing"}});
+            }).find("'missing': it does not exist"),
+            std::string::npos);
+  scoped.CreateBlob("local");
+  EXPECT_NE(ErrorOf([&] {
+              scoped.AddBlobMapping(&outer, {{"local", "b"}});
+            }).find("has a blob of that name"),
+            std::string::npos);
+  scoped.AddBlobMapping(&outer, {{"local", "b"}}, /*skip_defined=*/true);
+  EXPECT_NE(scoped.GetBlob("local"), outer.GetBlob("b"));  // the local blob stays
+}
+
+TEST(WorkspaceTest, CopyForwardedTensorsKeepsTheValueOfTheRun) {
+  Workspace outer;
+  SetInt64(&outer, "counter", 1);
+  Workspace scoped(&outer, {{"c", "counter"}});
+  scoped.CopyForwardedTensors({"c", "not_bound"});
+  SetInt64(&outer, "counter", 2);
+  EXPECT_EQ(GetInt64(&scoped, "c"), 1);
+  EXPECT_NE(scoped.GetBlob("c"), outer.GetBlob("counter"));
+  EXPECT_EQ(scoped.LocalBlobs(), (std::vector<std::string>{"c"}));
+}
+
 TEST(WorkspaceTest, ConcurrentBlobCreationGivesOneBlobPerName) {
   Workspace ws;
   std::vector<std::thread> threads;

@@ -97,12 +97,52 @@ def test_nets_are_named_under_their_builder():
     assert named.Name().startswith('outer/inner')
 
 
-def test_control_op_builders_say_what_is_missing():
-    with pytest.raises(NotImplementedError, match='If / While operators'):
-        NetBuilder(_use_control_ops=True)
-    with NetBuilder():
-        with pytest.raises(NotImplementedError, match='If / While'):
-            ops.IfNet(ops.Const(True))
+@pytest.mark.parametrize('switch', [-0.5, 0.5])
+def test_control_op_if_else_builds_one_net(switch):
+    with NetBuilder(_use_control_ops=True) as nb:
+        x = ops.Const(np.array([1.0, 2.0], dtype=np.float32), 'x')
+        y = ops.Copy(x, 'y')
+        with ops.IfNet(ops.LT([ops.Const(np.float32(switch)), ops.Const(np.float32(0))])):
+            tmp = ops.Scale(x, 'branch_tmp', scale=3.0)
+            ops.Add([tmp, x], y)
+        with ops.Else():
+            ops.Sub([x, ops.Const(np.array([5.0, 5.0], dtype=np.float32))], y)
+    nets = nb.get()
+    assert len(nets) == 1
+    workspace.RunNetOnce(nets[0])
+    xs = np.array([1.0, 2.0], dtype=np.float32)
+    expected = xs * 3 + xs if switch < 0 else xs - 5
+    np.testing.assert_array_equal(fetch('y'), expected)
+    # The branch's own blob stays in its scope.
+    assert not workspace.HasBlob('branch_tmp')
+
+
+def test_control_op_while_with_condition_counts_like_python():
+    with NetBuilder(_use_control_ops=True) as nb:
+        ops.Copy(ops.Const(0), 'i')
+        ops.Copy(ops.Const(1), 'one')
+        ops.Copy(ops.Const(5), 'n')
+        ops.Copy(ops.Const(1), 'product')
+        with ops.WhileNet():
+            with ops.Condition():
+                ops.Add(['i', 'one'], 'i')
+                ops.LE(['i', 'n'])
+            ops.Mul(['product', 'i'], 'product')
+    workspace.RunNetOnce(nb.get()[0])
+    expected, i = 1, 1
+    while i <= 5:
+        expected *= i
+        i += 1
+    assert fetch('product') == expected
+    assert fetch('i') == i
+
+
+def test_control_op_builders_refuse_stop_blobs():
+    with pytest.raises(AssertionError, match='Stop blobs'):
+        NetBuilder(_use_control_ops=True, _stop_blob_required=True)
+    with NetBuilder(_use_control_ops=True):
+        with pytest.raises(AssertionError, match='Stop blobs'):
+            ops.stop()
 
 
 @pytest.mark.parametrize('instances,iters', [(1, 3), (2, 100), (3, 7)])
