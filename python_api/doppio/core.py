@@ -17,7 +17,8 @@ from doppio.cross_device import (  # noqa: F401
 from doppio.python_ops import CreatePythonOperator  # noqa: F401
 from doppio.ssa import (  # noqa: F401
     get_op_ids_in_path, get_output_producers, get_ssa, get_undefined_blobs)
-from doppio.plan import ExecutionStep, Plan, execution_step, to_execution_step  # noqa: F401
+from doppio.plan import (  # noqa: F401
+    ExecutionStep, Plan, execution_step, scoped_execution_step, to_execution_step)
 
 # Caffe2 exposes this through core as well.
 GlobalInit = workspace.GlobalInit

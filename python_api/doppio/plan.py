@@ -8,6 +8,7 @@ scripts spell them core.Plan / core.ExecutionStep / core.execution_step.
 
 import collections
 
+from doppio.core_blob import ScopedName
 from doppio.core_net import BlobReference, Net
 from doppio.proto import doppio_pb2 as caffe2_pb2
 
@@ -302,6 +303,11 @@ def to_execution_step(step_or_nets, default_name=None):
         step_or_nets = step_or_nets.to_task().get_step()
     return execution_step(default_name or ExecutionStep._get_next_step_name("step"),
                           step_or_nets, should_stop_blob=stop_blob)
+
+
+def scoped_execution_step(name, *args, **kwargs):
+    """execution_step with the name prefixed by the current name scope."""
+    return execution_step(ScopedName(name) if name else name, *args, **kwargs)
 
 
 def execution_step(default_name, steps_or_nets, num_iter=None, report_net=None,
