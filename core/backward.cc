@@ -103,30 +103,17 @@ class BackwardBuilder {
   void Play(int index) {
     const OperatorDef& op = net_.op(index);
     OpVersions versions;
-    bool any_input_differentiable = false;
     for (const std::string& input : op.input()) {
       const int version = frontier_.emplace(input, 0).first->second;
       versions.inputs[input] = version;
       usages_[input][version].push_back(index);
-      const auto key = std::make_pair(input, version);
-      // A blob nobody wrote (an external input) may be a param.
-      if (!produced_.count(key) || differentiable_.count(key)) {
-        any_input_differentiable = true;
-      }
     }
-    const GradientRegistry::Entry* entry = GradientRegistry::Find(op.type());
-    const bool passes_gradient =
-        any_input_differentiable &&
-        !(entry != nullptr && entry->kind == GradientRegistry::Kind::kNoGradient);
     for (const std::string& output : op.output()) {
       auto it = frontier_.find(output);
       const int version = it == frontier_.end() ? 0 : it->second + 1;
       frontier_[output] = version;
       versions.outputs[output] = version;
-      produced_.insert({output, version});
-      if (passes_gradient) differentiable_.insert({output, version});
     }
-    has_differentiable_input_.push_back(any_input_differentiable);
     versions_.push_back(std::move(versions));
   }
 
@@ -194,10 +181,9 @@ class BackwardBuilder {
     // still give its inputs one (ZeroGradient's zeros).
     const bool outputless_maker =
         op.output_size() == 0 && entry != nullptr && entry->kind == GradientRegistry::Kind::kMaker;
-    if ((first_output_with_gradient.empty() && !outputless_maker) ||
-        !has_differentiable_input_[index]) {
-      return;
-    }
+    // As Caffe2: every op with an output gradient is differentiated, also
+    // below a StopGradient or a fill (a program may fetch those gradients).
+    if (first_output_with_gradient.empty() && !outputless_maker) return;
     DOPPIO_ENFORCE(entry == nullptr ||
                        entry->kind != GradientRegistry::Kind::kShouldNotDoGradient,
                    "AddGradientOperators on net '", net_.name(), "': ", OpLabel(op, index),
@@ -478,9 +464,6 @@ class BackwardBuilder {
   const NetDef& net_;
   std::map<std::string, int> frontier_;  // each blob's final version
   std::map<std::string, std::map<int, std::vector<int>>> usages_;
-  std::set<std::pair<std::string, int>> produced_;
-  std::set<std::pair<std::string, int>> differentiable_;
-  std::vector<bool> has_differentiable_input_;
   std::vector<OpVersions> versions_;
   std::map<std::string, std::map<int, std::vector<Generator>>> generators_;
   std::map<std::string, VersionedGradient> input_to_grad_;

@@ -15,11 +15,12 @@
 //   (GradientSlice) are "summed" by concatenating indices and values
 //   ("<grad>_indices_concat", "<grad>_values_concat"); mixing dense and
 //   sparse gradients of one blob is an error, as in Caffe2.
-// - NO_GRADIENT ops (StopGradient, fills) give their inputs no gradient, and
-//   their outputs start no gradient path; SHOULD_NOT_DO_GRADIENT ops on a
-//   path to a loss are an error naming the op.
-// - Ops whose inputs derive only from non-differentiable blobs (outputs of
-//   NO_GRADIENT ops) get no gradient ops: nothing there could reach a param.
+// - NO_GRADIENT ops (StopGradient, fills) give their inputs no gradient;
+//   SHOULD_NOT_DO_GRADIENT ops on a path to a loss are an error naming the
+//   op.
+// - Every other op with an output gradient is differentiated, also when its
+//   inputs come only from fills or a StopGradient: Caffe2 programs fetch
+//   those gradients (x_grad of an x made by a Const), so they exist.
 #pragma once
 
 #include <map>

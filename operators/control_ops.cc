@@ -111,7 +111,7 @@ std::vector<std::string> OuterNames(const OperatorDef& def) {
 }
 
 // inner name -> outer name from inner_blobs / outer_blobs_idx, which must
-// bind every outer blob exactly once.
+// bind every outer blob (an outer blob may have several inner names).
 WorkspaceStack::Bindings ReadBindings(const OperatorBase& op) {
   const auto inner = op.GetRepeatedArgument<std::string>("inner_blobs");
   const auto index = op.GetRepeatedArgument<int>("outer_blobs_idx");
@@ -126,8 +126,9 @@ WorkspaceStack::Bindings ReadBindings(const OperatorBase& op) {
                    outer.size(), " outer blobs");
     DOPPIO_ENFORCE(bindings.emplace(inner[k], outer[index[k]]).second, "the inner blob '", inner[k],
                    "' is bound twice");
-    DOPPIO_ENFORCE(used.insert(outer[index[k]]).second, "the outer blob '", outer[index[k]],
-                   "' is bound twice");
+    // One outer blob may appear under two inner names (a gradient Do reads
+    // an incoming gradient and writes the outgoing one to the same blob).
+    used.insert(outer[index[k]]);
   }
   DOPPIO_ENFORCE(used.size() == std::set<std::string>(outer.begin(), outer.end()).size(),
                  "every input and output of Do (but the workspace stack) must be bound to an "
@@ -237,11 +238,6 @@ OPERATOR_SCHEMA(While)
 
 SHOULD_NOT_DO_GRADIENT(CreateScope, "it makes a workspace stack, not a value");
 SHOULD_NOT_DO_GRADIENT(HasScope, "its output is a bool");
-// Caffe2 differentiates these by differentiating their subnets
-// (control_ops_grad.py); Doppio's backward pass does not descend into
-// subnets yet, so a loss that depends on them is a clear error.
-SHOULD_NOT_DO_GRADIENT(Do, "the backward pass does not differentiate through Do subnets yet");
-SHOULD_NOT_DO_GRADIENT(If, "the backward pass does not differentiate through If branches yet");
-SHOULD_NOT_DO_GRADIENT(While, "the backward pass does not differentiate through While loops yet");
+// Do, If and While: gradients in control_ops_gradient.cc.
 
 }  // namespace doppio

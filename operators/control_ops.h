@@ -67,7 +67,7 @@ class HasScopeOp final : public OperatorBase {
 // outputs: the outer blobs the net sees, then (last of both, the same blob)
 // the WorkspaceStack. `inner_blobs[k]` is the name under which the net sees
 // outer blob `outer_blobs_idx[k]` (an index into the inputs then outputs,
-// the stack left out); every outer blob must be bound once. Arguments:
+// the stack left out); every outer blob must be bound. Arguments:
 // reuse_workspace (run in the last forward workspace again),
 // copy_external_blobs (after the run, keep copies of the bound blobs'
 // values in the workspace, for a loop's gradient).

@@ -180,12 +180,14 @@ TEST(BackwardTest, InPlaceStopGradientCutsThePath) {
   const BackwardResult result = AddGradientOperators(net, {"loss"});
   EXPECT_EQ(result.gradients.at("w").dense, "w_grad");
   EXPECT_EQ(result.gradients.count("x"), 0u);
+  // The gradient stops at the StopGradient: no Scale gradient reaches x.
   for (const OperatorDef& op : result.ops) EXPECT_NE(op.type(), "Scale") << Describe(op);
 }
 
-TEST(BackwardTest, NoGradientOpsStartNoPath) {
-  // c comes from a fill: Scale(c) cannot lead back to a param, so it gets no
-  // gradient op; Mul still makes w's gradient (and c2's, as Caffe2 does).
+TEST(BackwardTest, OpsBelowAFillAreDifferentiatedAsInCaffe2) {
+  // c comes from a fill: the fill gets no gradient op, but Scale(c) does, so
+  // c2's and c's gradients exist for programs that fetch them (Caffe2's
+  // GetBackwardPass does the same).
   const NetDef net = MakeNet({MakeOp("ConstantFill", {}, {"c"},
                                      {IntsArg("shape", {3}), FloatArg("value", 1.0f)}),
                               MakeOp("Scale", {"c"}, {"c2"}),
@@ -193,10 +195,12 @@ TEST(BackwardTest, NoGradientOpsStartNoPath) {
                               MakeOp("AveragedLoss", {"o"}, {"loss"})});
   const BackwardResult result = AddGradientOperators(net, {"loss"});
   const std::vector<std::string> ops = Describe(result.ops);
-  ASSERT_EQ(ops.size(), 3u) << ::testing::PrintToString(ops);
+  ASSERT_EQ(ops.size(), 4u) << ::testing::PrintToString(ops);
   EXPECT_EQ(result.ops[2].type(), "MulGradient");
+  EXPECT_EQ(result.ops[3].type(), "Scale");
   EXPECT_EQ(result.gradients.at("w").dense, "w_grad");
-  EXPECT_EQ(result.gradients.count("c"), 0u);
+  EXPECT_EQ(result.gradients.at("c").dense, "c_grad");
+  for (const OperatorDef& op : result.ops) EXPECT_NE(op.type(), "ConstantFillGradient");
 }
 
 TEST(BackwardTest, OpsOffTheLossPathGetNothing) {

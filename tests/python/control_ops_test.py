@@ -257,12 +257,80 @@ def test_add_while_op_checks_the_condition_net_writes_the_condition():
                      cond_net)
 
 
-def test_gradient_through_if_is_a_clear_error():
-    feed(cond=np.array(True), a=np.float32([2.0]))
-    then_net = core.Net('then')
-    then_net.Scale('a', 'out', scale=2.0)
-    net = core.Net('if_grad')
-    net.If(['cond', 'a'], ['out'], then_net=then_net.Proto())
-    loss = net.AveragedLoss('out', 'loss')
-    with pytest.raises(Exception, match='If'):
-        net.AddGradientOperators([loss])
+def run_gradients(net, loss, fetch_names):
+    """Runs `net` with its gradient ops for `loss`; the fetched blobs."""
+    net.AddGradientOperators([loss])
+    workspace.RunNetOnce(net)
+    return [fetch(name) for name in fetch_names]
+
+
+def test_do_gradient_matches_the_analytic_one():
+    x, y = np.array([0.5, -1.5], np.float32), np.array([2.0, 3.0], np.float32)
+    feed(outer_X=x, outer_Y=y)
+    net = core.Net('do_grad')
+    net.CreateScope([], 'W')
+    # Z = (X + Y) * Y inside the scope
+    net.Do(['outer_X', 'outer_Y', 'W'], ['outer_Z', 'W'], net=adder_net().Proto(),
+           inner_blobs=['X', 'Y', 'Z'], outer_blobs_idx=[0, 1, 2])
+    net.SumElements('outer_Z', 'loss')
+    dx, dy = run_gradients(net, 'loss', ['outer_X_grad', 'outer_Y_grad'])
+    np.testing.assert_allclose(dx, y, rtol=1e-6)
+    np.testing.assert_allclose(dy, x + 2 * y, rtol=1e-6)
+
+
+@pytest.mark.parametrize('condition', [True, False])
+def test_if_gradient_follows_the_branch_that_ran(condition):
+    rng = np.random.RandomState(int(condition))
+    x = rng.randn(3, 2).astype(np.float32)
+    w_a, w_b = rng.randn(1, 2).astype(np.float32), rng.randn(1, 2).astype(np.float32)
+    with NetBuilder(_use_control_ops=True, initial_scope=['x', 'w_a', 'w_b', 'b']) as nb:
+        y = ops.ConstantFill([], 'y', shape=[3, 1], value=0.0)
+        with ops.IfNet(ops.Const(condition)):
+            ops.FC(['x', 'w_a', 'b'], y)
+        with ops.Else():
+            ops.FC(['x', 'w_b', 'b'], 'fc_b')
+            ops.Mul(['fc_b', 'fc_b'], y)
+        loss = ops.SumElements(y, 'loss')
+    feed(x=x, w_a=w_a, w_b=w_b, b=np.float32([0.25]))
+    net = nb.get()[0]
+    g_a, g_b, g_x = run_gradients(net, loss, ['w_a_grad', 'w_b_grad', 'x_grad'])
+    if condition:
+        np.testing.assert_allclose(g_a, x.sum(axis=0, keepdims=True), rtol=1e-5)
+        np.testing.assert_allclose(g_x, np.repeat(w_a, 3, axis=0), rtol=1e-5)
+        np.testing.assert_array_equal(g_b, np.zeros_like(w_b))  # the else branch's zeros
+    else:
+        fc = x @ w_b.T + 0.25
+        np.testing.assert_allclose(g_b, (2 * fc * x).sum(axis=0, keepdims=True), rtol=1e-5)
+        np.testing.assert_allclose(g_x, 2 * fc @ w_b, rtol=1e-5)
+        np.testing.assert_array_equal(g_a, np.zeros_like(w_a))
+
+
+@pytest.mark.parametrize('rounds', [1, 2, 3])
+def test_while_gradient_undoes_each_iteration(rounds):
+    with NetBuilder(_use_control_ops=True) as nb:
+        ops.Copy(ops.Const(0), 'i')
+        ops.Copy(ops.Const(1), 'one')
+        ops.Copy(ops.Const(rounds), 'n')
+        ops.Copy(ops.Const(1.5), 'x')
+        ops.Copy(ops.Const(0.5), 'y')
+        with ops.WhileNet():
+            with ops.Condition():
+                ops.Add(['i', 'one'], 'i')
+                ops.LE(['i', 'n'])
+            ops.Pow('x', 'x', exponent=2.0)
+            ops.Add(['y', 'x'], 'y')
+        ops.Add(['x', 'y'], 's')
+    net = nb.get()[0]
+    x, y, dx = run_gradients(net, 's', ['x', 'y', 'x_grad'])
+    # Forward in plain Python; d s / d x0 by central differences in float64.
+    def forward(x0):
+        x, y = x0, 0.5
+        for _ in range(rounds):
+            x = x ** 2
+            y = y + x
+        return x, y
+    fx, fy = forward(1.5)
+    assert np.isclose(x, fx) and np.isclose(y, fy)
+    eps = 1e-6
+    numeric = (sum(forward(1.5 + eps)) - sum(forward(1.5 - eps))) / (2 * eps)
+    np.testing.assert_allclose(dx, numeric, rtol=1e-4)
