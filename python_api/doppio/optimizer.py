@@ -400,16 +400,60 @@ class RmsPropOptimizer(Optimizer):
 
 
 class YellowFinOptimizer(Optimizer):
-    """Caffe2's YellowFin (https://arxiv.org/abs/1706.03471) needs its
-    YellowFin operator, which Doppio does not have: building one is an
-    error rather than a different optimizer."""
+    """YellowFin (https://arxiv.org/abs/1706.03471): momentum SGD whose
+    learning rate and momentum tune themselves (the YellowFin op); alpha and
+    mu are their starting values. Dense gradients only, as in Caffe2."""
+
+    # The scalar moving averages the YellowFin op keeps per parameter.
+    SCALARS_MEMORY_SIZE = 5
 
     def __init__(self, alpha=0.1, mu=0.0, beta=0.999, curv_win_width=20, zero_debias=True,
                  epsilon=0.1 ** 6, policy='fixed', sparse_dedup_aggregator=None, **kwargs):
         super(YellowFinOptimizer, self).__init__()
-        raise NotImplementedError('YellowFinOptimizer needs the YellowFin operator, which '
-                                  'Doppio does not have; use build_sgd with momentum, '
-                                  'build_adam or build_adagrad')
+        self.alpha = alpha
+        self.mu = mu
+        self.beta = beta
+        self.curv_win_width = curv_win_width
+        self.zero_debias = zero_debias
+        self.epsilon = epsilon
+        self.policy = policy
+        self.sparse_dedup_aggregator = sparse_dedup_aggregator
+        self.init_kwargs = kwargs
+
+    def _run(self, net, param_init_net, param_info):
+        param, grad = param_info.blob, param_info.grad
+        if not self.alpha > 0:
+            raise ValueError('YellowFinOptimizer: alpha must be positive, got {}'.format(
+                self.alpha))
+        if isinstance(grad, core.GradientSlice):
+            raise NotImplementedError('YellowFinOptimizer: parameter {} has a sparse gradient; '
+                                      'YellowFin supports dense gradients only'.format(param))
+
+        def zeros_like_param(suffix):
+            return param_init_net.ConstantFill([param], str(param) + suffix, value=0.0)
+
+        def filled(suffix, size, value):
+            return param_init_net.ConstantFill([], str(param) + suffix, shape=[size],
+                                               value=float(value))
+
+        moment = zeros_like_param('_moment')
+        curv_win = filled('_curv_win', self.curv_win_width, 0.0)
+        g_avg = zeros_like_param('_g_avg')
+        g2_avg = zeros_like_param('_g2_avg')
+        lr_avg = filled('_lr_avg', 1, self.alpha)
+        mu_avg = filled('_mu_avg', 1, self.mu)
+        scalars_memory = filled('_scalars_memory', self.SCALARS_MEMORY_SIZE, 0.0)
+        iteration = BuildUniqueMutexIter(param_init_net, net)
+        self._aux_params.shared.append(iteration)
+        self._aux_params.local.extend(
+            [moment, lr_avg, mu_avg, curv_win, g_avg, g2_avg, scalars_memory])
+        state = [param, moment, lr_avg, mu_avg, curv_win, g_avg, g2_avg, scalars_memory]
+        net.YellowFin(state + [grad, iteration], state, beta=float(self.beta),
+                      curv_win_width=int(self.curv_win_width), epsilon=float(self.epsilon),
+                      zero_debias=bool(self.zero_debias))
+
+    def scale_learning_rate(self, scale):
+        self.alpha *= scale
 
 
 # ---- building for a whole model ----

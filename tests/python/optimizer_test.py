@@ -581,9 +581,19 @@ def test_bad_clip_norm_and_momentum_are_errors():
         optimizer.SgdOptimizer(0.1, momentum=-0.5)
 
 
+def test_yellowfin_builder_steps_with_its_starting_lr_and_momentum():
+    """The first two steps use alpha and mu as given (tuning starts after the
+    first step; the op itself is checked in tests/operators)."""
+    model = dense_model()
+    yellowfin = optimizer.build_yellowfin(model, base_learning_rate=0.1)
+    train_and_compare(model, ["fc_w", "fc_b"], sgd_reference(0.1), steps=2)
+    local = [str(b) for b in yellowfin.get_auxiliary_parameters().local]
+    assert "fc_w_scalars_memory" in local and "fc_b_curv_win" in local
+    with pytest.raises(NotImplementedError, match="sparse gradient"):
+        optimizer.build_yellowfin(sparse_model())
+
+
 def test_unsupported_options_say_so():
-    with pytest.raises(NotImplementedError, match="YellowFin operator"):
-        optimizer.build_yellowfin(dense_model())
     with pytest.raises(NotImplementedError, match="DeduplicateGradientSlices"):
         optimizer.build_adagrad(sparse_model(), 0.1, sparse_dedup_aggregator="sum")
 
