@@ -173,6 +173,7 @@ REGISTER_CUDA_OPERATOR(Log, CudaUnaryOp<CudaUnaryKind::kLog>);
 REGISTER_CUDA_OPERATOR(Sqrt, CudaUnaryOp<CudaUnaryKind::kSqrt>);
 REGISTER_CUDA_OPERATOR(Sqr, CudaUnaryOp<CudaUnaryKind::kSqr>);
 REGISTER_CUDA_OPERATOR(Neg, CudaUnaryOp<CudaUnaryKind::kNeg>);
+REGISTER_CUDA_OPERATOR(Negative, CudaUnaryOp<CudaUnaryKind::kNeg>);
 REGISTER_CUDA_OPERATOR(ReluGradient, CudaUnaryGradientOp<CudaUnaryGradientKind::kRelu>);
 REGISTER_CUDA_OPERATOR(SigmoidGradient, CudaUnaryGradientOp<CudaUnaryGradientKind::kSigmoid>);
 REGISTER_CUDA_OPERATOR(TanhGradient, CudaUnaryGradientOp<CudaUnaryGradientKind::kTanh>);

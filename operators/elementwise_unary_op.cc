@@ -1,4 +1,4 @@
-// Neg, Exp, Log, Sqrt, Sqr, Abs (+ AbsGradient) and Clip (+ ClipGradient).
+// Neg (and Caffe2's Negative), Exp, Log, Sqrt, Sqr, Abs (+ AbsGradient) and Clip (+ ClipGradient).
 // The gradients of Neg, Exp, Log, Sqrt and Sqr are built from other ops (Neg,
 // Mul, Div, Scale), as in Caffe2.
 #include "operators/elementwise_unary_op.h"
@@ -114,6 +114,7 @@ struct ClipGradientFunctor : ClipBounds {
 }  // namespace
 
 REGISTER_CPU_OPERATOR(Neg, UnaryElementwiseOp<NegFunctor>);
+REGISTER_CPU_OPERATOR(Negative, UnaryElementwiseOp<NegFunctor>);  // Caffe2's name
 REGISTER_CPU_OPERATOR(Exp, UnaryElementwiseOp<ExpFunctor>);
 REGISTER_CPU_OPERATOR(Log, UnaryElementwiseOp<LogFunctor>);
 REGISTER_CPU_OPERATOR(Sqrt, UnaryElementwiseOp<SqrtFunctor>);
@@ -141,6 +142,8 @@ std::function<void(OpSchema&)> UnarySchema(const char* formula, const char* type
 OPERATOR_SCHEMA(Neg)
     .AllowInplace({{0, 0}})
     .Apply(UnarySchema("Y = -X", "float32, float64, int32 or int64"));
+OPERATOR_SCHEMA(Negative).AllowInplace({{0, 0}}).Apply(
+    UnarySchema("Y = -X (Caffe2's name for Neg)", "float32, float64, int32 or int64"));
 OPERATOR_SCHEMA(Exp).AllowInplace({{0, 0}}).Apply(UnarySchema("Y = exp(X)", "float32 or float64"));
 OPERATOR_SCHEMA(Log)
     .AllowInplace({{0, 0}})
@@ -188,10 +191,11 @@ OPERATOR_SCHEMA(ClipGradient)
 
 namespace {
 
+// Neg and Negative: the gradient is the same op on dY.
 class GetNegGradient final : public GradientMakerBase {
   using GradientMakerBase::GradientMakerBase;
   std::vector<OperatorDef> GetGradientDefs() override {
-    return SingleGradientDef("Neg", "", {GO(0)}, {GI(0)});
+    return SingleGradientDef(Def().type(), "", {GO(0)}, {GI(0)});
   }
 };
 
@@ -260,6 +264,7 @@ constexpr const char kSecondOrder[] =
 }  // namespace
 
 REGISTER_GRADIENT(Neg, GetNegGradient);
+REGISTER_GRADIENT(Negative, GetNegGradient);
 REGISTER_GRADIENT(Exp, GetExpGradient);
 REGISTER_GRADIENT(Log, GetLogGradient);
 REGISTER_GRADIENT(Sqrt, GetSqrtGradient);

@@ -1,4 +1,4 @@
-"""Neg, Exp, Log, Sqrt, Sqr, Abs and Clip (and their gradients) against numpy."""
+"""Neg (and Negative), Exp, Log, Sqrt, Sqr, Abs and Clip (and their gradients) against numpy."""
 import hypothesis.strategies as st
 import numpy as np
 import pytest
@@ -10,6 +10,7 @@ from doppio import _C
 # name -> (numpy reference, elements for a well-behaved input)
 UNARY = {
     "Neg": (np.negative, st.floats(-3, 3, width=32)),
+    "Negative": (np.negative, st.floats(-3, 3, width=32)),  # Caffe2's name for Neg
     "Exp": (np.exp, st.floats(-3, 3, width=32)),
     "Log": (np.log, st.floats(0.125, 5, width=32)),
     "Sqrt": (np.sqrt, st.floats(0.125, 5, width=32)),

@@ -343,6 +343,7 @@ std::vector<Case> Cases() {
       {MakeOp("Xor", {"a", "b"}, {"c"}), {{{2, 1}, boolean}, {{1, 3}, boolean}}},
       {MakeOp("Not", {"x"}, {"y"}), {{{4}, boolean}}},
       {MakeOp("Neg", {"x"}, {"y"}), {{{2, 3}, i64}}},
+      {MakeOp("Negative", {"x"}, {"y"}), {{{2, 3}, i64}}},
       {MakeOp("Exp", {"x"}, {"y"}), {{{2, 3}, f32}}},
       {MakeOp("Log", {"x"}, {"y"}), {{{3}, f64}}},
       {MakeOp("Sqrt", {"x"}, {"y"}), {{{1, 2}, f32}}},
