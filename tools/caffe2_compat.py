@@ -38,7 +38,7 @@ DEFAULT_TESTS = [
     'operator_test/boolean_mask_test.py', 'operator_test/cast_op_test.py',
     'operator_test/clip_op_test.py', 'operator_test/concat_split_op_test.py',
     'operator_test/conditional_test.py', 'operator_test/tile_op_test.py',
-    'operator_test/top_k_test.py',
+    'operator_test/top_k_test.py', 'operator_test/sparse_ops_test.py',
     'operator_test/conv_test.py', 'operator_test/conv_transpose_test.py',
     'operator_test/copy_ops_test.py', 'operator_test/cross_entropy_ops_test.py',
     'operator_test/dropout_op_test.py', 'operator_test/elementwise_linear_op_test.py',
