@@ -142,6 +142,17 @@ class ControlGradientMaker : public GradientMakerBase {
     for (int k = 0; k < Def().output_size(); ++k) gradients.push_back(HasGO(k) ? GO(k) : "");
     return gradients;
   }
+  // Output -> its (deduplicated) gradient, for the outputs that have one;
+  // the copies deduplication needs go to `ops`.
+  std::map<std::string, std::string> GivenGradients(std::vector<OperatorDef>* ops) const {
+    const std::vector<std::string> grads = DedupedOutputGradients(Def(), OutputGradients(), ops);
+    std::map<std::string, std::string> given;
+    for (int k = 0; k < Def().output_size(); ++k) {
+      if (!grads[k].empty()) given[O(k)] = grads[k];
+    }
+    DOPPIO_ENFORCE(!given.empty(), "the gradient of ", Def().type(), " needs an output gradient");
+    return given;
+  }
   // Hands each input its gradient from `gradients` (blob -> gradient).
   void SetInputGradients(const std::map<std::string, std::string>& gradients) {
     for (int i = 0; i < Def().input_size(); ++i) {
@@ -355,12 +366,7 @@ class GetIfGradient final : public ControlGradientMaker {
   using ControlGradientMaker::ControlGradientMaker;
   std::vector<OperatorDef> GetGradientDefs() override {
     std::vector<OperatorDef> ops;
-    const std::vector<std::string> grads = DedupedOutputGradients(Def(), OutputGradients(), &ops);
-    std::map<std::string, std::string> given;
-    for (int k = 0; k < Def().output_size(); ++k) {
-      if (!grads[k].empty()) given[O(k)] = grads[k];
-    }
-    DOPPIO_ENFORCE(!given.empty(), "the gradient of If needs an output gradient");
+    const std::map<std::string, std::string> given = GivenGradients(&ops);
     SubnetGradient then_branch = DifferentiateSubnet(NetArg(Def(), "then_net"), given);
     const bool has_else = HasNetArg(Def(), "else_net");
     SubnetGradient else_branch;
@@ -413,12 +419,7 @@ class GetWhileGradient final : public ControlGradientMaker {
   using ControlGradientMaker::ControlGradientMaker;
   std::vector<OperatorDef> GetGradientDefs() override {
     std::vector<OperatorDef> ops;
-    const std::vector<std::string> grads = DedupedOutputGradients(Def(), OutputGradients(), &ops);
-    std::map<std::string, std::string> given;
-    for (int k = 0; k < Def().output_size(); ++k) {
-      if (!grads[k].empty()) given[O(k)] = grads[k];
-    }
-    DOPPIO_ENFORCE(!given.empty(), "the gradient of While needs an output gradient");
+    const std::map<std::string, std::string> given = GivenGradients(&ops);
     const NetDef loop_net = NetArg(Def(), "loop_net");
     DOPPIO_ENFORCE(loop_net.op_size() == 1 && loop_net.op(0).type() == "Do",
                    "the gradient of While needs a loop body of one Do op (as "
