@@ -1,27 +1,19 @@
 #include "operators/control_ops.h"
 
-#include <google/protobuf/text_format.h>
-
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/recurrent_network_op.h"
 
 namespace doppio {
 
 std::unique_ptr<NetBase> MakeArgumentNet(const OperatorBase& op, const std::string& name,
                                          bool required) {
-  ArgumentHelper args(op.def());
-  NetDef net;
-  if (args.HasSingleOfType<NetDef>(name)) {
-    net = args.GetSingle<NetDef>(name, NetDef());
-  } else if (args.Has(name)) {
-    const std::string text = args.GetSingle<std::string>(name, "");
-    DOPPIO_ENFORCE(google::protobuf::TextFormat::ParseFromString(text, &net), "argument '", name,
-                   "' is neither a NetDef nor a NetDef in text format");
-  } else {
+  if (!ArgumentHelper(op.def()).Has(name)) {
     DOPPIO_ENFORCE(!required, "argument '", name, "' (a NetDef) is missing");
     return nullptr;
   }
+  const NetDef net = rnn::ReadStepNet(op, name);  // a NetDef or its text format
   try {
     return CreateNet(net, op.workspace());
   } catch (Error& error) {

@@ -48,16 +48,24 @@ void ResetCounterOp::Run() {
   if (OutputSize() == 1) SetHostScalar<int64_t>(this, 0, previous);
 }
 
+CounterStepOp::CounterStepOp(const OperatorDef& def, Workspace* workspace)
+    : OperatorBase(def, workspace),
+      step_(def.type() == "CountDown"          ? Step::kCountDown
+            : def.type() == "CheckCounterDone" ? Step::kCheckDone
+            : def.type() == "CountUp"          ? Step::kCountUp
+                                               : Step::kRetrieve) {}
+
 void CounterStepOp::Run() {
   Counter& counter = CounterOf(*this);
-  if (type() == "CountDown") {
-    SetHostScalar<bool>(this, 0, counter.CountDown());
-  } else if (type() == "CheckCounterDone") {
-    SetHostScalar<bool>(this, 0, counter.Done());
-  } else if (type() == "CountUp") {
-    SetHostScalar<int64_t>(this, 0, counter.CountUp());
-  } else {
-    SetHostScalar<int64_t>(this, 0, counter.Retrieve());
+  switch (step_) {
+    case Step::kCountDown:
+      return SetHostScalar<bool>(this, 0, counter.CountDown());
+    case Step::kCheckDone:
+      return SetHostScalar<bool>(this, 0, counter.Done());
+    case Step::kCountUp:
+      return SetHostScalar<int64_t>(this, 0, counter.CountUp());
+    case Step::kRetrieve:
+      return SetHostScalar<int64_t>(this, 0, counter.Retrieve());
   }
 }
 

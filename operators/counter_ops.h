@@ -55,8 +55,12 @@ class ResetCounterOp final : public OperatorBase {
 // (CountDown, CheckCounterDone: bool; CountUp, RetrieveCount: int64).
 class CounterStepOp final : public OperatorBase {
  public:
-  using OperatorBase::OperatorBase;
+  CounterStepOp(const OperatorDef& def, Workspace* workspace);
   void Run() override;
+
+ private:
+  enum class Step { kCountDown, kCheckDone, kCountUp, kRetrieve };
+  Step step_;  // from the op type, once
 };
 
 }  // namespace doppio

@@ -6,6 +6,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/sparse_index_utils.h"
 
 namespace doppio {
 
@@ -29,17 +30,9 @@ void ScatterWeightedSumOp::RunOnDevice() {
   Tensor* X0 = Output(0);
   DOPPIO_ENFORCE(X0->dtype() == DataType::kFloat && X0->ndim() >= 1 && X0->numel() > 0, "X0 '",
                  input_name(0), "' must be a non-empty float32 tensor, not ", X0->DebugString());
-  const Tensor& indices = Input(2);
-  DOPPIO_ENFORCE(indices.dtype() == DataType::kInt32 || indices.dtype() == DataType::kInt64,
-                 "indices '", input_name(2), "' must be int32 or int64");
-  const int64_t rows = X0->dim(0), block = X0->SizeFromDim(1), count = indices.numel();
-  std::vector<int64_t> index(count);
-  for (int64_t i = 0; i < count; ++i) {
-    index[i] = indices.dtype() == DataType::kInt32 ? indices.data<int32_t>()[i]
-                                                   : indices.data<int64_t>()[i];
-    DOPPIO_ENFORCE(0 <= index[i] && index[i] < rows, "Index out of bounds: ", index[i],
-                   ", range 0 to ", rows, " (indices '", input_name(2), "')");
-  }
+  const int64_t rows = X0->dim(0), block = X0->SizeFromDim(1);
+  const std::vector<int64_t> index = ReadRowIndices(*this, 2, Input(2), rows, 0);
+  const int64_t count = static_cast<int64_t>(index.size());
   const float w0 = ScalarWeight(*this, 1, Input(1));
   float* data = X0->mutable_data<float>();
   if (w0 != 1.0f) {
