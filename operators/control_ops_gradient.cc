@@ -40,10 +40,20 @@ NetDef NetArg(const OperatorDef& def, const std::string& name) {
   return ArgumentHelper(def).GetSingle<NetDef>(name, NetDef());
 }
 
-Argument NetArgument(const std::string& name, const NetDef& net) {
+// A gradient subnet as argument `name` of a gradient op of `forward`. The
+// ops the makers add themselves (copies, zero fills, HasScope) carry no
+// device option; they run where the forward op ran, as the gradient ops the
+// backward pass returns do (a CPU Copy inside a GPU net would be handed
+// GPU tensors).
+Argument NetArgument(const std::string& name, const NetDef& net, const OperatorDef& forward) {
   Argument arg;
   arg.set_name(name);
   *arg.mutable_n() = net;
+  if (forward.has_device_option()) {
+    for (OperatorDef& op : *arg.mutable_n()->mutable_op()) {
+      if (!op.has_device_option()) *op.mutable_device_option() = forward.device_option();
+    }
+  }
   return arg;
 }
 
@@ -215,7 +225,7 @@ OperatorDef GradientDo(const OperatorDef& forward, const NetDef& subnet_gradient
   op.add_output(stack);
   std::vector<std::string> outer = inputs;
   outer.insert(outer.end(), outputs.begin(), outputs.end());
-  *op.add_arg() = NetArgument("net", subnet_gradient);
+  *op.add_arg() = NetArgument("net", subnet_gradient, forward);
   Argument inner_arg, index_arg, saved_arg;
   inner_arg.set_name("inner_blobs");
   index_arg.set_name("outer_blobs_idx");
@@ -401,8 +411,9 @@ class GetIfGradient final : public ControlGradientMaker {
       if (input != I(0)) op.add_input(input);
     }
     for (const std::string& output : outputs) op.add_output(output);
-    *op.add_arg() = NetArgument("then_net", then_branch.net);
-    if (has_else || else_net.op_size() > 0) *op.add_arg() = NetArgument("else_net", else_net);
+    *op.add_arg() = NetArgument("then_net", then_branch.net, Def());
+    if (has_else || else_net.op_size() > 0)
+      *op.add_arg() = NetArgument("else_net", else_net, Def());
     ops.push_back(op);
     SetInputGradients(merged);
     return ops;
@@ -455,8 +466,8 @@ class GetWhileGradient final : public ControlGradientMaker {
     op.add_input(cond);
     for (const std::string& input : loop.inputs) op.add_input(input);
     for (const std::string& output : loop.outputs) op.add_output(output);
-    *op.add_arg() = NetArgument("loop_net", loop.net);
-    *op.add_arg() = NetArgument("cond_net", cond_net);
+    *op.add_arg() = NetArgument("loop_net", loop.net, Def());
+    *op.add_arg() = NetArgument("cond_net", cond_net, Def());
     ops.push_back(op);
     SetInputGradients(loop.gradients);
     return ops;

@@ -61,7 +61,9 @@ class CudaRandomFillBase : public FillerOp<CUDAContext> {
   PhiloxSource philox_;
 };
 
-using ConstantFillTypes = NumericTypes;
+// Caffe2's CUDA ConstantFill writes these too: NetBuilder's ops.Const of a
+// bool under a GPU device scope is the usual If/While condition.
+using ConstantFillTypes = TypeList<float, double, int32_t, int64_t, bool, uint8_t, uint16_t>;
 
 // ConstantFill with Caffe2's dtype rule (ConstantFillType); the value input
 // V is CPU-only.

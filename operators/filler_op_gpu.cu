@@ -52,6 +52,9 @@ template void LaunchConstantFillCuda<float>(int64_t, float, float*, cudaStream_t
 template void LaunchConstantFillCuda<double>(int64_t, double, double*, cudaStream_t);
 template void LaunchConstantFillCuda<int32_t>(int64_t, int32_t, int32_t*, cudaStream_t);
 template void LaunchConstantFillCuda<int64_t>(int64_t, int64_t, int64_t*, cudaStream_t);
+template void LaunchConstantFillCuda<bool>(int64_t, bool, bool*, cudaStream_t);
+template void LaunchConstantFillCuda<uint8_t>(int64_t, uint8_t, uint8_t*, cudaStream_t);
+template void LaunchConstantFillCuda<uint16_t>(int64_t, uint16_t, uint16_t*, cudaStream_t);
 
 void LaunchUniformFillCuda(const functors::UniformFill& fill, int64_t n, float* y,
                            cudaStream_t stream) {

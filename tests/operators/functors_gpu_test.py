@@ -100,6 +100,9 @@ def test_fills_follow_their_distributions():
     {"value": 7, "dtype": doppio_pb2.TensorProto.INT32},
     {"value": 0.25, "dtype": doppio_pb2.TensorProto.DOUBLE},
     {"value": 1.5},
+    {"value": 1, "dtype": doppio_pb2.TensorProto.BOOL},    # an If condition (ops.Const)
+    {"value": 200, "dtype": doppio_pb2.TensorProto.UINT8},
+    {"value": 60000, "dtype": doppio_pb2.TensorProto.UINT16},
 ])
 def test_constant_fill_takes_the_cpu_dtype_rule(args):
     op = h.make_op("ConstantFill", [], ["Y"], shape=[2, 3], **args)
@@ -112,7 +115,7 @@ def test_constant_fill_takes_the_cpu_dtype_rule(args):
 
 def test_cuda_fill_refuses_what_it_cannot_write():
     op = h.make_op("ConstantFill", [], ["Y"], device_option=cuda_option(), shape=[2],
-                   value=1, dtype=doppio_pb2.TensorProto.BOOL)
+                   value="x", dtype=doppio_pb2.TensorProto.STRING)
     with pytest.raises(RuntimeError, match="the CUDA ConstantFill writes float32, float64"):
         run_mixed(op, [])
     op = h.make_op("UniformFill", [], ["Y"], device_option=cuda_option(), shape=[2],

@@ -334,3 +334,42 @@ def test_while_gradient_undoes_each_iteration(rounds):
     eps = 1e-6
     numeric = (sum(forward(1.5 + eps)) - sum(forward(1.5 - eps))) / (2 * eps)
     np.testing.assert_allclose(dx, numeric, rtol=1e-4)
+
+
+def _ops_off_device(net_proto, device_type):
+    """(net path, op type) of every op, in nested nets too, not on device_type."""
+    off = []
+    for op in net_proto.op:
+        if op.device_option.device_type != device_type:
+            off.append((net_proto.name, op.type))
+        for arg in op.arg:
+            for sub in list(arg.nets) + ([arg.n] if arg.HasField('n') else []):
+                off += _ops_off_device(sub, device_type)
+    return off
+
+
+def test_gradient_subnets_run_on_the_forward_ops_device():
+    """The copies, zero fills and HasScope ops the Do/If/While gradient makers
+    add to subnets run where the forward op runs (a CPU Copy inside a GPU
+    net would be handed GPU tensors). Building needs no GPU."""
+    from doppio.proto import doppio_pb2
+    with core.DeviceScope(core.DeviceOption(doppio_pb2.CUDA, 0)):
+        net = core.Net('do_grad_on_gpu')
+        net.CreateScope([], 'W')
+        net.Do(['outer_X', 'outer_Y', 'W'], ['outer_Z', 'W'], net=adder_net().Proto(),
+               inner_blobs=['X', 'Y', 'Z'], outer_blobs_idx=[0, 1, 2])
+        net.SumElements('outer_Z', 'loss')
+        net.AddGradientOperators(['loss'])
+        with NetBuilder(_use_control_ops=True, initial_scope=['x', 'w']) as nb:
+            ops.Copy(ops.Const(1.5), 'y')
+            with ops.IfNet(ops.Const(True)):
+                ops.Mul(['x', 'w'], 'y')
+            with ops.WhileNet():
+                with ops.Condition():
+                    ops.LE(['y', 'x'])
+                ops.Pow('y', 'y', exponent=2.0)
+            ops.Add(['y', 'w'], 's')
+        control = nb.get()[0]
+        control.AddGradientOperators(['s'])
+    assert _ops_off_device(net.Proto(), doppio_pb2.CUDA) == []
+    assert _ops_off_device(control.Proto(), doppio_pb2.CUDA) == []
