@@ -47,7 +47,8 @@ void Workspace::AddBlobMapping(Workspace* outer, const std::map<std::string, std
   }
 }
 
-void Workspace::CopyForwardedTensors(const std::set<std::string>& names) {
+void Workspace::CopyForwardedTensors(const std::set<std::string>& names,
+                                     const TensorCopier& copy_tensor) {
   for (const std::string& name : names) {
     std::pair<Workspace*, std::string> source;
     {
@@ -59,11 +60,8 @@ void Workspace::CopyForwardedTensors(const std::set<std::string>& names) {
     const Blob* from = source.first->GetBlob(source.second);
     DOPPIO_ENFORCE(from != nullptr && from->IsTensor(), "the outer blob '", source.second,
                    "' (bound as '", name, "') must hold a tensor to be copied");
-    const Tensor& tensor = from->GetTensor();
-    DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCPU, "the outer blob '", source.second,
-                   "' is on a device: only CPU tensors are copied into a loop's workspace");
     auto copy = std::make_unique<Blob>();
-    copy->GetMutableTensor()->CopyFrom(tensor);
+    copy_tensor(from->GetTensor(), copy->GetMutable<Tensor>());
     std::lock_guard<std::mutex> lock(blobs_mutex_);
     bound_.erase(name);
     blobs_[name] = std::move(copy);

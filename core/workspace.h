@@ -12,6 +12,7 @@
 // of a blob is not protected: the executor orders readers and writers.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,8 +61,10 @@ class Workspace {
                       bool skip_defined = false);
   // Replaces each bound name in `names` by a local copy of the outer
   // tensor's current value (values a loop's gradient needs after later
-  // iterations overwrite the outer blob).
-  void CopyForwardedTensors(const std::set<std::string>& names);
+  // iterations overwrite the outer blob), made by `copy` (the operators
+  // layer copies device tensors; core reaches host memory only).
+  using TensorCopier = std::function<void(const Tensor& source, Tensor* destination)>;
+  void CopyForwardedTensors(const std::set<std::string>& names, const TensorCopier& copy);
 
   // Creates (or, with overwrite, replaces) the net named def.name(). A net of
   // that name that exists already is an error without overwrite.

@@ -150,6 +150,29 @@ WorkspaceStack* DoOp::Stack() {
   return StackIn(OutputBlob(OutputSize() - 1), output_name(OutputSize() - 1));
 }
 
+namespace {
+
+// A copy of `source` on its own device: a host tensor directly, a device
+// one through that device's Copy op.
+void CopyOnItsDevice(const Tensor& source, Tensor* destination) {
+  if (source.device().kind == DeviceKind::kCPU) {
+    destination->CopyFrom(source);
+    return;
+  }
+  Workspace scratch;
+  scratch.CreateBlob("source")->GetMutable<Tensor>()->ShareData(source);
+  OperatorDef copy;
+  copy.set_type("Copy");
+  copy.add_input("source");
+  copy.add_output("copy");
+  copy.mutable_device_option()->set_device_type(static_cast<int>(source.device().kind));
+  copy.mutable_device_option()->set_cuda_gpu_id(source.device().id);
+  CreateOperator(copy, &scratch)->Run();
+  destination->ShareData(scratch.GetBlob("copy")->GetTensor());
+}
+
+}  // namespace
+
 void DoOp::Run() {
   WorkspaceStack* stack = Stack();
   std::shared_ptr<Workspace> scope;
@@ -165,7 +188,8 @@ void DoOp::Run() {
   NetBase* net = scope->GetNet(net_def_.name());
   if (net == nullptr) net = scope->CreateNet(net_def_, /*overwrite=*/true);
   net->Run();
-  if (!is_gradient_ && copy_external_blobs_) scope->CopyForwardedTensors(inner_names_);
+  if (!is_gradient_ && copy_external_blobs_)
+    scope->CopyForwardedTensors(inner_names_, CopyOnItsDevice);
 }
 
 // ---- registration, schemas, gradients ------------------------------------

@@ -6,6 +6,7 @@
 #include "operators/elementwise_op_gpu.h"
 
 #include "core/cuda/cuda_context.h"
+#include "core/cuda/cuda_fallback_op.h"
 #include "core/operator.h"
 #include "core/registry.h"
 #include "operators/elementwise_ops_utils.h"
@@ -82,7 +83,14 @@ class CudaBinaryOp final : public Operator<CUDAContext> {
                    "have the output's shape ",
                    plan.output_dims);
     EnforceInputOnDevice(*this, 0, A, context_.device());
-    DispatchInput(FloatTypes{}, *this, 0, A.dtype(), [&](auto tag) {
+    if (kKind == CudaBinaryKind::kDiv && A.dtype() != DataType::kFloat &&
+        A.dtype() != DataType::kDouble) {
+      // An integer division by zero is an error, which the CPU kernel checks
+      // for on the host (on the device it would give an unspecified value).
+      cpu_fallback_.Run(*this, context_);
+      return;
+    }
+    DispatchInput(NumericTypes{}, *this, 0, A.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* a = A.data<T>();
       const T* b = B.data<T>();
@@ -95,6 +103,7 @@ class CudaBinaryOp final : public Operator<CUDAContext> {
 
  private:
   BroadcastArgs args_;
+  CudaCpuFallback cpu_fallback_;
 };
 
 // LabelCrossEntropy(X, label) -> Y and LabelCrossEntropyGradient(X, label, dY)

@@ -143,6 +143,14 @@ void LaunchBinaryCuda(CudaBinaryKind kind, const functors::BroadcastIndexMapper&
                       cudaStream_t stream) {
   BinaryOf(kind, mapper, n, a, b, c, stream);
 }
+void LaunchBinaryCuda(CudaBinaryKind kind, const functors::BroadcastIndexMapper& mapper, int64_t n,
+                      const int32_t* a, const int32_t* b, int32_t* c, cudaStream_t stream) {
+  BinaryOf(kind, mapper, n, a, b, c, stream);
+}
+void LaunchBinaryCuda(CudaBinaryKind kind, const functors::BroadcastIndexMapper& mapper, int64_t n,
+                      const int64_t* a, const int64_t* b, int64_t* c, cudaStream_t stream) {
+  BinaryOf(kind, mapper, n, a, b, c, stream);
+}
 
 void LaunchLabelCrossEntropyCuda(int64_t rows, int64_t d, const float* x, const int32_t* label,
                                  float* y, cudaStream_t stream) {

@@ -34,6 +34,11 @@ void LaunchBinaryCuda(CudaBinaryKind kind, const functors::BroadcastIndexMapper&
 void LaunchBinaryCuda(CudaBinaryKind kind, const functors::BroadcastIndexMapper& mapper,
                       int64_t n, const double* a, const double* b, double* c,
                       cudaStream_t stream);
+// Integers: Add, Sub, Mul (Div's zero check needs the host).
+void LaunchBinaryCuda(CudaBinaryKind kind, const functors::BroadcastIndexMapper& mapper, int64_t n,
+                      const int32_t* a, const int32_t* b, int32_t* c, cudaStream_t stream);
+void LaunchBinaryCuda(CudaBinaryKind kind, const functors::BroadcastIndexMapper& mapper, int64_t n,
+                      const int64_t* a, const int64_t* b, int64_t* c, cudaStream_t stream);
 // y[i] = -log(max(x[i * d + label[i]], 1e-20)) for rows i < rows; labels
 // outside [0, d) write nan (the host checks them beforehand).
 void LaunchLabelCrossEntropyCuda(int64_t rows, int64_t d, const float* x, const int32_t* label,

@@ -4,7 +4,6 @@
 // the every-step outputs, and, behind, a Sum per parameter that accumulates
 // each step's parameter gradient into the op's output.
 #include <climits>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -21,18 +20,14 @@ namespace {
 Tensor* TensorIn(Workspace* ws, const std::string& name) {
   Blob* blob = ws->GetBlob(name);
   DOPPIO_ENFORCE(blob != nullptr, "blob '", name, "' does not exist");
-  return blob->GetMutableTensor();
-}
-
-void Zero(Tensor* tensor) {
-  float* data = tensor->mutable_data<float>();
-  std::memset(data, 0, sizeof(float) * tensor->numel());
+  return blob->GetMutable<Tensor>();  // on whatever device it is
 }
 
 }  // namespace
 
 RecurrentNetworkGradientOp::RecurrentNetworkGradientOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
+      memory_(rnn::MakeDeviceMemory(def)),
       step_net_(rnn::ReadStepNet(*this, "backward_step_net")),
       timestep_(GetSingleArgument<std::string>("timestep", "timestep")),
       outputs_with_grads_(GetRepeatedArgument<int>("outputs_with_grads")),
@@ -146,28 +141,33 @@ void RecurrentNetworkGradientOp::AddParamGradientAccumulation() {
   }
 }
 
+Tensor* RecurrentNetworkGradientOp::OutputOnDevice(int index) {
+  return OutputBlob(index)->GetMutableTensor(memory_->device());
+}
+
 void RecurrentNetworkGradientOp::PrepareGradients(int64_t batch) {
   for (const auto& p : params_) {
-    Tensor* grad = Output(p.output);
-    grad->ResizeLike(Input(p.input));
-    Zero(grad);
+    Tensor* grad = OutputOnDevice(p.output);
+    grad->ResizeLike(rnn::InputOnDevice(*this, p.input, *memory_));
+    memory_->Zero(grad->mutable_data<float>(), grad->numel());
   }
   for (const auto& sg : state_grads_) {
     const Tensor& state = *TensorIn(workspace(), sg.state);
     DOPPIO_ENFORCE(state.ndim() == 3 && state.dim(1) == batch, "state '", sg.state, "' is ",
                    state.DebugString(), "; run the forward op first");
-    Tensor* grad = workspace()->CreateBlob(sg.grad)->GetMutableTensor();
+    Tensor* grad = workspace()->CreateBlob(sg.grad)->GetMutableTensor(state.device());
     grad->ResizeLike(state);
-    Zero(grad);
+    memory_->Zero(grad->mutable_data<float>(), grad->numel());
     if (sg.last_grad.empty()) continue;
     const Tensor& last = *TensorIn(workspace(), sg.last_grad);
     const int64_t slice = state.numel() / state.dim(0);
     DOPPIO_ENFORCE(last.dtype() == DataType::kFloat && last.numel() == slice, "gradient '",
                    sg.last_grad, "' ", last.DebugString(), " does not match one step of '",
                    sg.state, "' ", state.dims());
-    float* to = grad->mutable_data<float>() + (state.dim(0) - 1) * slice;
-    const float* from = last.data<float>();
-    for (int64_t i = 0; i < slice; ++i) to[i] += from[i];
+    DOPPIO_ENFORCE(last.device() == state.device(), "gradient '", sg.last_grad, "' ",
+                   last.DebugString(), " is not on the device of '", sg.state, "'");
+    memory_->AddInto(last.data<float>(), grad->mutable_data<float>() + (state.dim(0) - 1) * slice,
+                     slice);
   }
 }
 
@@ -176,7 +176,7 @@ void RecurrentNetworkGradientOp::WriteInitialStateGradients(int64_t batch) {
   for (size_t i = 0; i < state_grads_.size(); ++i) {
     const Tensor& init = Input(first_input + initial_state_ids_[i]);
     const Tensor& grad = *TensorIn(workspace(), state_grads_[i].grad);
-    Tensor* out = Output(1 + static_cast<int>(params_.size() + i));
+    Tensor* out = OutputOnDevice(1 + static_cast<int>(params_.size() + i));
     if (init.ndim() >= 2) {
       // The first L slices of the state gradient are the initial state's.
       out->ShareSlice(grad, 0, init.ndim() == 3 ? init.dim(0) : 1);
@@ -188,16 +188,14 @@ void RecurrentNetworkGradientOp::WriteInitialStateGradients(int64_t batch) {
     out->Resize({depth});
     float* to = out->mutable_data<float>();
     const float* from = grad.data<float>();
-    std::memset(to, 0, sizeof(float) * depth);
-    for (int64_t n = 0; n < batch; ++n) {
-      for (int64_t d = 0; d < depth; ++d) to[d] += from[n * depth + d];
-    }
+    memory_->Zero(to, depth);
+    for (int64_t n = 0; n < batch; ++n) memory_->AddInto(from + n * depth, to, depth);
   }
 }
 
 void RecurrentNetworkGradientOp::RunOnDevice() {
   const int first_input = static_cast<int>(outputs_with_grads_.size());
-  const Tensor& sequence = Input(first_input);
+  const Tensor& sequence = rnn::InputOnDevice(*this, first_input, *memory_);
   DOPPIO_ENFORCE(sequence.ndim() >= 2, "input sequence '", input_name(first_input),
                  "' must be [T, N, ...]");
   const int64_t seq_len = sequence.dim(0);
@@ -214,9 +212,9 @@ void RecurrentNetworkGradientOp::RunOnDevice() {
   PrepareGradients(batch);
   // The sequence's gradient, which backward links view step by step.
   const std::string sequence_grad = rnn::Renamed(*this, input_name(first_input) + "_grad");
-  Tensor* seq_grad = workspace()->CreateBlob(sequence_grad)->GetMutableTensor();
+  Tensor* seq_grad = workspace()->CreateBlob(sequence_grad)->GetMutableTensor(sequence.device());
   seq_grad->ResizeLike(sequence);
-  Zero(seq_grad);
+  memory_->Zero(seq_grad->mutable_data<float>(), seq_grad->numel());
 
   // Blobs the backward ops write that the forward steps do not hold can be
   // one copy shared by every timestep.
@@ -236,11 +234,12 @@ void RecurrentNetworkGradientOp::RunOnDevice() {
       throw;
     }
   }
-  if (OutputBlob(0) != workspace()->GetBlob(sequence_grad)) Output(0)->ShareData(*seq_grad);
+  if (OutputBlob(0) != workspace()->GetBlob(sequence_grad)) OutputOnDevice(0)->ShareData(*seq_grad);
   WriteInitialStateGradients(batch);
 }
 
 REGISTER_CPU_OPERATOR(RecurrentNetworkGradient, RecurrentNetworkGradientOp);
+REGISTER_CUDA_OPERATOR(RecurrentNetworkGradient, RecurrentNetworkGradientOp);
 
 OPERATOR_SCHEMA(RecurrentNetworkGradient)
     .NumInputs(3, INT_MAX)

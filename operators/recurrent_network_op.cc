@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,9 +15,63 @@
 #include "core/net.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/op_type_dispatch.h"
 
 namespace doppio {
 namespace rnn {
+
+namespace {
+
+class CpuMemory final : public DeviceMemory {
+ public:
+  Device device() const override { return Device{DeviceKind::kCPU, 0}; }
+  void Copy(const float* from, float* to, int64_t n) override {
+    if (n > 0) std::memcpy(to, from, sizeof(float) * n);
+  }
+  void Zero(float* data, int64_t n) override { std::fill(data, data + n, 0.0f); }
+  void AddInto(const float* from, float* to, int64_t n) override {
+    for (int64_t i = 0; i < n; ++i) to[i] += from[i];
+  }
+};
+
+std::unique_ptr<DeviceMemory> MakeCpuMemory(const DeviceOption&) {
+  return std::make_unique<CpuMemory>();
+}
+
+// Written during static initialization only (RegisterDeviceMemory), read
+// after it.
+std::map<DeviceKind, DeviceMemoryMaker>& MemoryMakers() {
+  static std::map<DeviceKind, DeviceMemoryMaker> makers{{DeviceKind::kCPU, &MakeCpuMemory}};
+  return makers;
+}
+
+}  // namespace
+
+bool RegisterDeviceMemory(DeviceKind kind, DeviceMemoryMaker maker) {
+  MemoryMakers()[kind] = maker;
+  return true;
+}
+
+std::unique_ptr<DeviceMemory> MakeDeviceMemory(const OperatorDef& def) {
+  const Device device = DeviceFromOption(def.device_option());
+  auto it = MemoryMakers().find(device.kind);
+  DOPPIO_ENFORCE(it != MemoryMakers().end(), def.type(), " cannot run on device type ",
+                 def.device_option().device_type(), ": this build has no kernels for it");
+  return it->second(def.device_option());
+}
+
+const Tensor& InputOnDevice(const OperatorBase& op, int index, const DeviceMemory& memory) {
+  const Blob& blob = op.InputBlob(index);
+  DOPPIO_ENFORCE(blob.IsTensor(), "input ", index, " ('", op.input_name(index),
+                 "') should be a tensor but holds ", blob.TypeName());
+  const Tensor& tensor = blob.GetTensor();
+  // CPU ids are logical devices (cpu_0, cpu_1) sharing one memory.
+  const Device device = memory.device();
+  EnforceInputOnDevice(
+      op, index, tensor,
+      device.kind == DeviceKind::kCPU ? Device{device.kind, tensor.device().id} : device);
+  return tensor;
+}
 
 std::vector<Link> ReadLinks(const OperatorBase& op, const std::string& internal_arg,
                             const std::string& external_arg, const std::string& offset_arg,
@@ -155,7 +210,8 @@ class RnnApplyLinkOp final : public Operator<CPUContext> {
     DOPPIO_ENFORCE(external.ndim() >= 1 && t + offset_ + window_ <= external.dim(0), "timestep ", t,
                    " with offset ", offset_, " and window ", window_, " is outside '",
                    input_name(1), "' of shape ", external.dims());
-    Output(0)->ShareSlice(external, t + offset_, window_);
+    // A view on external's device, which need not be the op's.
+    OutputBlob(0)->GetMutable<Tensor>()->ShareSlice(external, t + offset_, window_);
   }
 
  private:
@@ -167,13 +223,17 @@ class RnnApplyLinkOp final : public Operator<CPUContext> {
 class RnnAccumulateInputGradientOp final : public Operator<CPUContext> {
  public:
   RnnAccumulateInputGradientOp(const OperatorDef& def, Workspace* workspace)
-      : Operator<CPUContext>(def, workspace), offset_(GetSingleArgument<int>("offset", -1)) {
+      : Operator<CPUContext>(def, workspace),
+        memory_(rnn::MakeDeviceMemory(def)),
+        offset_(GetSingleArgument<int>("offset", -1)) {
     DOPPIO_ENFORCE(offset_ >= 0, "argument 'offset' must be set and >= 0");
   }
   void RunOnDevice() override {
     const int t = rnn::ReadTimestep(*this, 0, Input(0));
-    const Tensor& og = Input(1);
-    Tensor* g = Output(0);
+    const Tensor& og = rnn::InputOnDevice(*this, 1, *memory_);
+    rnn::InputOnDevice(*this, 2, *memory_);
+    // In place on input 2, on the op's device (Output() would make a host one).
+    Tensor* g = OutputBlob(0)->GetMutable<Tensor>();
     DOPPIO_ENFORCE(og.dtype() == DataType::kFloat && g->dtype() == DataType::kFloat,
                    "gradients must be float32");
     DOPPIO_ENFORCE(g->ndim() >= 1 && g->dim(0) > 0 && og.ndim() >= 1 && og.dim(0) > 0,
@@ -183,12 +243,12 @@ class RnnAccumulateInputGradientOp final : public Operator<CPUContext> {
                       input_name(2), "' ", g->dims(), " differ per timestep");
     DOPPIO_ENFORCE(t + offset_ < g->dim(0) && t < og.dim(0), "timestep ", t,
                    " is outside the gradients ", og.dims(), " / ", g->dims());
-    const float* from = og.data<float>() + t * slice;
-    float* to = g->mutable_data<float>() + (t + offset_) * slice;
-    for (int64_t i = 0; i < slice; ++i) to[i] += from[i];
+    memory_->AddInto(og.data<float>() + t * slice, g->mutable_data<float>() + (t + offset_) * slice,
+                     slice);
   }
 
  private:
+  std::unique_ptr<rnn::DeviceMemory> memory_;
   int offset_;
 };
 
@@ -228,6 +288,7 @@ class RecurrentNetworkBlobFetcherOp final : public Operator<CPUContext> {
 
 RecurrentNetworkOp::RecurrentNetworkOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
+      memory_(rnn::MakeDeviceMemory(def)),
       step_net_(rnn::ReadStepNet(*this, "step_net")),
       timestep_(GetSingleArgument<std::string>("timestep", "timestep")),
       has_backward_pass_(HasBackwardStepNet(*this)),
@@ -265,7 +326,7 @@ RecurrentNetworkOp::RecurrentNetworkOp(const OperatorDef& def, Workspace* worksp
 
 void RecurrentNetworkOp::InitializeState(const rnn::RecurrentInput& input, int64_t seq_len,
                                          int64_t batch) {
-  const Tensor& init = Input(input.input);
+  const Tensor& init = rnn::InputOnDevice(*this, input.input, *memory_);
   const std::string& name = input_name(input.input);
   DOPPIO_ENFORCE(init.ndim() >= 1 && init.ndim() <= 3 && init.dtype() == DataType::kFloat,
                  "initial state '", name, "' must be float32 [D], [N, D] or [L, N, D], not ",
@@ -276,15 +337,15 @@ void RecurrentNetworkOp::InitializeState(const rnn::RecurrentInput& input, int64
   }
   const int64_t depth = init.dim(-1);
   const int64_t initial_length = init.ndim() == 3 ? init.dim(0) : 1;
-  Tensor* state = workspace()->GetBlob(input.state)->GetMutableTensor();
+  Tensor* state = workspace()->GetBlob(input.state)->GetMutableTensor(init.device());
   state->Resize({seq_len + initial_length, batch, depth});
   float* data = state->mutable_data<float>();
   const float* from = init.data<float>();
   if (init.ndim() >= 2) {
-    std::memcpy(data, from, sizeof(float) * initial_length * batch * depth);
+    memory_->Copy(from, data, initial_length * batch * depth);
   } else {
     // One initial state for the whole batch.
-    for (int64_t n = 0; n < batch; ++n) std::memcpy(data + n * depth, from, sizeof(float) * depth);
+    for (int64_t n = 0; n < batch; ++n) memory_->Copy(from, data + n * depth, depth);
   }
 }
 
@@ -297,7 +358,7 @@ Workspace* RecurrentNetworkOp::StepWorkspace(rnn::StepWorkspaces* scratch, int t
 }
 
 void RecurrentNetworkOp::RunOnDevice() {
-  const Tensor& sequence = Input(0);
+  const Tensor& sequence = rnn::InputOnDevice(*this, 0, *memory_);
   DOPPIO_ENFORCE(sequence.ndim() >= 2, "input sequence '", input_name(0),
                  "' must be [T, N, ...], not ", sequence.DebugString());
   const int64_t seq_len = sequence.dim(0);
@@ -330,8 +391,8 @@ void RecurrentNetworkOp::RunOnDevice() {
     const int64_t begin = alias.offset >= 0 ? alias.offset : states.dim(0) + alias.offset;
     DOPPIO_ENFORCE(begin >= 0 && begin <= states.dim(0), "alias offset ", alias.offset,
                    " is outside '", alias.src, "' of shape ", states.dims());
-    workspace()->GetBlob(alias.dst)->GetMutableTensor()->ShareSlice(states, begin,
-                                                                    states.dim(0) - begin);
+    workspace()->GetBlob(alias.dst)->GetMutable<Tensor>()->ShareSlice(states, begin,
+                                                                      states.dim(0) - begin);
   }
 }
 
@@ -339,6 +400,11 @@ REGISTER_CPU_OPERATOR(RecurrentNetwork, RecurrentNetworkOp);
 REGISTER_CPU_OPERATOR(rnn_internal_apply_link, RnnApplyLinkOp);
 REGISTER_CPU_OPERATOR(RecurrentNetworkBlobFetcher, RecurrentNetworkBlobFetcherOp);
 REGISTER_CPU_OPERATOR(rnn_internal_accumulate_gradient_input, RnnAccumulateInputGradientOp);
+// On a GPU: the same host ops over the GPU's DeviceMemory (the header says
+// why); recurrent_network_op_gpu.cc registers that memory.
+REGISTER_CUDA_OPERATOR(RecurrentNetwork, RecurrentNetworkOp);
+REGISTER_CUDA_OPERATOR(rnn_internal_apply_link, RnnApplyLinkOp);
+REGISTER_CUDA_OPERATOR(rnn_internal_accumulate_gradient_input, RnnAccumulateInputGradientOp);
 
 OPERATOR_SCHEMA(RecurrentNetwork)
     .NumInputs(1, INT_MAX)

@@ -19,6 +19,12 @@
 // it); forward-only runs alternate between two. The workspaces live in the
 // op's last output (a StepWorkspaces), which the gradient op takes as input.
 //
+// Devices. The ops are host ops on every device: they run step nets, whose
+// ops have their own kernels, and move whole states, initial values and
+// gradients through a DeviceMemory of the op's device (CUDA's is registered
+// by recurrent_network_op_gpu.cc), so a net built under a GPU device scope
+// keeps its states and gradients on the GPU.
+//
 // Thread-safety: as any op, one run at a time; the step nets run serially.
 #pragma once
 
@@ -52,6 +58,31 @@ struct RecurrentInput {
   std::string state;
   int input;
 };
+
+// float32 work on the memory of one device. Every call returns with the work
+// done (host ops follow); pointers must be that device's memory.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual Device device() const = 0;
+  virtual void Copy(const float* from, float* to, int64_t n) = 0;
+  virtual void Zero(float* data, int64_t n) = 0;
+  // to[i] += from[i]
+  virtual void AddInto(const float* from, float* to, int64_t n) = 0;
+};
+
+using DeviceMemoryMaker = std::unique_ptr<DeviceMemory> (*)(const DeviceOption& option);
+
+// Makes `maker` the memory of device kind `kind`; for static registration,
+// hence the bool.
+bool RegisterDeviceMemory(DeviceKind kind, DeviceMemoryMaker maker);
+
+// The memory of the device `def` runs on; an error naming the device when
+// that kind has none (a CPU-only build asked for CUDA).
+std::unique_ptr<DeviceMemory> MakeDeviceMemory(const OperatorDef& def);
+
+// Input `index` of `op` on the op's device, or an error naming it.
+const Tensor& InputOnDevice(const OperatorBase& op, int index, const DeviceMemory& memory);
 
 // The op's last output: the timesteps' workspaces and the workspace they
 // share (its parent is the op's workspace).
@@ -108,6 +139,7 @@ class RecurrentNetworkOp final : public Operator<CPUContext> {
   void InitializeState(const rnn::RecurrentInput& input, int64_t seq_len, int64_t batch);
   Workspace* StepWorkspace(rnn::StepWorkspaces* scratch, int t);
 
+  std::unique_ptr<rnn::DeviceMemory> memory_;
   NetDef step_net_;
   std::string timestep_;
   bool has_backward_pass_;
@@ -145,7 +177,9 @@ class RecurrentNetworkGradientOp final : public Operator<CPUContext> {
   void AddParamGradientAccumulation();
   void PrepareGradients(int64_t batch);
   void WriteInitialStateGradients(int64_t batch);
+  Tensor* OutputOnDevice(int index);
 
+  std::unique_ptr<rnn::DeviceMemory> memory_;
   NetDef step_net_;
   std::string timestep_;
   std::vector<int> outputs_with_grads_;

@@ -136,7 +136,8 @@ TEST(WorkspaceTest, CopyForwardedTensorsKeepsTheValueOfTheRun) {
   Workspace outer;
   SetInt64(&outer, "counter", 1);
   Workspace scoped(&outer, {{"c", "counter"}});
-  scoped.CopyForwardedTensors({"c", "not_bound"});
+  scoped.CopyForwardedTensors({"c", "not_bound"},
+                              [](const Tensor& from, Tensor* to) { to->CopyFrom(from); });
   SetInt64(&outer, "counter", 2);
   EXPECT_EQ(GetInt64(&scoped, "c"), 1);
   EXPECT_NE(scoped.GetBlob("c"), outer.GetBlob("counter"));

@@ -74,6 +74,20 @@ def test_binary_broadcast_cpu_vs_cuda(name, shapes, args):
     h.check_device(h.make_op(name, ["A", "B"], ["C"], **args), [a, b])
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("name", ["Add", "Sub", "Mul", "Div"])
+def test_integer_binary_cpu_vs_cuda(name, dtype):
+    """Integer arithmetic on the GPU (a While loop's counter); integer Div
+    goes through the CPU kernel, which checks its divisors."""
+    a = RNG.randint(-50, 50, size=(3, 4)).astype(dtype)
+    b = RNG.choice([-3, -1, 1, 2, 7], size=(4,)).astype(dtype)
+    h.check_device(h.make_op(name, ["A", "B"], ["C"]), [a, b])
+    if name == "Div":
+        op = h.make_op("Div", ["A", "B"], ["C"], device_option=cuda_option())
+        with pytest.raises(RuntimeError, match="integer division by zero"):
+            run_mixed(op, [("A", a), ("B", np.zeros(4, dtype))])
+
+
 def test_fills_follow_their_distributions():
     shape = [256, 512]
     uniform, = run_mixed(h.make_op("UniformFill", [], ["Y"], device_option=cuda_option(3),

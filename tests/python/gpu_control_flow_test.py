@@ -7,11 +7,12 @@ The CPU results are checked against numpy and finite differences by
 control_ops_test.py and rnn_cell_test.py; this file checks that the GPU gives
 the same. Without a GPU every case is skipped, saying why."""
 import sys
+import zlib
 
 import numpy as np
 import pytest
 
-from doppio import core, model_helper, rnn_cell, workspace
+from doppio import core, gru_cell, model_helper, rnn_cell, workspace
 from doppio.net_builder import NetBuilder, ops
 from doppio.proto import doppio_pb2
 
@@ -169,6 +170,81 @@ def test_lstm_forward_and_gradients():
     fetches = ['loss'] + [str(grads_name) for grads_name in ('lstm/i2h_w_grad', 'x_grad',
                                                              'h0_grad', 'c0_grad')]
     assert_gpu_equals_cpu(build, feeds, fetches, rtol=1e-4, atol=1e-5)
+
+
+def run_model_on(device, build, feeds):
+    """Builds a model under `device`, runs its param_init_net, then replaces
+    every parameter with values seeded by its name (the random fills differ
+    between devices), feeds `feeds` and runs the model's net."""
+    workspace.ResetWorkspace()
+    with core.DeviceScope(device):
+        model, fetch_names = build()
+    workspace.RunNetOnce(model.param_init_net)
+    for param in model.params:
+        shape = workspace.FetchBlob(str(param)).shape
+        rng = np.random.RandomState(zlib.crc32(str(param).encode()))
+        workspace.FeedBlob(str(param), (0.4 * rng.randn(*shape)).astype(np.float32),
+                           device_option=device)
+    for name, value in feeds.items():
+        workspace.FeedBlob(name, np.asarray(value), device_option=device)
+    workspace.RunNetOnce(model.net)
+    return [workspace.FetchBlob(str(name)) for name in fetch_names]
+
+
+def assert_model_gpu_equals_cpu(build, feeds, rtol=1e-4, atol=1e-5):
+    cpu = run_model_on(CPU, build, feeds)
+    gpu = run_model_on(GPU, build, feeds)
+    for k, (c, g) in enumerate(zip(cpu, gpu)):
+        assert c.shape == g.shape, k
+        np.testing.assert_allclose(g, c, rtol=rtol, atol=atol, err_msg='fetch %d' % k)
+    workspace.ResetWorkspace()
+
+
+def squares_loss(model, blobs):
+    terms = [model.net.SumElements(model.net.Mul([b, b])) for b in blobs]
+    return model.net.Sum(terms, 'loss')
+
+
+@pytest.mark.parametrize('linear_before_reset', [False, True])
+def test_gru_forward_and_gradients(linear_before_reset):
+    rng = np.random.RandomState(8)
+    feeds = dict(x=rng.randn(T, N, D).astype(np.float32), lengths=np.int32([T, 1, 3]),
+                 h0=rng.randn(1, N, H).astype(np.float32))
+
+    def build():
+        model = model_helper.ModelHelper(name='gpu_gru')
+        x, lengths, h0 = model.net.AddExternalInputs('x', 'lengths', 'h0')
+        outputs = gru_cell.GRU(model, x, lengths, [h0], D, H, scope='gru',
+                               linear_before_reset=linear_before_reset)
+        grads = model.AddGradientOperators([squares_loss(model, [outputs[0]])])
+        return model, ['loss', outputs[0], grads['x'], grads['h0']] + [
+            grads[p] for p in model.params]
+    assert_model_gpu_equals_cpu(build, feeds)
+
+
+def test_lstm_with_attention_decoder_forward_and_gradients():
+    """The decoder of Caffe2's seq2seq: an LSTM attending over encoder outputs."""
+    rng = np.random.RandomState(9)
+    t_enc, enc_dim, dec_dim = 5, 6, 4
+    feeds = dict(dec_in=rng.randn(T, N, D).astype(np.float32),
+                 dec_len=np.int32([T, 2, 3]),
+                 h0=rng.randn(1, N, dec_dim).astype(np.float32),
+                 c0=rng.randn(1, N, dec_dim).astype(np.float32),
+                 ctx0=rng.randn(1, N, enc_dim).astype(np.float32),
+                 enc_out=rng.randn(t_enc, N, enc_dim).astype(np.float32),
+                 enc_len=np.int32([5, 3, 4]))
+
+    def build():
+        model = model_helper.ModelHelper(name='gpu_attention')
+        inputs = model.net.AddExternalInputs(*feeds)
+        dec_in, dec_len, h0, c0, ctx0, enc_out, enc_len = inputs
+        outputs = rnn_cell.LSTMWithAttention(
+            model, dec_in, dec_len, h0, c0, ctx0, enc_dim, enc_out, enc_len, D, dec_dim,
+            scope='decoder', outputs_with_grads=(0, 4))
+        grads = model.AddGradientOperators([squares_loss(model, [outputs[0], outputs[4]])])
+        return model, ['loss', outputs[0], outputs[4], grads['enc_out'], grads['dec_in']] + [
+            grads[p] for p in model.params]
+    assert_model_gpu_equals_cpu(build, feeds)
 
 
 # The ops Caffe2's sequence models put on GPUs (seq2seq, beam search, LSTM
