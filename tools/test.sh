@@ -102,6 +102,8 @@ status=0
 tools/check_layering.sh || status=$?
 # The size rule: short functions, measured with ctags.
 tools/check_function_length.sh || status=$?
+# Python test files must run their cases when Bazel runs them as main.
+tools/check_test_entry_points.sh || status=$?
 run_bazel_test -- "${targets[@]}" || status=$?
 # Bazel says PASSED for a target whose cases passed or were skipped: list
 # the skipped cases (no GPU here, ...) with their reasons, so a check that

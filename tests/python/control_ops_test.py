@@ -373,3 +373,7 @@ def test_gradient_subnets_run_on_the_forward_ops_device():
         control.AddGradientOperators(['s'])
     assert _ops_off_device(net.Proto(), doppio_pb2.CUDA) == []
     assert _ops_off_device(control.Proto(), doppio_pb2.CUDA) == []
+
+
+if __name__ == '__main__':
+    sys.exit(pytest.main([__file__, '-q', '-rs', '-p', 'no:cacheprovider']))

@@ -1,6 +1,8 @@
 """doppio.control (caffe2.python.control): every loop and conditional, run
 by the plan executor, must do what the same Python control flow does; and
 the counter ops it uses (operators/counter_ops.h) against a Python model."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -172,3 +174,7 @@ def test_counter_ops_refuse_bad_input():
         workspace.RunOperatorOnce(core.CreateOperator('CountDown', ['not_a_counter'], ['d']))
     with pytest.raises(RuntimeError, match='init_count must not be negative'):
         workspace.RunOperatorOnce(core.CreateOperator('CreateCounter', [], ['c'], init_count=-1))
+
+
+if __name__ == '__main__':
+    sys.exit(pytest.main([__file__, '-q', '-rs', '-p', 'no:cacheprovider']))

@@ -6,6 +6,7 @@ import functools
 import http.server
 import importlib.util
 import os
+import sys
 import threading
 
 import pytest
@@ -91,3 +92,7 @@ def test_names_and_existing_files_are_checked(server, tmp_path, monkeypatch, cap
     with pytest.raises(Exception, match='a file of that name exists'):
         download.main(['blocked'])
     assert (tmp_path / 'blocked').read_text() == 'a file'
+
+
+if __name__ == '__main__':
+    sys.exit(pytest.main([__file__, '-q', '-rs', '-p', 'no:cacheprovider']))
