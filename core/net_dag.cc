@@ -45,6 +45,20 @@ int WorkersPerDevice(const NetDef& net) {
   return workers;
 }
 
+// Workers per device pool: `requested` each, but a CPU device gets at most
+// its share of the cores unless the net allows oversubscription.
+std::vector<int> PoolWorkers(const NetDef& net, const std::vector<bool>& is_cpu, int requested) {
+  const bool oversubscribe =
+      ArgumentHelper(net).GetSingle<int>("allow_worker_oversubscription", 0) != 0;
+  const int cpu_devices = static_cast<int>(std::count(is_cpu.begin(), is_cpu.end(), true));
+  const int cpu_share = std::max(1, AvailableCores() / std::max(1, cpu_devices));
+  std::vector<int> workers;
+  for (bool cpu : is_cpu) {
+    workers.push_back(cpu && !oversubscribe ? std::min(requested, cpu_share) : requested);
+  }
+  return workers;
+}
+
 }  // namespace
 
 DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace) {
@@ -55,12 +69,16 @@ DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace
 
   std::map<std::pair<int, int>, int> device_index;
   std::vector<std::string>& device_labels = device_labels_;
+  std::vector<bool> is_cpu;
   device_of_op_.resize(num_ops);
   for (int i = 0; i < num_ops; ++i) {
     const DeviceOption& option = def_.op(i).device_option();
     const std::pair<int, int> device(option.device_type(), option.cuda_gpu_id());
     auto inserted = device_index.emplace(device, static_cast<int>(device_labels.size()));
-    if (inserted.second) device_labels.push_back(DeviceLabel(option));
+    if (inserted.second) {
+      device_labels.push_back(DeviceLabel(option));
+      is_cpu.push_back(DeviceFromOption(option).kind == DeviceKind::kCPU);
+    }
     device_of_op_[i] = inserted.first->second;
   }
 
@@ -79,13 +97,19 @@ DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace
                  def_.name(), "' asks for ", workers_per_device_, " worker(s) on each of ",
                  devices, " device(s), more than the dag executor's ", kMaxWorkerThreads,
                  " worker threads per net; lower num_workers");
-  intra_op_threads_ = IntraOpThreadsForNet(def_, devices * workers_per_device_);
+  pool_workers_ = PoolWorkers(def_, is_cpu, workers_per_device_);
+  int concurrent = 0;
+  for (int workers : pool_workers_) concurrent += workers;
+  intra_op_threads_ = IntraOpThreadsForNet(def_, std::max(1, concurrent));
   streams_ = MakeStreamScheduler(operators_, workers_per_device_);
   if (streams_) CheckOneStreamDevicePerPool();
-  run_on_caller_ = device_labels.size() <= 1 && workers_per_device_ == 1;
-  if (run_on_caller_) return;
-  for (const std::string& label : device_labels) {
-    pools_.push_back(std::make_unique<ThreadPool>(workers_per_device_, label));
+  run_on_caller_ = device_labels.size() <= 1 && (pool_workers_.empty() || pool_workers_[0] == 1);
+  if (run_on_caller_) {
+    std::fill(pool_workers_.begin(), pool_workers_.end(), 0);
+    return;
+  }
+  for (size_t d = 0; d < device_labels.size(); ++d) {
+    pools_.push_back(std::make_unique<ThreadPool>(pool_workers_[d], device_labels[d]));
   }
 }
 

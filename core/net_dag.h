@@ -14,7 +14,14 @@
 // Workers: the "num_workers" NetDef argument, else the NetDef's num_workers
 // field, else 1, sets the workers of EACH device's pool (Caffe2's
 // data_parallel_model sets a total; here every device gets that many, which
-// only adds idle threads). A worker that finishes an op runs one newly
+// only adds idle threads). It caps concurrency, as in Caffe2, but a CPU
+// device's pool never gets more workers than its share of the cores
+// (max(1, AvailableCores() / CPU devices)): more runnable threads than cores
+// only take turns, and Caffe2's default of 4 per device halved the training
+// speed of 2 devices on 2 cores. The net argument
+// "allow_worker_oversubscription" = 1 keeps the asked-for count (ops that
+// block waiting for each other need it); CUDA pools always keep it, as
+// their workers drive streams. A worker that finishes an op runs one newly
 // ready successor on the same device itself, so a chain of ops stays on one
 // thread with warm caches; other ready ops go to their device's queue.
 //
@@ -68,6 +75,8 @@ class DagNet final : public NetBase {
   }
 
   int num_devices() const { return static_cast<int>(device_labels_.size()); }
+  // Worker threads of device `device`'s pool (0 when Run() runs the ops).
+  int pool_workers(int device) const { return pool_workers_.at(device); }
   // True when Run() runs the ops on the calling thread (one device, one
   // worker) rather than on worker threads.
   bool runs_on_caller() const { return run_on_caller_; }
@@ -102,6 +111,7 @@ class DagNet final : public NetBase {
   int workers_per_device_ = 1;
   int intra_op_threads_ = 1;
   std::vector<std::string> device_labels_;
+  std::vector<int> pool_workers_;  // per device, after the CPU cap
   // One device, one worker: Run() runs the ops itself and pools_ is empty.
   bool run_on_caller_ = false;
 
