@@ -19,6 +19,9 @@ Runs of the CNN, all with the global batch 64 and momentum SGD lr 0.05:
                per shard, so the allreduces overlap the rest of backward
   doppio auto  --devices auto: the example times each split of the cores
                (doppio.auto_split) before training and trains with the fastest
+  doppio Caffe2 default  2 devices with Parallelize's default
+               num_threads_per_device=4 (the dag executor caps each CPU
+               device's workers to its share of the cores)
   torch 2 thr  tools/bench/peers/torch_fmnist.py cnn, 2 threads
   torch DDP 2  tools/bench/peers/torch_ddp.py, 2 gloo processes of 1 thread
                (throughput only: it measures no accuracy)
@@ -95,8 +98,9 @@ def last_json_line(text, what):
     raise SystemExit('fmnist_bench: {} printed no JSON result:\n{}'.format(what, text[-2000:]))
 
 
-def doppio(args, model, devices, workers, intra_op_threads, workdir, processes=1):
-    """One run of the example; devices 'auto' lets it pick the split."""
+def doppio(args, model, devices, workers, intra_op_threads, workdir, processes=1, label=None):
+    """One run of the example; devices 'auto' lets it pick the split;
+    `label` names the row instead of the split."""
     what = 'doppio {} {} device(s) x {} worker(s) x {} thread(s) per op'.format(
         model, devices, workers, intra_op_threads)
     command = [sys.executable, EXAMPLE, '--model', model, '--epochs', str(args.epochs),
@@ -129,6 +133,8 @@ def doppio(args, model, devices, workers, intra_op_threads, workdir, processes=1
             name = 'doppio {} processes x {} device(s)'.format(processes, devices)
         if workers > 1:
             name += ' ({} workers)'.format(workers)
+    if label:
+        name = label
     return dict(name=name, model=model, what=what, processes=processes, devices=devices,
                 workers_per_device=workers, intra_op_threads=intra_op_threads,
                 auto_split=summary.get('auto_split'),
@@ -176,6 +182,10 @@ def model_rows(args, model, scratch):
         rows.append(doppio(args, model, 1, 1, 1, workdir('2_processes'), processes=2))
         rows.append(doppio(args, model, 1, 2, 1, workdir('2_processes_workers'), processes=2))
         rows.append(doppio(args, model, 'auto', 1, 1, workdir('auto')))
+        # What a Caffe2 script gets: Parallelize's num_threads_per_device=4
+        # on 2 devices, intra-op threads left to the runtime.
+        rows.append(doppio(args, model, 2, 4, 0, workdir('caffe2_default'),
+                           label='doppio Caffe2 default (2 devices, 4 threads asked)'))
         if not args.skip_torch:
             rows.append(torch_single(args, model, 2))
             rows.append(torch_ddp(args))
