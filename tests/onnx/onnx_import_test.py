@@ -60,6 +60,46 @@ def test_prepare_and_run_match_numpy_in_every_input_form():
                                rtol=1e-5, atol=1e-6)
 
 
+def conv_bn_relu_reference(x, w, scale, bias, mean, var, eps):
+    """numpy: relu(batchnorm(conv3x3 pad 1 of x)), NCHW."""
+    n, c, h, wd = x.shape
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((n, w.shape[0], h, wd))
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum('nchw,oc->nohw', padded[:, :, i:i + h, j:j + wd], w[:, :, i, j])
+    shape = (1, -1, 1, 1)
+    normalized = (out - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    return np.maximum(normalized * scale.reshape(shape) + bias.reshape(shape), 0)
+
+
+@pytest.mark.parametrize('optimize', [True, False])
+def test_prepare_runs_the_inference_passes_unless_told_not_to(optimize):
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    scale, bias, mean = [RNG.standard_normal(4).astype(np.float32) for _ in range(3)]
+    var = RNG.uniform(0.5, 2, 4).astype(np.float32)
+    nodes = [helper.make_node('Conv', ['x', 'w'], ['c'], pads=[1, 1, 1, 1]),
+             helper.make_node('BatchNormalization', ['c', 's', 'b', 'm', 'v'], ['n'],
+                              epsilon=1e-3),
+             helper.make_node('Relu', ['n'], ['y'])]
+    model = make_model(nodes, [value('x', [2, 3, 5, 5])], [value('y', [2, 4, 5, 5])],
+                       [numpy_helper.from_array(a, name) for a, name in
+                        ((w, 'w'), (scale, 's'), (bias, 'b'), (mean, 'm'), (var, 'v'))])
+    x = RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    rep = backend.prepare(model, optimize=optimize)
+    assert rep.running_net is None
+    got = rep.run([x])[0]
+    np.testing.assert_allclose(got, conv_bn_relu_reference(x, w, scale, bias, mean, var, 1e-3),
+                               rtol=1e-4, atol=1e-4)
+    ran = [op.type for op in rep.running_net.op]
+    converted = [op.type for op in rep.predict_net.op]
+    assert 'SpatialBN' in converted  # the converted net itself is left as it is
+    if optimize:
+        assert 'SpatialBN' not in ran and 'Relu' not in ran, ran
+    else:
+        assert ran == converted
+
+
 def test_a_prepared_model_leaves_the_users_workspace_alone():
     workspace.SwitchWorkspace('onnx_import_test_user', True)
     workspace.FeedBlob('x', np.array([42.0], dtype=np.float32))

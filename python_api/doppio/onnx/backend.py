@@ -91,9 +91,12 @@ class DoppioBackend(Backend):
         return not _device_problem(device)
 
     @classmethod
-    def prepare(cls, model, device='CPU', **kwargs):
+    def prepare(cls, model, device='CPU', optimize=True, **kwargs):
         """Converts `model` (ModelProto, bytes or path) and returns a
-        DoppioRep to run it."""
+        DoppioRep to run it. With `optimize` (the default) the net it runs
+        gets the inference passes (transformations.optimizeForInference:
+        Conv+BN folding, Conv/FC+Relu fusion, in-place activations) once the
+        weights are loaded; rep.predict_net stays the converted net."""
         problem = _device_problem(device)
         if problem:
             raise UnsupportedError(problem)
@@ -102,7 +105,7 @@ class DoppioBackend(Backend):
             converted = converter.convert_model(model)
         except RuntimeValueNeeded:
             converted = None  # converted at the first run, with the fed values
-        return DoppioRep(model, converted)
+        return DoppioRep(model, converted, optimize=optimize)
 
     @classmethod
     def run_model(cls, model, inputs, device='CPU', **kwargs):
@@ -140,7 +143,8 @@ class DoppioBackend(Backend):
                                   graph_outputs)
         opset = kwargs.get('opset_version', converter.MAX_OPSET)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)])
-        return cls.prepare(model, device).run(dict(zip(names, values)))
+        # One node has nothing to fuse.
+        return cls.prepare(model, device, optimize=False).run(dict(zip(names, values)))
 
     @classmethod
     def onnx_graph_to_caffe2_net(cls, model, device='CPU', opset_version=None):

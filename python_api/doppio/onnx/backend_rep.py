@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 from onnx.backend.base import BackendRep, namedtupledict
 
-from doppio import workspace
+from doppio import transformations, workspace
 from doppio.onnx import converter, tensors
 from doppio.onnx.errors import InvalidInputError
 from doppio.proto import doppio_pb2
@@ -44,9 +44,11 @@ class DoppioRep(BackendRep):
     values change.
     """
 
-    def __init__(self, model, converted):
+    def __init__(self, model, converted, optimize=True):
         super().__init__()
         self._model = model
+        self._optimize = optimize
+        self._running_net = None  # the net run: predict_net, optimized
         self._static = converted
         self._current = converted
         self._ready_for = None
@@ -73,6 +75,12 @@ class DoppioRep(BackendRep):
         return None if self._current is None else self._current.predict_net
 
     @property
+    def running_net(self):
+        """The NetDef run() runs: predict_net after the inference passes
+        (unless prepared with optimize=False); None before the first run."""
+        return self._running_net
+
+    @property
     def workspace_name(self):
         return self._workspace
 
@@ -88,11 +96,23 @@ class DoppioRep(BackendRep):
             if self._ready_for is not converted:
                 # Ops resolve their input blobs when the net is created, so
                 # the inputs are fed first.
-                workspace.CreateNet(converted.predict_net, overwrite=True)
+                self._running_net = self._net_to_run(converted)
+                workspace.CreateNet(self._running_net, overwrite=True)
                 self._ready_for = converted
-            workspace.RunNet(converted.predict_net.name)
+            workspace.RunNet(self._running_net.name)
             outputs = [workspace.FetchBlob(name) for name in converted.outputs]
         return namedtupledict('Outputs', self.output_names)(*outputs)
+
+    def _net_to_run(self, converted):
+        """The predict net, through the inference passes when optimizing.
+        Conv+BN folding reads the weights, so the init net has run; the
+        outputs are kept as the converted net computes them."""
+        if not self._optimize:
+            return converted.predict_net
+        net = doppio_pb2.NetDef()
+        net.CopyFrom(converted.predict_net)
+        transformations.optimizeForInference(net, keep=converted.outputs)
+        return net
 
     def close(self):
         """Frees the blobs of this model's workspace."""
