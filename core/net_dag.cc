@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "core/argument.h"
@@ -59,28 +60,69 @@ std::vector<int> PoolWorkers(const NetDef& net, const std::vector<bool>& is_cpu,
   return workers;
 }
 
+// Device of each op (an index into `labels`, which lists devices in the
+// order ops first use them) and whether each device is a CPU.
+std::vector<int> DevicesOfOps(const NetDef& net, std::vector<std::string>* labels,
+                              std::vector<bool>* is_cpu) {
+  std::map<std::pair<int, int>, int> device_index;
+  std::vector<int> device_of_op(net.op_size());
+  for (int i = 0; i < net.op_size(); ++i) {
+    const DeviceOption& option = net.op(i).device_option();
+    const std::pair<int, int> device(option.device_type(), option.cuda_gpu_id());
+    auto inserted = device_index.emplace(device, static_cast<int>(labels->size()));
+    if (inserted.second) {
+      labels->push_back(DeviceLabel(option));
+      is_cpu->push_back(DeviceFromOption(option).kind == DeviceKind::kCPU);
+    }
+    device_of_op[i] = inserted.first->second;
+  }
+  return device_of_op;
+}
+
 }  // namespace
+
+DagThreadPlan PlanDagThreads(const NetDef& net) {
+  DagThreadPlan plan;
+  plan.requested_workers = WorkersPerDevice(net);
+  DevicesOfOps(net, &plan.devices, &plan.is_cpu);
+  const int devices = std::max<int>(1, static_cast<int>(plan.devices.size()));
+  DOPPIO_ENFORCE(int64_t{devices} * plan.requested_workers <= kMaxWorkerThreads, "net '",
+                 net.name(), "' asks for ", plan.requested_workers, " worker(s) on each of ",
+                 devices, " device(s), more than the dag executor's ", kMaxWorkerThreads,
+                 " worker threads per net; lower num_workers");
+  plan.workers = PoolWorkers(net, plan.is_cpu, plan.requested_workers);
+  int concurrent = 0;
+  for (int workers : plan.workers) concurrent += workers;
+  plan.intra_op_threads = IntraOpThreadsForNet(net, std::max(1, concurrent));
+  plan.runs_on_caller = plan.devices.size() <= 1 && (plan.workers.empty() || plan.workers[0] == 1);
+  if (plan.runs_on_caller) std::fill(plan.workers.begin(), plan.workers.end(), 0);
+  return plan;
+}
+
+std::string DagThreadPlan::ToString() const {
+  std::string names;
+  for (const std::string& device : devices) names += (names.empty() ? "" : ", ") + device;
+  const int shown =
+      workers.empty() ? 1 : std::max(1, *std::max_element(workers.begin(), workers.end()));
+  std::string text = MakeString(devices.size(), " device pool", devices.size() == 1 ? "" : "s",
+                                " (", names, ") x ", shown, " worker", shown == 1 ? "" : "s");
+  if (runs_on_caller) text = MakeString("1 device (", names, ") run on the calling thread");
+  if (shown < requested_workers) {
+    text += MakeString(" (num_workers ", requested_workers, ", capped to ", AvailableCores(),
+                       " core", AvailableCores() == 1 ? "" : "s", ")");
+  }
+  return text + MakeString(", ", intra_op_threads, " intra-op thread",
+                           intra_op_threads == 1 ? "" : "s", " per op");
+}
 
 DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace) {
   const int num_ops = def_.op_size();
-  workers_per_device_ = WorkersPerDevice(def_);
+  const DagThreadPlan plan = PlanDagThreads(def_);
+  workers_per_device_ = plan.requested_workers;
   operators_.reserve(num_ops);
   for (int i = 0; i < num_ops; ++i) operators_.push_back(CreateOpAt(i, workspace));
-
-  std::map<std::pair<int, int>, int> device_index;
-  std::vector<std::string>& device_labels = device_labels_;
   std::vector<bool> is_cpu;
-  device_of_op_.resize(num_ops);
-  for (int i = 0; i < num_ops; ++i) {
-    const DeviceOption& option = def_.op(i).device_option();
-    const std::pair<int, int> device(option.device_type(), option.cuda_gpu_id());
-    auto inserted = device_index.emplace(device, static_cast<int>(device_labels.size()));
-    if (inserted.second) {
-      device_labels.push_back(DeviceLabel(option));
-      is_cpu.push_back(DeviceFromOption(option).kind == DeviceKind::kCPU);
-    }
-    device_of_op_[i] = inserted.first->second;
-  }
+  device_of_op_ = DevicesOfOps(def_, &device_labels_, &is_cpu);
 
   const std::vector<std::vector<int>> parents = OpDependencies(def_);
   successors_.resize(num_ops);
@@ -92,24 +134,14 @@ DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace
   }
   pending_ = std::make_unique<std::atomic<int>[]>(num_ops);
 
-  const int devices = std::max<int>(1, static_cast<int>(device_labels.size()));
-  DOPPIO_ENFORCE(int64_t{devices} * workers_per_device_ <= kMaxWorkerThreads, "net '",
-                 def_.name(), "' asks for ", workers_per_device_, " worker(s) on each of ",
-                 devices, " device(s), more than the dag executor's ", kMaxWorkerThreads,
-                 " worker threads per net; lower num_workers");
-  pool_workers_ = PoolWorkers(def_, is_cpu, workers_per_device_);
-  int concurrent = 0;
-  for (int workers : pool_workers_) concurrent += workers;
-  intra_op_threads_ = IntraOpThreadsForNet(def_, std::max(1, concurrent));
+  pool_workers_ = plan.workers;
+  intra_op_threads_ = plan.intra_op_threads;
   streams_ = MakeStreamScheduler(operators_, workers_per_device_);
   if (streams_) CheckOneStreamDevicePerPool();
-  run_on_caller_ = device_labels.size() <= 1 && (pool_workers_.empty() || pool_workers_[0] == 1);
-  if (run_on_caller_) {
-    std::fill(pool_workers_.begin(), pool_workers_.end(), 0);
-    return;
-  }
-  for (size_t d = 0; d < device_labels.size(); ++d) {
-    pools_.push_back(std::make_unique<ThreadPool>(pool_workers_[d], device_labels[d]));
+  run_on_caller_ = plan.runs_on_caller;
+  if (run_on_caller_) return;
+  for (size_t d = 0; d < device_labels_.size(); ++d) {
+    pools_.push_back(std::make_unique<ThreadPool>(pool_workers_[d], device_labels_[d]));
   }
 }
 
@@ -262,13 +294,22 @@ void DagNet::FinishOne() {
   run_finished_.notify_all();
 }
 
-static NetRegisterer dag_net_registerer(
-    "dag", [](const NetDef& def, Workspace* workspace) -> std::unique_ptr<NetBase> {
-      return std::make_unique<DagNet>(def, workspace);
-    });
-static NetRegisterer async_dag_net_registerer(
-    "async_dag", [](const NetDef& def, Workspace* workspace) -> std::unique_ptr<NetBase> {
-      return std::make_unique<DagNet>(def, workspace);
-    });
+namespace {
+constexpr char kDag[] = "dag";
+constexpr char kAsyncDag[] = "async_dag";
+}  // namespace
+
+bool IsDagNetType(const std::string& type) { return type == kDag || type == kAsyncDag; }
+
+static NetRegisterer dag_net_registerer(kDag,
+                                        [](const NetDef& def,
+                                           Workspace* workspace) -> std::unique_ptr<NetBase> {
+                                          return std::make_unique<DagNet>(def, workspace);
+                                        });
+static NetRegisterer async_dag_net_registerer(kAsyncDag,
+                                              [](const NetDef& def,
+                                                 Workspace* workspace) -> std::unique_ptr<NetBase> {
+                                                return std::make_unique<DagNet>(def, workspace);
+                                              });
 
 }  // namespace doppio

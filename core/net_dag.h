@@ -65,6 +65,29 @@
 
 namespace doppio {
 
+// How a dag net will run its ops, worked out from the NetDef alone (DagNet
+// builds itself from it; data_parallel_model reports it): one pool per
+// device, in the order ops first use them, each pool's workers after the
+// CPU cap, and the intra-op threads per op. A value; print it with
+// ToString().
+struct DagThreadPlan {
+  std::vector<std::string> devices;  // "cpu_0", "gpu_1", ...
+  std::vector<bool> is_cpu;          // per device
+  std::vector<int> workers;          // per device; 0 when runs_on_caller
+  int requested_workers = 1;         // num_workers per device, as the net asks
+  int intra_op_threads = 1;
+  bool runs_on_caller = false;
+  // "2 device pools (cpu_0, cpu_1) x 1 worker (num_workers 4, capped to 2
+  // cores), 1 intra-op thread per op".
+  std::string ToString() const;
+};
+
+// The plan of `net` (errors as DagNet's: bad num_workers, too many threads).
+DagThreadPlan PlanDagThreads(const NetDef& net);
+
+// Whether nets of this type run on the dag executor.
+bool IsDagNetType(const std::string& type);
+
 class DagNet final : public NetBase {
  public:
   DagNet(const NetDef& def, Workspace* workspace);
@@ -111,7 +134,7 @@ class DagNet final : public NetBase {
   int workers_per_device_ = 1;
   int intra_op_threads_ = 1;
   std::vector<std::string> device_labels_;
-  std::vector<int> pool_workers_;  // per device, after the CPU cap
+  std::vector<int> pool_workers_;  // per device, after the CPU cap; 0 on the caller
   // One device, one worker: Run() runs the ops itself and pools_ is empty.
   bool run_on_caller_ = false;
 

@@ -4,14 +4,15 @@
 // prefixes, the plan). NetDefs and OperatorDefs cross as serialized bytes
 // (python_api/proto_bytes.h). doppio.data_parallel_model uses only what
 // this returns; the naming rules and checks stay on the C++ side.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
-
+#include "core/net_dag.h"
 #include "parallel/data_parallel.h"
 #include "parallel/data_parallel_phases.h"
 #include "python_api/proto_bytes.h"
@@ -174,6 +175,27 @@ void DefineParallelize(py::module_& m) {
   m.def("validate_parallelize_options", &ValidateParallelizeOptions, py::arg("options"));
   m.def("device_prefix", &DevicePrefix, py::arg("device_type"), py::arg("device_id"));
   m.def("device_prefix_of", &DevicePrefixOf, py::arg("device_type"), py::arg("name"));
+  // How the dag executor will run a net's ops on this machine (pools,
+  // workers after the CPU cap, intra-op threads), for Parallelize to say.
+  m.def(
+      "dag_thread_plan",
+      [](const py::bytes& bytes) {
+        const NetDef net = ParseProto<NetDef>(bytes, "NetDef");
+        py::dict result;
+        if (!IsDagNetType(net.type())) {
+          result["text"] = "net type '" + net.type() + "': ops run one after another";
+          return result;
+        }
+        const DagThreadPlan plan = PlanDagThreads(net);
+        result["devices"] = plan.devices;
+        result["workers"] = plan.workers;
+        result["requested_workers"] = plan.requested_workers;
+        result["intra_op_threads"] = plan.intra_op_threads;
+        result["runs_on_caller"] = plan.runs_on_caller;
+        result["text"] = plan.ToString();
+        return result;
+      },
+      py::arg("net"));
 }
 
 }  // namespace python

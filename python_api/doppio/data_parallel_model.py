@@ -173,10 +173,19 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     if dynamic_memory_management:
         _AddDynamicMemoryOptimization(work, blobs_to_keep, devices)
     _Commit(work, model)
-    log.info('Parallelized model %s onto %s devices %s%s', model.name,
+    log.info('Parallelized model %s onto %s devices %s%s; %s', model.name,
              'CPU' if cpu_device else 'CUDA', devices,
-             ' (shared model)' if shared_model else '')
+             ' (shared model)' if shared_model else '', ExecutionPlan(model)['text'])
     return model
+
+
+def ExecutionPlan(model):
+    """How the training net's ops will run on this machine (a Doppio
+    addition): {'devices': pool names, 'workers': per pool (a CPU device
+    gets at most its share of the cores, whatever num_threads_per_device
+    asks), 'requested_workers', 'intra_op_threads', 'runs_on_caller',
+    'text': the same in words}. The dag executor works it out (C++)."""
+    return workspace.C.dag_thread_plan(model.net.Proto().SerializeToString())
 
 
 def _WorkingCopy(model):

@@ -504,10 +504,10 @@ def main(argv=None):
     if test is not None:
         workspace.RunNetOnce(test.param_init_net)
         workspace.CreateNet(test.net, overwrite=True)
-    log(args, 'training on {} process(es) x {} CPU device(s), {} image(s) each per step, '
-        '{} worker(s) per device'.format(
+    log(args, 'training on {} process(es) x {} CPU device(s), {} image(s) each per step; '
+        '{}'.format(
             args.num_shards, args.devices, args.batch_size // (args.devices * args.num_shards),
-            args.num_threads_per_device), flush=True)
+            data_parallel_model.ExecutionPlan(train)['text']), flush=True)
 
     # The same on every shard: each step is one global batch.
     iters = train_count // args.batch_size

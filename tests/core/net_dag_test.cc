@@ -534,6 +534,34 @@ TEST(DagNetTest, CpuPoolsNeverOutnumberTheCores) {
   EXPECT_EQ(asked->pool_workers(1), 4 * cores);
 }
 
+// The plan is what the net runs, worked out from the NetDef alone, and says
+// so in words.
+TEST(DagNetTest, ThreadPlanIsWhatTheNetRuns) {
+  const int cores = AvailableCores();
+  Workspace ws;
+  const NetDef def = DagNetDef("planned", {Sleep("a", 0, 0), Sleep("b", 0, 1)}, 4 * cores);
+  const DagThreadPlan plan = PlanDagThreads(def);
+  auto* net = dynamic_cast<DagNet*>(ws.CreateNet(def));
+  ASSERT_NE(net, nullptr);
+  ASSERT_EQ(plan.devices.size(), 2u);
+  EXPECT_EQ(plan.requested_workers, 4 * cores);
+  for (int device = 0; device < 2; ++device) {
+    EXPECT_EQ(plan.workers[device], net->pool_workers(device));
+  }
+  EXPECT_EQ(plan.intra_op_threads, net->intra_op_threads());
+  EXPECT_FALSE(plan.runs_on_caller);
+  const std::string text = plan.ToString();
+  EXPECT_NE(text.find("2 device pools (cpu_0, cpu_1)"), std::string::npos) << text;
+  EXPECT_NE(text.find("num_workers " + std::to_string(4 * cores) + ", capped to"),
+            std::string::npos)
+      << text;
+
+  const DagThreadPlan single = PlanDagThreads(DagNetDef("single", {Sleep("a", 0, 0)}));
+  EXPECT_TRUE(single.runs_on_caller);
+  EXPECT_NE(single.ToString().find("calling thread"), std::string::npos);
+  EXPECT_TRUE(IsDagNetType("dag") && IsDagNetType("async_dag") && !IsDagNetType("simple"));
+}
+
 TEST(DagNetTest, ChainStaysOnOneWorker) {
   ResetRecords();
   std::vector<OperatorDef> chain;

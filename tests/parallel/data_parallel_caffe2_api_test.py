@@ -2,6 +2,7 @@
 beyond training itself (resnet50_trainer.py calls each of them):
 post_sync_builder_fun, model._device_prefix, OptimizeGradientMemory,
 stripBlobName, GetLearningRateBlobNames and data_parallel_model_utils."""
+import os
 import sys
 
 import numpy as np
@@ -17,10 +18,11 @@ from mlp_fixture import (BATCH, PARAMS, batches, forward, fresh_workspace,  # no
 
 def _parallelize(name, devices=(0, 1), **kwargs):
     model = model_helper.ModelHelper(name=name)
+    kwargs.setdefault('num_threads_per_device', 1)
     data_parallel_model.Parallelize(
         model, input_builder_fun=lambda m: None, forward_pass_builder_fun=forward,
         optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.1, momentum=0.9),
-        devices=list(devices), cpu_device=True, num_threads_per_device=1, **kwargs)
+        devices=list(devices), cpu_device=True, **kwargs)
     return model
 
 
@@ -37,6 +39,24 @@ def _train(model, steps=4):
             workspace.FeedBlob('cpu_{}/label'.format(device), y[rows])
         data_parallel_model.RunNet(model, 1)
     return {p: workspace.FetchBlob('cpu_0/' + p) for p in PARAMS}
+
+
+def test_caffe2s_default_threads_never_outnumber_the_cores():
+    """num_threads_per_device=4 (Caffe2's default) on 2 CPU devices: each
+    device's pool gets at most its share of the cores, the execution plan
+    says so, and training gives the same parameters as 1 thread."""
+    cores = len(os.sched_getaffinity(0))
+    model = _parallelize('default_threads', num_threads_per_device=4)
+    plan = data_parallel_model.ExecutionPlan(model)
+    assert plan['devices'] == ['cpu_0', 'cpu_1']
+    assert plan['requested_workers'] == 4
+    assert plan['workers'] == [max(1, min(4, cores // 2))] * 2
+    assert 'capped to {} core'.format(cores) in plan['text']
+    four = _train(model)
+    workspace.ResetWorkspace()
+    one = _train(_parallelize('one_thread'))
+    for name in PARAMS:
+        np.testing.assert_allclose(four[name], one[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def test_device_prefix_is_caffe2s():
