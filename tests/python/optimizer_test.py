@@ -430,7 +430,10 @@ def test_row_wise_sparse_adagrad_trains_like_numpy():
         for i, row in zip(indices, rows):
             h[i] += np.mean(row * row)
             ref["emb"][i] -= 0.3 * row / (np.sqrt(h[i]) + 1e-4)
-    train_and_compare(model, ["emb", "fc_w", "fc_b"], update, sparse=True)
+    # Steps of 0.3 * row / sqrt(mean(row^2)) are O(0.3) whatever the
+    # gradient's size, so float32 rounding reaches ~1e-6 absolute on the
+    # random embedding (1e-6 failed once in ~20 runs).
+    train_and_compare(model, ["emb", "fc_w", "fc_b"], update, sparse=True, atol=1e-5)
 
 
 def test_lars_scales_each_parameters_lr():
