@@ -48,11 +48,12 @@ int WorkersPerDevice(const NetDef& net) {
 
 // Workers per device pool: `requested` each, but a CPU device gets at most
 // its share of the cores unless the net allows oversubscription.
-std::vector<int> PoolWorkers(const NetDef& net, const std::vector<bool>& is_cpu, int requested) {
+std::vector<int> PoolWorkers(const NetDef& net, const std::vector<bool>& is_cpu, int requested,
+                             int cores) {
   const bool oversubscribe =
       ArgumentHelper(net).GetSingle<int>("allow_worker_oversubscription", 0) != 0;
   const int cpu_devices = static_cast<int>(std::count(is_cpu.begin(), is_cpu.end(), true));
-  const int cpu_share = std::max(1, AvailableCores() / std::max(1, cpu_devices));
+  const int cpu_share = std::max(1, cores / std::max(1, cpu_devices));
   std::vector<int> workers;
   for (bool cpu : is_cpu) {
     workers.push_back(cpu && !oversubscribe ? std::min(requested, cpu_share) : requested);
@@ -84,13 +85,14 @@ std::vector<int> DevicesOfOps(const NetDef& net, std::vector<std::string>* label
 DagThreadPlan PlanDagThreads(const NetDef& net) {
   DagThreadPlan plan;
   plan.requested_workers = WorkersPerDevice(net);
-  DevicesOfOps(net, &plan.devices, &plan.is_cpu);
+  plan.device_of_op = DevicesOfOps(net, &plan.devices, &plan.is_cpu);
+  plan.cores = AvailableCores();
   const int devices = std::max<int>(1, static_cast<int>(plan.devices.size()));
   DOPPIO_ENFORCE(int64_t{devices} * plan.requested_workers <= kMaxWorkerThreads, "net '",
                  net.name(), "' asks for ", plan.requested_workers, " worker(s) on each of ",
                  devices, " device(s), more than the dag executor's ", kMaxWorkerThreads,
                  " worker threads per net; lower num_workers");
-  plan.workers = PoolWorkers(net, plan.is_cpu, plan.requested_workers);
+  plan.workers = PoolWorkers(net, plan.is_cpu, plan.requested_workers, plan.cores);
   int concurrent = 0;
   for (int workers : plan.workers) concurrent += workers;
   plan.intra_op_threads = IntraOpThreadsForNet(net, std::max(1, concurrent));
@@ -108,8 +110,8 @@ std::string DagThreadPlan::ToString() const {
                                 " (", names, ") x ", shown, " worker", shown == 1 ? "" : "s");
   if (runs_on_caller) text = MakeString("1 device (", names, ") run on the calling thread");
   if (shown < requested_workers) {
-    text += MakeString(" (num_workers ", requested_workers, ", capped to ", AvailableCores(),
-                       " core", AvailableCores() == 1 ? "" : "s", ")");
+    text += MakeString(" (num_workers ", requested_workers, ", capped to ", cores, " core",
+                       cores == 1 ? "" : "s", ")");
   }
   return text + MakeString(", ", intra_op_threads, " intra-op thread",
                            intra_op_threads == 1 ? "" : "s", " per op");
@@ -117,12 +119,9 @@ std::string DagThreadPlan::ToString() const {
 
 DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace) {
   const int num_ops = def_.op_size();
-  const DagThreadPlan plan = PlanDagThreads(def_);
-  workers_per_device_ = plan.requested_workers;
+  plan_ = PlanDagThreads(def_);
   operators_.reserve(num_ops);
   for (int i = 0; i < num_ops; ++i) operators_.push_back(CreateOpAt(i, workspace));
-  std::vector<bool> is_cpu;
-  device_of_op_ = DevicesOfOps(def_, &device_labels_, &is_cpu);
 
   const std::vector<std::vector<int>> parents = OpDependencies(def_);
   successors_.resize(num_ops);
@@ -134,14 +133,11 @@ DagNet::DagNet(const NetDef& def, Workspace* workspace) : NetBase(def, workspace
   }
   pending_ = std::make_unique<std::atomic<int>[]>(num_ops);
 
-  pool_workers_ = plan.workers;
-  intra_op_threads_ = plan.intra_op_threads;
-  streams_ = MakeStreamScheduler(operators_, workers_per_device_);
+  streams_ = MakeStreamScheduler(operators_, plan_.requested_workers);
   if (streams_) CheckOneStreamDevicePerPool();
-  run_on_caller_ = plan.runs_on_caller;
-  if (run_on_caller_) return;
-  for (size_t d = 0; d < device_labels_.size(); ++d) {
-    pools_.push_back(std::make_unique<ThreadPool>(pool_workers_[d], device_labels_[d]));
+  if (plan_.runs_on_caller) return;
+  for (size_t d = 0; d < plan_.devices.size(); ++d) {
+    pools_.push_back(std::make_unique<ThreadPool>(plan_.workers[d], plan_.devices[d]));
   }
 }
 
@@ -155,7 +151,7 @@ void DagNet::CheckOneStreamDevicePerPool() const {
   for (int i = 0; i < static_cast<int>(operators_.size()); ++i) {
     const int stream_device = plan.device_of_op[i];
     if (stream_device < 0) continue;
-    const int pool = device_of_op_[i];
+    const int pool = plan_.device_of_op[i];
     const auto by_device = pool_of_stream_device.emplace(stream_device, pool).first;
     const auto by_pool = stream_device_of_pool.emplace(pool, stream_device).first;
     const StreamDevice& device = plan.devices[stream_device];
@@ -173,12 +169,12 @@ DagNet::~DagNet() {
 }
 
 const std::string& DagNet::device_label(int index) const {
-  return device_labels_.at(device_of_op_.at(index));
+  return plan_.devices.at(plan_.device_of_op.at(index));
 }
 
 void DagNet::Run() {
   if (operators_.empty()) return;
-  if (run_on_caller_) {
+  if (plan_.runs_on_caller) {
     RunOnCaller();
     return;
   }
@@ -209,7 +205,7 @@ void DagNet::Run() {
 }
 
 void DagNet::RunOnCaller() {
-  ApplyIntraOpThreads(intra_op_threads_);
+  ApplyIntraOpThreads(plan_.intra_op_threads);
   if (streams_) streams_->BeginRun();
   std::exception_ptr error;
   // As a worker would: its ops on stream 0, the first failure ends the run
@@ -227,7 +223,7 @@ void DagNet::RunOnCaller() {
 
 void DagNet::RunChain(int op) {
   try {
-    ApplyIntraOpThreads(intra_op_threads_);
+    ApplyIntraOpThreads(plan_.intra_op_threads);
   } catch (...) {
     RecordError(std::current_exception());
   }
@@ -254,7 +250,7 @@ void DagNet::RunChain(int op) {
 void DagNet::ReleaseSuccessors(int op, int* inline_next) {
   for (int successor : successors_[op]) {
     if (pending_[successor].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
-    if (*inline_next < 0 && device_of_op_[successor] == device_of_op_[op]) {
+    if (*inline_next < 0 && plan_.device_of_op[successor] == plan_.device_of_op[op]) {
       *inline_next = successor;
     } else {
       Schedule(successor);
@@ -270,7 +266,7 @@ void DagNet::Schedule(int op) {
 
 void DagNet::Submit(int op) {
   try {
-    pools_[device_of_op_[op]]->Submit([this, op] { RunChain(op); });
+    pools_[plan_.device_of_op[op]]->Submit([this, op] { RunChain(op); });
   } catch (...) {
     // Out of memory for the queue: the op will never run, so it fails the
     // run instead of leaving Run() waiting for it.

@@ -73,6 +73,8 @@ namespace doppio {
 struct DagThreadPlan {
   std::vector<std::string> devices;  // "cpu_0", "gpu_1", ...
   std::vector<bool> is_cpu;          // per device
+  std::vector<int> device_of_op;     // per op, an index into devices
+  int cores = 1;                     // AvailableCores() when planned
   std::vector<int> workers;          // per device; 0 when runs_on_caller
   int requested_workers = 1;         // num_workers per device, as the net asks
   int intra_op_threads = 1;
@@ -97,14 +99,14 @@ class DagNet final : public NetBase {
     return operators_;
   }
 
-  int num_devices() const { return static_cast<int>(device_labels_.size()); }
+  int num_devices() const { return static_cast<int>(plan_.devices.size()); }
   // Worker threads of device `device`'s pool (0 when Run() runs the ops).
-  int pool_workers(int device) const { return pool_workers_.at(device); }
+  int pool_workers(int device) const { return plan_.workers.at(device); }
   // True when Run() runs the ops on the calling thread (one device, one
   // worker) rather than on worker threads.
-  bool runs_on_caller() const { return run_on_caller_; }
-  int workers_per_device() const { return workers_per_device_; }
-  int intra_op_threads() const { return intra_op_threads_; }
+  bool runs_on_caller() const { return plan_.runs_on_caller; }
+  int workers_per_device() const { return plan_.requested_workers; }
+  int intra_op_threads() const { return plan_.intra_op_threads; }
   // Null when no op uses device streams.
   const StreamScheduler* stream_scheduler() const { return streams_.get(); }
   // "cpu_1", "gpu_0": the device (and pool name) of op `index`.
@@ -130,13 +132,10 @@ class DagNet final : public NetBase {
   std::vector<std::vector<int>> successors_;
   std::vector<int> initial_pending_;
   std::vector<int> roots_;
-  std::vector<int> device_of_op_;
-  int workers_per_device_ = 1;
-  int intra_op_threads_ = 1;
-  std::vector<std::string> device_labels_;
-  std::vector<int> pool_workers_;  // per device, after the CPU cap; 0 on the caller
-  // One device, one worker: Run() runs the ops itself and pools_ is empty.
-  bool run_on_caller_ = false;
+  // Devices of the ops, pools, workers, intra-op threads; fixed at creation.
+  // plan_.runs_on_caller (one device, one worker): Run() runs the ops
+  // itself and pools_ is empty.
+  DagThreadPlan plan_;
 
   // Per run.
   std::unique_ptr<std::atomic<int>[]> pending_;
@@ -150,7 +149,7 @@ class DagNet final : public NetBase {
   std::unique_ptr<StreamScheduler> streams_;
 
   // Last: the workers stop before anything they use is destroyed. Empty
-  // when run_on_caller_.
+  // when the ops run on the caller.
   std::vector<std::unique_ptr<ThreadPool>> pools_;
 };
 

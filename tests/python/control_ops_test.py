@@ -16,6 +16,8 @@ from doppio.control_ops_util import add_while_op
 from doppio.model_helper import ModelHelper
 from doppio.net_builder import NetBuilder, ops
 
+from control_flow_nets import adder_net, all_ops, squaring_loop
+
 
 @pytest.fixture(autouse=True)
 def fresh_workspace():
@@ -31,13 +33,6 @@ def feed(**blobs):
 
 def fetch(name):
     return workspace.FetchBlob(str(name))
-
-
-def adder_net(name='adder'):
-    net = core.Net(name)
-    net.Add(['X', 'Y'], 'T')
-    net.Mul(['T', 'Y'], 'Z')
-    return net
 
 
 def test_do_binds_outer_blobs_under_inner_names():
@@ -307,21 +302,7 @@ def test_if_gradient_follows_the_branch_that_ran(condition):
 
 @pytest.mark.parametrize('rounds', [1, 2, 3])
 def test_while_gradient_undoes_each_iteration(rounds):
-    with NetBuilder(_use_control_ops=True) as nb:
-        ops.Copy(ops.Const(0), 'i')
-        ops.Copy(ops.Const(1), 'one')
-        ops.Copy(ops.Const(rounds), 'n')
-        ops.Copy(ops.Const(1.5), 'x')
-        ops.Copy(ops.Const(0.5), 'y')
-        with ops.WhileNet():
-            with ops.Condition():
-                ops.Add(['i', 'one'], 'i')
-                ops.LE(['i', 'n'])
-            ops.Pow('x', 'x', exponent=2.0)
-            ops.Add(['y', 'x'], 'y')
-        ops.Add(['x', 'y'], 's')
-    net = nb.get()[0]
-    x, y, dx = run_gradients(net, 's', ['x', 'y', 'x_grad'])
+    x, y, dx = run_gradients(squaring_loop(rounds), 's', ['x', 'y', 'x_grad'])
     # Forward in plain Python; d s / d x0 by central differences in float64.
     def forward(x0):
         x, y = x0, 0.5
@@ -334,18 +315,6 @@ def test_while_gradient_undoes_each_iteration(rounds):
     eps = 1e-6
     numeric = (sum(forward(1.5 + eps)) - sum(forward(1.5 - eps))) / (2 * eps)
     np.testing.assert_allclose(dx, numeric, rtol=1e-4)
-
-
-def _ops_off_device(net_proto, device_type):
-    """(net path, op type) of every op, in nested nets too, not on device_type."""
-    off = []
-    for op in net_proto.op:
-        if op.device_option.device_type != device_type:
-            off.append((net_proto.name, op.type))
-        for arg in op.arg:
-            for sub in list(arg.nets) + ([arg.n] if arg.HasField('n') else []):
-                off += _ops_off_device(sub, device_type)
-    return off
 
 
 def test_gradient_subnets_run_on_the_forward_ops_device():
@@ -371,8 +340,10 @@ def test_gradient_subnets_run_on_the_forward_ops_device():
             ops.Add(['y', 'w'], 's')
         control = nb.get()[0]
         control.AddGradientOperators(['s'])
-    assert _ops_off_device(net.Proto(), doppio_pb2.CUDA) == []
-    assert _ops_off_device(control.Proto(), doppio_pb2.CUDA) == []
+    for proto in (net.Proto(), control.Proto()):
+        off = [(name, op.type) for name, op in all_ops(proto)
+               if op.device_option.device_type != doppio_pb2.CUDA]
+        assert off == []
 
 
 if __name__ == '__main__':

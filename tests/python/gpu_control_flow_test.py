@@ -16,22 +16,14 @@ from doppio import core, gru_cell, model_helper, rnn_cell, workspace
 from doppio.net_builder import NetBuilder, ops
 from doppio.proto import doppio_pb2
 
+from control_flow_nets import adder_net, all_ops, squaring_loop
+
 NUM_GPUS = workspace.NumCudaDevices()
 pytestmark = pytest.mark.skipif(
     NUM_GPUS == 0, reason='needs a CUDA GPU: ' + (workspace.CudaUnavailableReason() or 'none'))
 
 CPU = core.DeviceOption(doppio_pb2.CPU)
 GPU = core.DeviceOption(doppio_pb2.CUDA, 0)
-
-
-def all_ops(net_proto):
-    """Every op of a net and of the nets in its ops' arguments."""
-    for op in net_proto.op:
-        yield op
-        for arg in op.arg:
-            nets = list(arg.nets) + ([arg.n] if arg.HasField('n') else [])
-            for sub in nets:
-                yield from all_ops(sub)
 
 
 def run_on(device, build, feeds, fetches):
@@ -44,9 +36,9 @@ def run_on(device, build, feeds, fetches):
         workspace.FeedBlob(name, np.asarray(value), device_option=device)
     for net in nets:
         if device.device_type == doppio_pb2.CUDA:
-            placed = [op for op in all_ops(net.Proto())]
-            assert placed and all(op.device_option.device_type == doppio_pb2.CUDA
-                                  for op in placed), net.Proto()
+            off = [(name, op.type) for name, op in all_ops(net.Proto())
+                   if op.device_option.device_type != doppio_pb2.CUDA]
+            assert net.Proto().op and off == [], off
         workspace.RunNetOnce(net)
     return [workspace.FetchBlob(str(name)) for name in fetches]
 
@@ -59,13 +51,6 @@ def assert_gpu_equals_cpu(build, feeds, fetches, rtol=1e-5, atol=1e-6):
         np.testing.assert_allclose(g, c, rtol=rtol, atol=atol, err_msg=str(name))
     workspace.ResetWorkspace()
     return cpu
-
-
-def adder_net():
-    net = core.Net('adder')
-    net.Add(['X', 'Y'], 'T')
-    net.Mul(['T', 'Y'], 'Z')
-    return net
 
 
 def test_do_and_its_gradient():
@@ -122,20 +107,7 @@ def test_if_reads_a_condition_fed_to_the_gpu(condition):
 @pytest.mark.parametrize('rounds', [1, 3])
 def test_while_and_its_gradient(rounds):
     def build():
-        with NetBuilder(_use_control_ops=True) as nb:
-            ops.Copy(ops.Const(0), 'i')
-            ops.Copy(ops.Const(1), 'one')
-            ops.Copy(ops.Const(rounds), 'n')
-            ops.Copy(ops.Const(1.5), 'x')
-            ops.Copy(ops.Const(0.5), 'y')
-            with ops.WhileNet():
-                with ops.Condition():
-                    ops.Add(['i', 'one'], 'i')
-                    ops.LE(['i', 'n'])
-                ops.Pow('x', 'x', exponent=2.0)
-                ops.Add(['y', 'x'], 'y')
-            ops.Add(['x', 'y'], 's')
-        net = nb.get()[0]
+        net = squaring_loop(rounds)
         net.AddGradientOperators(['s'])
         return [net]
     x, y, dx = assert_gpu_equals_cpu(build, {}, ['x', 'y', 'x_grad'])

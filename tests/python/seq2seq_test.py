@@ -47,15 +47,14 @@ def test_vocabulary_and_batches_from_corpora(tmp_path):
     assert set(vocab) == {'<PAD>', '<GO>', '<EOS>', '<UNK>', 'a', 'b'}  # c is seen once
     assert seq2seq_util.get_numberized_sentence('a c b', vocab) == [vocab['a'], 3, vocab['b']]
     target_vocab = seq2seq_util.gen_vocab(str(target), unk_threshold=0)
-    batches = gen_batches(str(source), str(target), vocab, target_vocab, batch_size=2,
+    batches = gen_batches(str(source), str(target), vocab, target_vocab, batch_size=3,
                           max_length=4)
-    # The empty source line and the 5-token pair are dropped; the last batch
-    # is filled up with its last pair.
-    pairs = sorted(p for b in batches for p in map(lambda pair: (tuple(pair[0]),
-                                                                  tuple(pair[1])), b))
-    assert len(batches) == 1 and len(pairs) == 2
-    assert (tuple(seq2seq_util.get_numberized_sentence('b c', vocab)),
-            (target_vocab['y'],)) in pairs
+    # The empty source line and the 5-token pair are dropped; the pairs are
+    # sorted by length and the short batch is filled up with its last pair.
+    short = (seq2seq_util.get_numberized_sentence('b c', vocab), [target_vocab['y']])
+    longer = (seq2seq_util.get_numberized_sentence('a b a', vocab),
+              [target_vocab['x'], target_vocab['y']])
+    assert batches == [[short, longer, longer]]
 
 
 MODEL_PARAMS = dict(
