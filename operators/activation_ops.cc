@@ -30,6 +30,7 @@ namespace {
 // the functors the CUDA kernels run (elementwise_functors.h).
 struct ReluFunctor {
   explicit ReluFunctor(const OperatorBase&) {}
+  EltwiseFn Dnnl() const { return {EltwiseAlgorithm::kRelu}; }
   template <typename T>
   void Forward(int64_t n, const T* x, T* y) const {
     functors::CpuUnary(functors::Relu{}, n, x, y);
@@ -44,6 +45,7 @@ struct ReluFunctor {
 struct LeakyReluFunctor {
   explicit LeakyReluFunctor(const OperatorBase& op)
       : alpha(op.GetSingleArgument<float>("alpha", 0.01f)) {}
+  EltwiseFn Dnnl() const { return {EltwiseAlgorithm::kRelu, alpha}; }
   template <typename T>
   void Forward(int64_t n, const T* x, T* y) const {
     const T a = static_cast<T>(alpha);
@@ -62,6 +64,7 @@ struct LeakyReluFunctor {
 // 1 / (1 + exp(-x)); dx = dy * y * (1 - y).
 struct SigmoidFunctor {
   explicit SigmoidFunctor(const OperatorBase&) {}
+  EltwiseFn Dnnl() const { return {EltwiseAlgorithm::kLogistic}; }
   template <typename T>
   void Forward(int64_t n, const T* x, T* y) const {
     functors::CpuUnary(functors::Sigmoid{}, n, x, y);
@@ -75,6 +78,7 @@ struct SigmoidFunctor {
 // tanh(x); dx = dy * (1 - y^2).
 struct TanhFunctor {
   explicit TanhFunctor(const OperatorBase&) {}
+  EltwiseFn Dnnl() const { return {EltwiseAlgorithm::kTanh}; }
   template <typename T>
   void Forward(int64_t n, const T* x, T* y) const {
     functors::CpuUnary(functors::Tanh{}, n, x, y);
@@ -89,6 +93,7 @@ struct TanhFunctor {
 struct EluFunctor {
   explicit EluFunctor(const OperatorBase& op)
       : alpha(op.GetSingleArgument<float>("alpha", 1.0f)) {}
+  EltwiseFn Dnnl() const { return {EltwiseAlgorithm::kElu, alpha}; }
   template <typename T>
   void Forward(int64_t n, const T* x, T* y) const {
     const T a = static_cast<T>(alpha);
@@ -126,6 +131,7 @@ struct SoftplusFunctor {
 class SwishOp final : public Operator<CPUContext> {
  public:
   using Operator<CPUContext>::Operator;
+  EltwiseFn Dnnl() const { return {EltwiseAlgorithm::kSwish, 1.f}; }
   void RunOnDevice() override {
     const Tensor& X = Input(0);
     DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
@@ -134,7 +140,11 @@ class SwishOp final : public Operator<CPUContext> {
       Tensor* Y = Output(0);
       Y->Resize(X.dims());
       T* y = Y->mutable_data<T>();
-      for (int64_t i = 0; i < X.numel(); ++i) y[i] = x[i] / (T(1) + std::exp(-x[i]));
+      const int64_t n = X.numel();
+      if (TryDnnlEltwise(*this, n, x, y)) return;
+      ParallelFor(n, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) y[i] = x[i] / (T(1) + std::exp(-x[i]));
+      });
     });
   }
 };

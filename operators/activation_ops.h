@@ -12,6 +12,8 @@
 //   template <typename T> void Forward(int64_t n, const T* x, T* y) const;
 //   template <typename T> void Backward(int64_t n, const T* y, const T* dy,
 //                                       T* dx) const;
+// A functor oneDNN can compute also provides `EltwiseFn Dnnl() const`
+// (dnnl_eltwise.h): large float32 forwards then run on oneDNN's kernels.
 // Both loops work element by element, so they are safe when y aliases x or
 // dx aliases dy.
 //
@@ -25,6 +27,7 @@
 
 #include "core/gradient.h"
 #include "core/operator.h"
+#include "operators/dnnl_eltwise.h"
 #include "operators/op_type_dispatch.h"
 #include "operators/parallel_for.h"
 
@@ -71,6 +74,7 @@ class UnaryActivationOp final : public Operator<CPUContext> {
   void RunOnDevice() override {
     activation::DispatchFloatLikeInput(
         *this, Input(0), Output(0), [&](auto x, auto y, int64_t n) {
+          if (TryDnnlEltwise(functor_, n, x, y)) return;
           // Every functor here is pointwise: any split gives the same bits.
           ParallelFor(n, [&](int64_t begin, int64_t end) {
             functor_.Forward(end - begin, x + begin, y + begin);

@@ -27,6 +27,7 @@ struct NegFunctor {
 struct ExpFunctor {
   using Types = FloatTypes;
   explicit ExpFunctor(const OperatorBase&) {}
+  EltwiseFn Dnnl() const { return {EltwiseAlgorithm::kExp}; }
   template <typename T>
   T operator()(T x) const {
     return functors::Exp{}(x);
@@ -94,6 +95,7 @@ struct ClipBounds {
 struct ClipFunctor : ClipBounds {
   using Types = FloatTypes;
   using ClipBounds::ClipBounds;
+  EltwiseFn Dnnl() const { return {EltwiseAlgorithm::kClip, min, max}; }
   template <typename T>
   T operator()(T x) const {
     // nan stays nan, as numpy.clip.

@@ -6,6 +6,8 @@
 // and provides
 //   using Types = TypeList<...>;
 //   template <typename T> T operator()(T x) const;
+// and, when oneDNN computes the same function, EltwiseFn Dnnl() const
+// (dnnl_eltwise.h), which large float32 tensors then run on.
 // A gradient functor provides
 //   using Types = TypeList<...>;
 //   template <typename T> T operator()(T forward_value, T dy) const;  // dx
@@ -14,7 +16,9 @@
 #include <type_traits>
 
 #include "core/operator.h"
+#include "operators/dnnl_eltwise.h"
 #include "operators/op_type_dispatch.h"
+#include "operators/parallel_for.h"
 
 namespace doppio {
 
@@ -45,7 +49,11 @@ class UnaryElementwiseOp final : public Operator<CPUContext> {
       Y->Resize(X.dims());
       T* y = Y->mutable_data<T>();
       const int64_t count = X.numel();
-      for (int64_t i = 0; i < count; ++i) y[i] = functor_(x[i]);
+      if (TryDnnlEltwise(functor_, count, x, y)) return;
+      // Pointwise: any split over the intra-op threads gives the same bits.
+      ParallelFor(count, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) y[i] = functor_(x[i]);
+      });
     });
   }
 
