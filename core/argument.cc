@@ -201,19 +201,22 @@ DOPPIO_INSTANTIATE_ARGUMENT_(NetDef)
 
 namespace {
 
-void SetIntInArgs(google::protobuf::RepeatedPtrField<Argument>* args,
-                  const std::string& name, int64_t value) {
+void SetInArgs(google::protobuf::RepeatedPtrField<Argument>* args, const Argument& value) {
   for (Argument& arg : *args) {
-    if (arg.name() == name) {
-      arg.Clear();
-      arg.set_name(name);
-      arg.set_i(value);
+    if (arg.name() == value.name()) {
+      arg = value;
       return;
     }
   }
-  Argument* arg = args->Add();
-  arg->set_name(name);
-  arg->set_i(value);
+  *args->Add() = value;
+}
+
+void SetIntInArgs(google::protobuf::RepeatedPtrField<Argument>* args, const std::string& name,
+                  int64_t value) {
+  Argument arg;
+  arg.set_name(name);
+  arg.set_i(value);
+  SetInArgs(args, arg);
 }
 
 }  // namespace
@@ -225,5 +228,7 @@ void SetArgument(OperatorDef* op, const std::string& name, int64_t value) {
 void SetArgument(NetDef* net, const std::string& name, int64_t value) {
   SetIntInArgs(net->mutable_arg(), name, value);
 }
+
+void SetArgument(OperatorDef* op, const Argument& arg) { SetInArgs(op->mutable_arg(), arg); }
 
 }  // namespace doppio

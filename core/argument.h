@@ -43,5 +43,7 @@ class ArgumentHelper {
 // first.
 void SetArgument(OperatorDef* op, const std::string& name, int64_t value);
 void SetArgument(NetDef* net, const std::string& name, int64_t value);
+// The same for an argument of any kind, replacing the one of its name.
+void SetArgument(OperatorDef* op, const Argument& arg);
 
 }  // namespace doppio

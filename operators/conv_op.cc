@@ -1,6 +1,8 @@
 #include "operators/conv_op.h"
 
 #include <algorithm>
+#include <string>
+#include <type_traits>
 
 #include "core/argument.h"
 #include "core/gradient.h"
@@ -176,26 +178,44 @@ namespace {
 
 // ConvFusion must say what it fuses (Caffe2 refuses it without
 // fusion_type); Conv ignores the argument, as Caffe2's CPU Conv does.
-bool ReadFuseRelu(const OperatorBase& op) {
-  if (op.type() != "ConvFusion") return false;
+EltwiseFn ReadFusedActivation(const OperatorBase& op) {
+  if (op.type() != "ConvFusion") return {};
   DOPPIO_ENFORCE(op.HasArgument("fusion_type"),
-                 "ConvFusion needs the argument fusion_type (1: Conv + Relu)");
+                 "ConvFusion needs the argument fusion_type (1: Conv + activation)");
   const int fusion_type = op.GetSingleArgument<int>("fusion_type", kConvFusionUnknown);
   DOPPIO_ENFORCE(fusion_type == kConvFusionRelu, "fusion_type ", fusion_type,
-                 " is not supported on CPU; only 1 (Conv + Relu) is (2 and 3, "
+                 " is not supported on CPU; only 1 (Conv + activation) is (2 and 3, "
                  "the sum fusions, are ideep-only)");
-  return true;
+  const std::string activation = op.GetSingleArgument<std::string>("activation", "Relu");
+  const EltwiseFn fn = EltwiseOfActivation(activation, [&](const std::string& name, float d) {
+    return op.GetSingleArgument<float>("activation_" + name, d);
+  });
+  DOPPIO_ENFORCE(!fn.empty(), "activation '", activation,
+                 "' cannot be fused; ConvFusion fuses Relu, LeakyRelu, Clip, Sigmoid, Tanh, "
+                 "Elu and Swish");
+  if (fn.algorithm == EltwiseAlgorithm::kClip) {
+    DOPPIO_ENFORCE(fn.alpha <= fn.beta, "argument 'activation_min' (", fn.alpha,
+                   ") is greater than 'activation_max' (", fn.beta, ")");
+  }
+  return fn;
 }
 
+// The activation over Y after the im2col path: oneDNN's kernel where it has
+// one, else the scalar formula (float64, or oneDNN refusing).
 template <typename T>
-void ReluInPlace(int64_t count, T* y) {
-  for (int64_t i = 0; i < count; ++i) y[i] = std::max(y[i], T(0));
+void ActivationInPlace(const EltwiseFn& fn, int64_t count, T* y) {
+  if constexpr (std::is_same<T, float>::value) {
+    if (DnnlEltwiseForward(fn, count, y, y)) return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    y[i] = static_cast<T>(EltwiseReference(fn, static_cast<float>(y[i])));
+  }
 }
 
 }  // namespace
 
 ConvOp::ConvOp(const OperatorDef& def, Workspace* workspace)
-    : ConvOpBase(def, workspace), fuse_relu_(ReadFuseRelu(*this)) {}
+    : ConvOpBase(def, workspace), post_op_(ReadFusedActivation(*this)) {}
 ConvOp::~ConvOp() = default;
 
 void ConvOp::RunOnDevice() {
@@ -209,8 +229,8 @@ void ConvOp::RunOnDevice() {
     if (dnnl_ == nullptr) dnnl_ = std::make_unique<DnnlConvForward>();
     // ConvFusion is inference-only: its filter is a constant.
     DnnlConvForwardOptions options;
-    options.fuse_relu = fuse_relu_;
-    options.constant_filter = fuse_relu_;
+    options.post_op = post_op_;
+    options.constant_filter = !post_op_.empty();
     if (dnnl_->Run(p, X.data<float>(), filter.data<float>(),
                    bias != nullptr ? bias->data<float>() : nullptr, Y->mutable_data<float>(),
                    options)) {
@@ -220,7 +240,8 @@ void ConvOp::RunOnDevice() {
   DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     RunIm2Col<T>(p, X, filter, bias, Y);
-    if (fuse_relu_) ReluInPlace<T>(Y->numel(), Y->template mutable_data<T>());
+    if (!post_op_.empty())
+      ActivationInPlace<T>(post_op_, Y->numel(), Y->template mutable_data<T>());
   });
 }
 
@@ -347,23 +368,34 @@ OPERATOR_SCHEMA(Conv3D).Apply(ConvSchemaCommon).CostInferenceFunction(CostInfere
 // fusion pass (transforms/fuse_activation) write for Conv + Relu.
 OPERATOR_SCHEMA(ConvFusion)
     .Apply(ConvSchemaCommon)
-    .Arg("fusion_type", "(int, required) what follows the convolution: 1 = Relu (CONV_RELU). "
-                        "2 (CONV_SUM) and 3 (CONV_SUM_RELU) are ideep-only and refused here",
+    .Arg("fusion_type",
+         "(int, required) what follows the convolution: 1 = an activation "
+         "(CONV_RELU). 2 (CONV_SUM) and 3 (CONV_SUM_RELU) are ideep-only and "
+         "refused here",
          /*required=*/true)
-    .Doc("Inference-only Conv fused with the op after it (Caffe2's ideep ConvFusion): with "
-         "fusion_type 1, Y = max(Conv(X, filter, bias), 0), the Relu applied inside the "
-         "kernel (a oneDNN post-op) so Y is written once. Made by the inference fusion "
-         "passes (doppio.transformations, run_net --optimize); it has no gradient. As "
-         "Caffe2's ideep ConvFusion outside training_mode, the filter is a constant: its "
-         "conversion to oneDNN's layout is kept between runs and redone only when the "
-         "filter's storage or the shapes change.");
+    .Arg("activation",
+         "(string, default \"Relu\") with fusion_type 1, the activation op "
+         "fused: Relu, LeakyRelu, Clip, Sigmoid, Tanh, Elu or Swish (a Doppio "
+         "extension; Caffe2's ConvFusion knows Relu only)")
+    .Arg("activation_alpha", "(float) LeakyRelu's or Elu's alpha (defaults 0.01, 1)")
+    .Arg("activation_min", "(float) Clip's min (default: the lowest float)")
+    .Arg("activation_max", "(float) Clip's max (default: the largest float)")
+    .Doc(
+        "Inference-only Conv fused with the op after it (Caffe2's ideep ConvFusion): with "
+        "fusion_type 1, Y = act(Conv(X, filter, bias)), act Relu unless `activation` names "
+        "another, applied inside the kernel (a oneDNN post-op) so Y is written once. Made by the "
+        "inference fusion "
+        "passes (doppio.transformations, run_net --optimize); it has no gradient. As "
+        "Caffe2's ideep ConvFusion outside training_mode, the filter is a constant: its "
+        "conversion to oneDNN's layout is kept between runs and redone only when the "
+        "filter's storage or the shapes change.");
 
 REGISTER_GRADIENT(Conv, GetConvGradient);
 REGISTER_GRADIENT(Conv1D, GetConvGradient);
 REGISTER_GRADIENT(Conv2D, GetConvGradient);
 REGISTER_GRADIENT(Conv3D, GetConvGradient);
 SHOULD_NOT_DO_GRADIENT(ConvFusion,
-                       "it is an inference-only fusion of Conv + Relu; train the unfused ops "
+                       "it is an inference-only fusion of Conv + activation; train the unfused ops "
                        "and fuse the predict net");
 
 }  // namespace doppio

@@ -19,6 +19,7 @@
 
 #include "core/gradient.h"
 #include "operators/conv_pool_op_base.h"
+#include "operators/dnnl_eltwise.h"
 #include "operators/im2col.h"
 
 namespace doppio {
@@ -54,7 +55,9 @@ class ConvOpBase : public ConvPoolOpBase {
 };
 
 // Caffe2's ConvFusion fusion types (ideep's FusionType); the CPU kernel
-// implements only Conv + Relu.
+// implements Conv + activation: Relu by default as in Caffe2, or the
+// activation the argument `activation` names (a Doppio extension, written by
+// the fusion pass).
 enum ConvFusionType : int {
   kConvFusionUnknown = 0,
   kConvFusionRelu = 1,
@@ -62,8 +65,8 @@ enum ConvFusionType : int {
   kConvFusionSumRelu = 3,
 };
 
-// Conv, and ConvFusion (an inference-only Conv whose Relu runs inside the
-// kernel: a oneDNN post-op, or one pass over Y after im2col + GEMM).
+// Conv, and ConvFusion (an inference-only Conv whose activation runs inside
+// the kernel: a oneDNN post-op, or one pass over Y after im2col + GEMM).
 class ConvOp final : public ConvOpBase {
  public:
   ConvOp(const OperatorDef& def, Workspace* workspace);
@@ -75,7 +78,8 @@ class ConvOp final : public ConvOpBase {
   void RunIm2Col(const ConvProblem& p, const Tensor& X, const Tensor& filter, const Tensor* bias,
                  Tensor* Y);
 
-  bool fuse_relu_ = false;
+  // ConvFusion's activation (empty for Conv).
+  EltwiseFn post_op_;
   Tensor col_buffer_;
   Tensor group_buffer_;  // NHWC with groups: one group's output before scattering
   std::unique_ptr<DnnlConvForward> dnnl_;

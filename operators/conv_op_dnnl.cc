@@ -1,8 +1,8 @@
 #include "operators/conv_op_dnnl.h"
 
-#include <dnnl.hpp>
-
 #include <algorithm>
+#include <cstring>
+#include <dnnl.hpp>
 #include <numeric>
 #include <string>
 #include <unordered_map>
@@ -131,6 +131,12 @@ memory::desc AnyLike(const memory::desc& desc) {
 }
 
 // Everything that decides the primitives; a change rebuilds them.
+int64_t FloatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
 std::vector<int64_t> ProblemKey(const ConvProblem& p, std::initializer_list<int64_t> extra) {
   const ConvPoolGeometry& g = p.geometry;
   std::vector<int64_t> key{static_cast<int64_t>(g.order), g.batch, g.channels, p.out_channels,
@@ -160,20 +166,17 @@ struct ConvDescs {
     pad_r.assign(g.pads.begin() + nd, g.pads.end());
   }
 
-  // fuse_relu (ConvFusion, inference only) appends a Relu post-op; the
-  // unfused primitive stays exactly what training has always used.
+  // A post-op (ConvFusion, inference only) is appended; the unfused
+  // primitive stays exactly what training has always used.
   dnnl::convolution_forward::primitive_desc ForwardHint(bool with_bias,
-                                                        bool fuse_relu = false) const {
+                                                        const EltwiseFn& post_op = {}) const {
     const dnnl::convolution_forward::desc desc(
-        fuse_relu ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
+        !post_op.empty() ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
         dnnl::algorithm::convolution_direct, AnyLike(src), AnyLike(weights),
         with_bias ? bias : memory::desc(), AnyLike(dst), strides, dilates, pad_l, pad_r);
     dnnl::primitive_attr attr = UserScratchpadAttr();
-    if (fuse_relu) {
-      dnnl::post_ops relu;
-      relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      attr.set_post_ops(relu);
-    }
+    dnnl::post_ops post_ops;
+    if (AppendDnnlPostOp(post_op, &post_ops)) attr.set_post_ops(post_ops);
     return dnnl::convolution_forward::primitive_desc(desc, attr, DnnlCpuEngine());
   }
 };
@@ -284,14 +287,16 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
                           const float* bias, float* y, const DnnlConvForwardOptions& options) {
   State& s = *state_;
   const std::vector<int64_t> key =
-      ProblemKey(p, {bias != nullptr, options.fuse_relu, options.constant_filter});
+      ProblemKey(p, {bias != nullptr, static_cast<int64_t>(options.post_op.algorithm),
+                     FloatBits(options.post_op.alpha), FloatBits(options.post_op.beta),
+                     options.constant_filter});
   if (key != s.key) {
     s.key = key;
     s.supported = false;
     s.reordered_filter = nullptr;
     try {
       const ConvDescs descs(p);
-      const auto pd = descs.ForwardHint(bias != nullptr, options.fuse_relu);
+      const auto pd = descs.ForwardHint(bias != nullptr, options.post_op);
       s.primitive = dnnl::convolution_forward(pd);
       s.scratchpad.Reset();
       s.scratchpad.Need(pd.scratchpad_desc());

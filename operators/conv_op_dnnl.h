@@ -18,13 +18,15 @@
 #include <vector>
 
 #include "operators/conv_op.h"
+#include "operators/dnnl_eltwise.h"
 
 namespace doppio {
 
 // What an inference-only caller (ConvFusion) may ask beyond plain Conv.
 struct DnnlConvForwardOptions {
-  // max(Y, 0) as a oneDNN post-op, so Y is written once.
-  bool fuse_relu = false;
+  // An activation (Relu, Clip, Sigmoid, ...) as a oneDNN post-op, so Y is
+  // written once.
+  EltwiseFn post_op;
   // The filter is a constant: its reorder into oneDNN's layout is kept and
   // redone only when the filter's storage or the shape changes (Caffe2's
   // ideep ConvFusion does the same outside training_mode).

@@ -93,6 +93,12 @@ bool DnnlEltwiseForward(const EltwiseFn& fn, int64_t n, const float* x, float* y
   return true;
 }
 
+bool AppendDnnlPostOp(const EltwiseFn& fn, dnnl::post_ops* post_ops) {
+  if (fn.empty()) return false;
+  post_ops->append_eltwise(1.0f, ToDnnl(fn.algorithm), fn.alpha, fn.beta);
+  return true;
+}
+
 float EltwiseReference(const EltwiseFn& fn, float x) {
   switch (fn.algorithm) {
     case EltwiseAlgorithm::kRelu:

@@ -9,9 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <utility>
+
+namespace dnnl {
+struct post_ops;
+}  // namespace dnnl
 
 namespace doppio {
 
@@ -51,6 +56,30 @@ constexpr int64_t kDnnlEltwiseMinElements = 4096;
 // written nothing, when oneDNN has no kernel for it (the caller computes it
 // itself); errors of oneDNN itself also return false.
 bool DnnlEltwiseForward(const EltwiseFn& fn, int64_t n, const float* x, float* y);
+
+// Appends f to a primitive's post-ops (a fused ConvFusion's activation);
+// false, appending nothing, when f is empty.
+bool AppendDnnlPostOp(const EltwiseFn& fn, dnnl::post_ops* post_ops);
+
+// The function of an activation op fused into ConvFusion: the op's type and
+// its arguments as ConvFusion carries them, prefixed "activation_" (Relu;
+// LeakyRelu alpha 0.01; Clip min, max; Sigmoid; Tanh; Elu alpha 1; Swish).
+// An empty fn for a type oneDNN does not fuse. `arg(name, default)` reads
+// one prefixed argument.
+template <typename ReadArg>
+EltwiseFn EltwiseOfActivation(const std::string& type, ReadArg&& arg) {
+  if (type == "Relu") return {EltwiseAlgorithm::kRelu};
+  if (type == "LeakyRelu") return {EltwiseAlgorithm::kRelu, arg("alpha", 0.01f)};
+  if (type == "Clip") {
+    return {EltwiseAlgorithm::kClip, arg("min", std::numeric_limits<float>::lowest()),
+            arg("max", std::numeric_limits<float>::max())};
+  }
+  if (type == "Sigmoid") return {EltwiseAlgorithm::kLogistic};
+  if (type == "Tanh") return {EltwiseAlgorithm::kTanh};
+  if (type == "Elu") return {EltwiseAlgorithm::kElu, arg("alpha", 1.0f)};
+  if (type == "Swish") return {EltwiseAlgorithm::kSwish, 1.0f};
+  return {};
+}
 
 // f as our scalar code computes it, for fallbacks (fused ops whose oneDNN
 // primitive is missing) and tests: the same formulas as the ops'.

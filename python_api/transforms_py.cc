@@ -57,7 +57,9 @@ void DefineTransforms(py::module_& m, std::function<Workspace*()> current_worksp
         const NetDef out =
             transforms::FuseActivation(ParseNet(net_bytes, "transform_fuseActivation"), &fused);
         py::dict counts;
+        counts["swish"] = fused.swish;
         counts["conv_relu"] = fused.conv_relu;
+        counts["conv_activation"] = fused.conv_activation;
         counts["fc_relu"] = fused.fc_relu;
         return py::make_tuple(Serialize(out), counts);
       },
@@ -93,7 +95,9 @@ void DefineTransforms(py::module_& m, std::function<Workspace*()> current_worksp
         }
         py::dict counts;
         counts["conv_bn"] = done.conv_bn;
+        counts["swish"] = done.swish;
         counts["conv_relu"] = done.conv_relu;
+        counts["conv_activation"] = done.conv_activation;
         counts["fc_relu"] = done.fc_relu;
         counts["inplace"] = done.inplace;
         return py::make_tuple(Serialize(out), counts);

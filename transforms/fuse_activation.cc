@@ -1,5 +1,7 @@
 #include "transforms/fuse_activation.h"
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "core/argument.h"
@@ -15,11 +17,36 @@ constexpr int kFusionRelu = 1;
 
 enum class Producer { kNone, kConv, kFC };
 
+// The activations ConvFusion applies as a oneDNN post-op (the kernel's
+// ReadFusedActivation reads the same list), with the arguments it carries
+// over, prefixed "activation_".
+const std::vector<std::string>& ConvActivationArgs(const std::string& type) {
+  static const std::map<std::string, std::vector<std::string>> kFusable = {
+      {"Relu", {}},
+      {"LeakyRelu", {"alpha"}},
+      {"Clip", {"min", "max"}},
+      {"Sigmoid", {}},
+      {"Tanh", {}},
+      {"Elu", {"alpha"}},
+      {"Swish", {}},
+  };
+  static const std::vector<std::string> kNone;
+  const auto found = kFusable.find(type);
+  return found == kFusable.end() ? kNone : found->second;
+}
+
+bool IsConvActivation(const std::string& type) {
+  return type == "Relu" || !ConvActivationArgs(type).empty() || type == "Sigmoid" ||
+         type == "Tanh" || type == "Swish";
+}
+
 Producer FusableProducer(const NetDef& net, const OperatorDef& op) {
   if (op.output_size() != 1 || !RunsOnCpu(net, op)) return Producer::kNone;
   const std::string& type = op.type();
   if (type == "Conv" || type == "Conv1D" || type == "Conv2D" || type == "Conv3D") {
-    if (op.input_size() < 2 || IntArg(op, "group", 1) != 1) return Producer::kNone;
+    // Any group count: oneDNN's grouped and depthwise kernels take post-ops
+    // as its plain ones do (Caffe2 fused one group only, for ideep).
+    if (op.input_size() < 2) return Producer::kNone;
     return Producer::kConv;
   }
   if (type == "FC" || type == "FCTransposed") {
@@ -29,9 +56,86 @@ Producer FusableProducer(const NetDef& net, const OperatorDef& op) {
   return Producer::kNone;
 }
 
-bool IsFusableRelu(const NetDef& net, const OperatorDef& op, const std::string& input) {
-  return op.type() == "Relu" && op.input_size() == 1 && op.output_size() == 1 &&
-         op.input(0) == input && RunsOnCpu(net, op);
+bool IsFusableActivation(const NetDef& net, Producer producer, const OperatorDef& op,
+                         const std::string& input) {
+  const bool known =
+      producer == Producer::kConv ? IsConvActivation(op.type()) : op.type() == "Relu";
+  return known && op.input_size() == 1 && op.output_size() == 1 && op.input(0) == input &&
+         RunsOnCpu(net, op);
+}
+
+// The producer takes over the activation's output and applies it.
+void AbsorbActivation(Producer producer, const OperatorDef& activation, OperatorDef* op,
+                      ActivationFusions* count) {
+  op->set_output(0, activation.output(0));
+  SetArgument(op, "fusion_type", kFusionRelu);
+  if (producer == Producer::kFC) {
+    ++count->fc_relu;
+    return;
+  }
+  op->set_type("ConvFusion");
+  if (activation.type() == "Relu") {
+    ++count->conv_relu;
+    return;
+  }
+  Argument name;
+  name.set_name("activation");
+  name.set_s(activation.type());
+  SetArgument(op, name);
+  for (const std::string& carried : ConvActivationArgs(activation.type())) {
+    for (Argument arg : activation.arg()) {
+      if (arg.name() != carried) continue;
+      arg.set_name("activation_" + carried);
+      SetArgument(op, arg);
+    }
+  }
+  ++count->conv_activation;
+}
+
+// Sigmoid(x) -> s, Mul(x, s) -> y  =>  Swish(x) -> y: SiLU as ONNX exporters
+// write it (no Swish op before opset 24).
+bool FuseOneSwish(NetDef* net, const BlobUses& uses, int i) {
+  const OperatorDef& sigmoid = net->op(i);
+  if (sigmoid.type() != "Sigmoid" || sigmoid.input_size() != 1 || sigmoid.output_size() != 1 ||
+      !RunsOnCpu(*net, sigmoid)) {
+    return false;
+  }
+  const std::string& x = sigmoid.input(0);
+  const std::string& s = sigmoid.output(0);
+  if (x == s) return false;
+  const std::vector<int> readers = uses.ValueReaders(s, i);
+  if (readers.size() != 1) return false;
+  const int j = readers[0];
+  const OperatorDef& mul = net->op(j);
+  if (mul.type() != "Mul" || mul.input_size() != 2 || mul.output_size() != 1 ||
+      !RunsOnCpu(*net, mul) || !uses.IsPrivateLink(s, i, j)) {
+    return false;
+  }
+  const bool pair =
+      (mul.input(0) == x && mul.input(1) == s) || (mul.input(0) == s && mul.input(1) == x);
+  // x must still hold the Sigmoid's input when Mul reads it, and y must be
+  // free between the two ops, where the Swish now writes it.
+  if (!pair || uses.TouchedBetween(mul.output(0), i, j)) return false;
+  for (int k : uses.Writers(x)) {
+    if (k > i && k < j) return false;
+  }
+  OperatorDef* swish = net->mutable_op(i);
+  swish->set_type("Swish");
+  swish->set_output(0, mul.output(0));
+  net->mutable_op()->DeleteSubrange(j, 1);
+  return true;
+}
+
+int FuseSwish(NetDef* net) {
+  int fused = 0;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    const BlobUses uses(*net);
+    for (int i = 0; i < net->op_size() && !changed; ++i) changed = FuseOneSwish(net, uses, i);
+    fused += changed;
+  }
+  return fused;
 }
 
 }  // namespace
@@ -39,6 +143,7 @@ bool IsFusableRelu(const NetDef& net, const OperatorDef& op, const std::string& 
 NetDef FuseActivation(const NetDef& input_net, ActivationFusions* fused) {
   NetDef net = input_net;
   ActivationFusions count;
+  count.swish = FuseSwish(&net);
   bool changed = true;
   while (changed) {
     changed = false;
@@ -50,18 +155,13 @@ NetDef FuseActivation(const NetDef& input_net, ActivationFusions* fused) {
       const std::vector<int> readers = uses.ValueReaders(link, i);
       if (readers.size() != 1) continue;
       const int j = readers[0];
-      const OperatorDef& relu = net.op(j);
-      if (!IsFusableRelu(net, relu, link) || !uses.IsPrivateLink(link, i, j)) continue;
-      if (uses.TouchedBetween(relu.output(0), i, j)) continue;
-      OperatorDef* op = net.mutable_op(i);
-      op->set_output(0, relu.output(0));
-      SetArgument(op, "fusion_type", kFusionRelu);
-      if (producer == Producer::kConv) {
-        op->set_type("ConvFusion");
-        ++count.conv_relu;
-      } else {
-        ++count.fc_relu;
+      const OperatorDef& activation = net.op(j);
+      if (!IsFusableActivation(net, producer, activation, link) ||
+          !uses.IsPrivateLink(link, i, j)) {
+        continue;
       }
+      if (uses.TouchedBetween(activation.output(0), i, j)) continue;
+      AbsorbActivation(producer, activation, net.mutable_op(i), &count);
       net.mutable_op()->DeleteSubrange(j, 1);
       changed = true;
     }

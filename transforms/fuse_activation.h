@@ -1,13 +1,17 @@
-// FuseActivation: Conv + Relu -> ConvFusion (fusion_type 1, Caffe2's ideep
-// name and argument) and FC + Relu -> FC with fusion_type 1, for inference.
-// The Relu then runs inside the producing kernel (a oneDNN post-op for
-// Conv, the bias pass for FC), so the intermediate is written once and
-// never re-read.
+// FuseActivation, for inference: first Sigmoid(x) * x -> Swish(x) (SiLU as
+// ONNX graphs spell it); then Conv + activation -> ConvFusion (fusion_type 1,
+// Caffe2's ideep name and argument; an activation other than Relu is named
+// by the argument `activation`, its arguments prefixed "activation_") and
+// FC + Relu -> FC with fusion_type 1. The activation then runs inside the
+// producing kernel (a oneDNN post-op for Conv, the bias pass for FC), so the
+// intermediate is written once and never re-read. Conv fuses Relu,
+// LeakyRelu, Clip, Sigmoid, Tanh, Elu and Swish; FC fuses Relu.
 //
 // A pair is fused only when the producer's output is read by the Relu alone
 // and not handed out by the net (an in-place Relu, a -> a, is fine), both
 // run on the CPU, nothing between them touches the Relu's output, and:
-//   Conv: one group (as Caffe2's shouldFuseConv), one output;
+//   Conv: one output, any group count (Caffe2's shouldFuseConv wanted one
+//         group, an ideep limit that oneDNN's kernels no longer have);
 //   FC / FCTransposed: no fusion_type already.
 // The fused ops have no gradient: fuse predict nets, not training nets.
 #pragma once
@@ -18,7 +22,9 @@ namespace doppio {
 namespace transforms {
 
 struct ActivationFusions {
-  int conv_relu = 0;
+  int swish = 0;            // Sigmoid * x -> Swish
+  int conv_relu = 0;        // Conv + Relu
+  int conv_activation = 0;  // Conv + another activation
   int fc_relu = 0;
 };
 

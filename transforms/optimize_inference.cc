@@ -14,7 +14,8 @@ namespace transforms {
 std::string InferenceOptimizations::Summary() const {
   return std::to_string(conv_bn) + " Conv+SpatialBN, " + std::to_string(conv_relu) +
          " Conv+Relu, " + std::to_string(fc_relu) + " FC+Relu, " + std::to_string(inplace) +
-         " in-place activation(s)";
+         " in-place activation(s), " + std::to_string(conv_activation) +
+         " Conv+other activation(s), " + std::to_string(swish) + " Sigmoid*x->Swish";
 }
 
 InferencePasses InferencePasses::Parse(const std::string& list) {
@@ -60,7 +61,9 @@ NetDef OptimizeForInference(const NetDef& input_net, Workspace* workspace,
   if (passes.activation) {
     ActivationFusions activations;
     net = FuseActivation(net, &activations);
+    stats.swish = activations.swish;
     stats.conv_relu = activations.conv_relu;
+    stats.conv_activation = activations.conv_activation;
     stats.fc_relu = activations.fc_relu;
   }
   if (passes.inplace) net = InplaceActivation(net, &stats.inplace);

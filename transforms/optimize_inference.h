@@ -23,7 +23,9 @@ namespace transforms {
 
 struct InferenceOptimizations {
   int conv_bn = 0;
+  int swish = 0;
   int conv_relu = 0;
+  int conv_activation = 0;
   int fc_relu = 0;
   int inplace = 0;
   // "2 Conv+SpatialBN, 2 Conv+Relu, 1 FC+Relu, 0 in-place activation(s)"

@@ -34,8 +34,10 @@ def fuseConvBN(net):
 
 
 def fuseActivation(net):
-    """Conv + Relu -> ConvFusion(fusion_type=1) and FC + Relu -> FC with
-    fusion_type=1, where safe. Returns {'conv_relu': n, 'fc_relu': m}."""
+    """Sigmoid(x) * x -> Swish(x); Conv + activation (Relu, LeakyRelu, Clip,
+    Sigmoid, Tanh, Elu, Swish) -> ConvFusion(fusion_type=1, activation=...)
+    and FC + Relu -> FC with fusion_type=1, where safe. Returns
+    {'swish': s, 'conv_relu': n, 'conv_activation': a, 'fc_relu': m}."""
     return _rewrite(net, C.transform_fuseActivation)
 
 
@@ -57,7 +59,8 @@ def optimizeForMKLDNN(net, training_mode=False):
     CPU ops. With training_mode the net is left as it is: every fusion here
     is inference-only."""
     if training_mode:
-        return {'conv_bn': 0, 'conv_relu': 0, 'fc_relu': 0, 'inplace': 0}
+        return {'conv_bn': 0, 'swish': 0, 'conv_relu': 0, 'conv_activation': 0, 'fc_relu': 0,
+                'inplace': 0}
     return optimizeForInference(net)
 
 

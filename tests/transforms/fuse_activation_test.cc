@@ -1,7 +1,8 @@
-// FuseActivation and the fused kernels: ConvFusion(fusion_type 1) and FC
-// with fusion_type 1 compute max(op, 0) (checked against the unfused ops and
-// against a loop written here), the pass fuses only what it may, and the
-// fused ops refuse what they do not support.
+// FuseActivation and the fused kernels: ConvFusion(fusion_type 1) computes
+// its activation (Relu by default) and FC with fusion_type 1 max(op, 0)
+// (checked against the unfused ops and against a loop written here), the
+// Sigmoid * x -> Swish rewrite keeps the value, the pass fuses only what it
+// may, and the fused ops refuse what they do not support.
 
 #include "transforms/fuse_activation.h"
 
@@ -120,13 +121,111 @@ TEST(FuseActivationTest, FCReluMatchesAReferenceLoop) {
 void ExpectUnchanged(const NetDef& net) {
   ActivationFusions fused;
   const NetDef out = FuseActivation(net, &fused);
-  EXPECT_EQ(fused.conv_relu + fused.fc_relu, 0);
+  EXPECT_EQ(fused.swish + fused.conv_relu + fused.conv_activation + fused.fc_relu, 0);
   EXPECT_EQ(out.SerializeAsString(), net.SerializeAsString());
 }
 
+// Every activation ConvFusion applies, on plain, grouped and depthwise
+// convolutions through oneDNN and im2col: the fused op computes what Conv and
+// the activation op compute one after the other.
+TEST(FuseActivationTest, EveryConvActivationMatchesTheUnfusedOps) {
+  const std::vector<OperatorDef> activations = {
+      MakeOp("Relu", {"c"}, {"y"}),
+      MakeOp("LeakyRelu", {"c"}, {"y"}, {FloatArg("alpha", 0.2f)}),
+      MakeOp("Clip", {"c"}, {"y"}, {FloatArg("min", -0.1f), FloatArg("max", 0.3f)}),
+      MakeOp("Clip", {"c"}, {"y"}, {FloatArg("max", 0.25f)}),
+      MakeOp("Sigmoid", {"c"}, {"y"}),
+      MakeOp("Tanh", {"c"}, {"y"}),
+      MakeOp("Elu", {"c"}, {"y"}, {FloatArg("alpha", 0.5f)}),
+      MakeOp("Swish", {"c"}, {"y"}),
+  };
+  std::mt19937 rng(5);
+  for (const OperatorDef& activation : activations) {
+    for (const int group : {1, 2, 8}) {
+      for (const std::string engine : {"", "IM2COL"}) {
+        for (const std::string order : {"NCHW", "NHWC"}) {
+          const std::string where = activation.DebugString() + " group " + std::to_string(group) +
+                                    " " + engine + " " + order;
+          Workspace ws;
+          FeedConv(&ws, 8, 16, group, order, &rng);
+          OperatorDef conv = ConvReluNet(engine, group, order).op(0);
+          const NetDef net = MakeNet("conv_act", {conv, activation}, {"y"});
+          Workspace unfused_ws;
+          CopyTensors(ws, &unfused_ws);
+          unfused_ws.RunNetOnce(net);
+          ActivationFusions fused;
+          const NetDef out = FuseActivation(net, &fused);
+          ASSERT_EQ(out.op_size(), 1) << where;
+          EXPECT_EQ(out.op(0).type(), "ConvFusion");
+          EXPECT_EQ(fused.conv_relu + fused.conv_activation, 1);
+          EXPECT_EQ(fused.conv_relu, activation.type() == "Relu" ? 1 : 0);
+          ws.RunNetOnce(out);
+          EXPECT_LT(MaxRelativeDiff(Values(ws, "y"), Values(unfused_ws, "y")), 1e-5) << where;
+        }
+      }
+    }
+  }
+}
+
+// Sigmoid(x) * x, either operand order, becomes Swish(x).
+TEST(FuseActivationTest, SigmoidTimesInputBecomesSwish) {
+  std::mt19937 rng(6);
+  for (const bool sigmoid_first : {true, false}) {
+    Workspace ws;
+    FeedUniform(&ws, "x", {3, 70, 50}, -6, 6, &rng);
+    const std::vector<std::string> operands =
+        sigmoid_first ? std::vector<std::string>{"s", "x"} : std::vector<std::string>{"x", "s"};
+    const NetDef net =
+        MakeNet("silu", {MakeOp("Sigmoid", {"x"}, {"s"}), MakeOp("Mul", operands, {"y"})}, {"y"});
+    Workspace unfused_ws;
+    CopyTensors(ws, &unfused_ws);
+    unfused_ws.RunNetOnce(net);
+    ActivationFusions fused;
+    const NetDef out = FuseActivation(net, &fused);
+    EXPECT_EQ(fused.swish, 1);
+    ASSERT_EQ(out.op_size(), 1);
+    EXPECT_EQ(out.op(0).type(), "Swish");
+    EXPECT_EQ(out.op(0).input(0), "x");
+    EXPECT_EQ(out.op(0).output(0), "y");
+    ws.RunNetOnce(out);
+    EXPECT_LT(MaxRelativeDiff(Values(ws, "y"), Values(unfused_ws, "y")), 1e-5);
+  }
+  // After a Conv, the Swish then fuses into it.
+  NetDef conv_silu = ConvReluNet("", 1, "NCHW");
+  conv_silu.mutable_op(1)->CopyFrom(MakeOp("Sigmoid", {"c"}, {"s"}));
+  *conv_silu.add_op() = MakeOp("Mul", {"c", "s"}, {"y"});
+  conv_silu.clear_external_output();
+  conv_silu.add_external_output("y");
+  ActivationFusions fused;
+  const NetDef out = FuseActivation(conv_silu, &fused);
+  EXPECT_EQ(fused.swish, 1);
+  EXPECT_EQ(fused.conv_activation, 1);
+  ASSERT_EQ(out.op_size(), 1);
+  EXPECT_EQ(out.op(0).type(), "ConvFusion");
+}
+
+TEST(FuseActivationTest, LeavesUnsafeSwishPatternsAlone) {
+  // In place: s is x, so Mul reads sigmoid(x) twice.
+  ExpectUnchanged(
+      MakeNet("n", {MakeOp("Sigmoid", {"x"}, {"x"}), MakeOp("Mul", {"x", "x"}, {"y"})}, {"y"}));
+  // The other operand is not the Sigmoid's input.
+  ExpectUnchanged(
+      MakeNet("n", {MakeOp("Sigmoid", {"x"}, {"s"}), MakeOp("Mul", {"s", "z"}, {"y"})}, {"y"}));
+  // x changes between the two ops.
+  ExpectUnchanged(MakeNet("n",
+                          {MakeOp("Sigmoid", {"x"}, {"s"}), MakeOp("Copy", {"z"}, {"x"}),
+                           MakeOp("Mul", {"s", "x"}, {"y"})},
+                          {"y"}));
+  // s is read elsewhere, or handed out.
+  ExpectUnchanged(MakeNet("n",
+                          {MakeOp("Sigmoid", {"x"}, {"s"}), MakeOp("Mul", {"s", "x"}, {"y"}),
+                           MakeOp("Copy", {"s"}, {"z"})},
+                          {"y", "z"}));
+  ExpectUnchanged(MakeNet("n", {MakeOp("Sigmoid", {"x"}, {"s"}), MakeOp("Mul", {"s", "x"}, {"y"})},
+                          {"y", "s"}));
+}
+
 TEST(FuseActivationTest, LeavesUnsafePatternsAlone) {
-  // Groups: Caffe2 fuses single-group convolutions only.
-  ExpectUnchanged(ConvReluNet("", 2, "NCHW"));
   // The intermediate has another reader.
   ExpectUnchanged(MakeNet("n", {MakeOp("FC", {"x", "w", "b"}, {"h"}), MakeOp("Relu", {"h"}, {"y"}),
                                 MakeOp("Copy", {"h"}, {"z"})}, {"y", "z"}));
@@ -136,7 +235,10 @@ TEST(FuseActivationTest, LeavesUnsafePatternsAlone) {
   // An op between the two writes the Relu's output.
   ExpectUnchanged(MakeNet("n", {MakeOp("FC", {"x", "w", "b"}, {"h"}), MakeOp("Copy", {"x"}, {"y"}),
                                 MakeOp("Relu", {"h"}, {"y"})}, {"y"}));
-  // Not a Relu.
+  // Not an activation ConvFusion applies.
+  ExpectUnchanged(
+      MakeNet("n", {ConvReluNet("", 1, "NCHW").op(0), MakeOp("Softplus", {"c"}, {"y"})}, {"y"}));
+  // FC fuses Relu only.
   ExpectUnchanged(MakeNet("n", {MakeOp("FC", {"x", "w", "b"}, {"h"}),
                                 MakeOp("Sigmoid", {"h"}, {"y"})}, {"y"}));
   // A Conv on a CUDA device.
@@ -154,6 +256,15 @@ TEST(ConvFusionOpTest, RefusesMissingOrUnsupportedFusionType) {
             std::string::npos);
   *op.add_arg() = IntArg("fusion_type", 2);
   EXPECT_NE(ErrorOf([&] { ws.RunOperatorOnce(op); }).find("fusion_type 2 is not supported"),
+            std::string::npos);
+  op.mutable_arg(1)->set_i(1);
+  *op.add_arg() = StringArg("activation", "Softplus");
+  EXPECT_NE(ErrorOf([&] { ws.RunOperatorOnce(op); }).find("activation 'Softplus' cannot be fused"),
+            std::string::npos);
+  op.mutable_arg(2)->set_s("Clip");
+  *op.add_arg() = FloatArg("activation_min", 1.0f);
+  *op.add_arg() = FloatArg("activation_max", 0.0f);
+  EXPECT_NE(ErrorOf([&] { ws.RunOperatorOnce(op); }).find("is greater than 'activation_max'"),
             std::string::npos);
   OperatorDef fc = MakeOp("FC", {"x", "w", "b"}, {"y"}, {IntArg("fusion_type", 3)});
   EXPECT_NE(ErrorOf([&] { ws.RunOperatorOnce(fc); }).find("fusion_type 3 is not supported"),

@@ -70,7 +70,8 @@ class TransformationsTest(unittest.TestCase):
         self.assertEqual(types, ["Conv", "Relu", "FC", "Relu"])
         np.testing.assert_allclose(self.run_and_fetch(net), self.expected(), atol=1e-5)
         counts = transformations.fuseActivation(net)
-        self.assertEqual(counts, {"conv_relu": 1, "fc_relu": 1})
+        self.assertEqual(counts, {"swish": 0, "conv_relu": 1, "conv_activation": 0,
+                                  "fc_relu": 1})
         self.assertEqual([op.type for op in net.Proto().op], ["ConvFusion", "FC"])
         np.testing.assert_allclose(self.run_and_fetch(net), self.expected(), atol=1e-5)
         # The original weights are untouched; the folded ones are new blobs.
@@ -87,14 +88,16 @@ class TransformationsTest(unittest.TestCase):
     def test_optimize_for_inference_on_a_netdef(self):
         proto = self.make_net().Proto()
         counts = transformations.optimizeForInference(proto)
-        self.assertEqual(counts, {"conv_bn": 1, "conv_relu": 1, "fc_relu": 1, "inplace": 0})
+        self.assertEqual(counts, {"conv_bn": 1, "swish": 0, "conv_relu": 1,
+                                  "conv_activation": 0, "fc_relu": 1, "inplace": 0})
         np.testing.assert_allclose(self.run_and_fetch(proto), self.expected(), atol=1e-5)
 
     def test_kept_blobs_are_left_alone(self):
         net = self.make_net()
         counts = transformations.optimizeForInference(net, keep=["c", "h"])
         # c is wanted, so the BN stays; h is wanted, so FC + Relu stays apart.
-        self.assertEqual(counts, {"conv_bn": 0, "conv_relu": 0, "fc_relu": 0, "inplace": 0})
+        self.assertEqual(counts, {"conv_bn": 0, "swish": 0, "conv_relu": 0,
+                                  "conv_activation": 0, "fc_relu": 0, "inplace": 0})
         self.assertEqual([op.engine for op in net.Proto().op if op.type == "FC"], [""])
         np.testing.assert_allclose(self.run_and_fetch(net), self.expected(), atol=1e-5)
         self.assertEqual(transformations.optimizeForMKLDNN(net, training_mode=True)["conv_bn"], 0)

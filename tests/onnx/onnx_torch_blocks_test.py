@@ -1,0 +1,152 @@
+"""Blocks of torchvision's architectures, built in torch, exported by
+torch.onnx (opset 13) and run by doppio.onnx.backend with the inference
+passes on (the default) and off, against torch's own outputs: the fusions
+(Conv + Clip/Sigmoid/Swish/Relu, grouped and depthwise, Sigmoid * x ->
+Swish) and the kernels they reach must compute what torch computes."""
+import io
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from doppio.onnx import backend
+
+
+def bn(channels):
+    layer = nn.BatchNorm2d(channels)
+    with torch.no_grad():  # statistics away from the identity: the fold does work
+        layer.running_mean.uniform_(-0.2, 0.2)
+        layer.running_var.uniform_(0.5, 1.5)
+        layer.weight.uniform_(0.5, 1.5)
+        layer.bias.uniform_(-0.2, 0.2)
+    return layer
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2: 1x1 expand, depthwise 3x3, ReLU6, 1x1 project, residual."""
+
+    def __init__(self, channels=8, expand=4):
+        super().__init__()
+        hidden = channels * expand
+        self.body = nn.Sequential(
+            nn.Conv2d(channels, hidden, 1, bias=False), bn(hidden), nn.ReLU6(),
+            nn.Conv2d(hidden, hidden, 3, padding=1, groups=hidden, bias=False), bn(hidden),
+            nn.ReLU6(), nn.Conv2d(hidden, channels, 1, bias=False), bn(channels))
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+class MBConvSE(nn.Module):
+    """EfficientNet: SiLU, depthwise 5x5 at stride 2, squeeze-excitation."""
+
+    def __init__(self, channels=8):
+        super().__init__()
+        hidden = channels * 4
+        self.expand = nn.Sequential(nn.Conv2d(channels, hidden, 1, bias=False), bn(hidden),
+                                    nn.SiLU())
+        self.depthwise = nn.Sequential(
+            nn.Conv2d(hidden, hidden, 5, stride=2, padding=2, groups=hidden, bias=False),
+            bn(hidden), nn.SiLU())
+        self.squeeze = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(hidden, 4, 1), nn.SiLU(),
+                                     nn.Conv2d(4, hidden, 1), nn.Sigmoid())
+        self.project = nn.Sequential(nn.Conv2d(hidden, 16, 1, bias=False), bn(16))
+
+    def forward(self, x):
+        h = self.depthwise(self.expand(x))
+        return self.project(h * self.squeeze(h))
+
+
+class GroupedTanhElu(nn.Module):
+    """Grouped convolutions followed by the other fusable activations."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(8, 16, 3, padding=1, groups=2)
+        self.b = nn.Conv2d(16, 16, 3, padding=1, groups=4)
+        self.c = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        h = nn.functional.elu(self.b(h), alpha=0.5)
+        return nn.functional.leaky_relu(self.c(h), 0.2)
+
+
+class BasicBlockPool(nn.Module):
+    """ResNet: stem, max pooling 3x3/2, a basic block, global pooling, FC."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(8, 16, 7, stride=2, padding=3, bias=False), bn(16),
+                                  nn.ReLU(), nn.MaxPool2d(3, stride=2, padding=1))
+        self.block = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, bias=False), bn(16), nn.ReLU(),
+                                   nn.Conv2d(16, 16, 3, padding=1, bias=False), bn(16))
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = self.stem(x)
+        h = torch.relu(h + self.block(h))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(h, 1), 1))
+
+
+BLOCKS = {
+    'inverted_residual': InvertedResidual,
+    'mbconv_se': MBConvSE,
+    'grouped_tanh_elu': GroupedTanhElu,
+    'basic_block_pool': BasicBlockPool,
+}
+
+
+def export(model, x):
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        torch.onnx.export(model, x, buffer, opset_version=13, input_names=['x'],
+                          output_names=['y'])
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize('name', sorted(BLOCKS))
+@pytest.mark.parametrize('batch', [1, 3])
+def test_block_matches_torch(name, batch):
+    torch.manual_seed(len(name) + batch)
+    model = BLOCKS[name]().eval()
+    x = torch.randn(batch, 8, 20, 20) * 2
+    with torch.no_grad():
+        expected = model(x).numpy()
+    onnx_bytes = export(model, x)
+    for optimize in (True, False):
+        rep = backend.prepare(onnx_bytes, optimize=optimize)
+        got = rep.run([x.numpy()])[0]
+        scale = np.abs(expected).max()
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * scale,
+                                   err_msg='%s optimize=%s' % (name, optimize))
+        types = [op.type for op in rep.running_net.op]
+        if optimize:
+            # Every activation went into a ConvFusion (or, for SE's gate and
+            # the sum's Relu, stayed where no Conv produces its input).
+            assert 'SpatialBN' not in types, types
+            assert types.count('ConvFusion') >= 2, types
+            assert 'Sigmoid' not in types or name == 'mbconv_se', types
+            assert 'Clip' not in types, types
+        else:
+            assert 'ConvFusion' not in types, types
+
+
+def test_swish_fused_into_conv():
+    """SiLU after a Conv ends up as one ConvFusion(activation='Swish')."""
+    model = MBConvSE().eval()
+    x = torch.randn(1, 8, 16, 16)
+    rep = backend.prepare(export(model, x))
+    rep.run([x.numpy()])
+    activations = [arg.s.decode() for op in rep.running_net.op if op.type == 'ConvFusion'
+                   for arg in op.arg if arg.name == 'activation']
+    assert activations.count('Swish') == 3, activations
+    assert 'Sigmoid' in activations, activations  # the SE gate's 1x1 conv
+
+
+if __name__ == '__main__':
+    sys.exit(pytest.main([__file__, '-q', '-rs']))
