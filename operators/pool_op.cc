@@ -126,6 +126,46 @@ void MaxPoolPlane2x2(const Pool3& s, const T* xp, T* yp) {
   }
 }
 
+// Any 2-D max pooling of one plane in two passes: per output row, the
+// column-wise max over the window's rows (contiguous, vectorized), then each
+// window's max along that row. 3x3 windows (ResNet's stem, GoogLeNet's and
+// SqueezeNet's pools) cost 6 comparisons per output instead of 9 calls
+// through ForEachWindow (which made MaxPool a third of GoogLeNet's
+// inference). The max is exact, so the order of comparisons changes no bit;
+// NaNs are skipped as the general loop skips them, and an all-padding window
+// gives 0 as there.
+template <typename T>
+void MaxPoolPlane2D(const Pool3& s, const T* xp, T* yp) {
+  const int64_t height = s.in[1], width = s.in[2];
+  thread_local std::vector<T> column_max;
+  column_max.resize(width);
+  T* columns = column_max.data();
+  for (int64_t oh = 0; oh < s.out[1]; ++oh) {
+    const int64_t start_h = oh * s.stride[1] - s.pad[1];
+    const int64_t h0 = std::max<int64_t>(start_h, 0);
+    const int64_t h1 = std::min<int64_t>(start_h + s.kernel[1], height);
+    T* row = yp + oh * s.out[2];
+    if (h0 >= h1) {
+      std::fill(row, row + s.out[2], T(0));
+      continue;
+    }
+    std::fill(columns, columns + width, std::numeric_limits<T>::lowest());
+    for (int64_t h = h0; h < h1; ++h) {
+      const T* line = xp + h * width;
+#pragma omp simd
+      for (int64_t w = 0; w < width; ++w) columns[w] = std::max(columns[w], line[w]);
+    }
+    for (int64_t ow = 0; ow < s.out[2]; ++ow) {
+      const int64_t start_w = ow * s.stride[2] - s.pad[2];
+      const int64_t w0 = std::max<int64_t>(start_w, 0);
+      const int64_t w1 = std::min<int64_t>(start_w + s.kernel[2], width);
+      T best = std::numeric_limits<T>::lowest();
+      for (int64_t w = w0; w < w1; ++w) best = std::max(best, columns[w]);
+      row[ow] = w0 < w1 ? best : T(0);
+    }
+  }
+}
+
 // The gradient to the first position (row-major) equal to the window's max.
 template <typename T>
 void MaxPoolGradientPlane2x2(const Pool3& s, const T* xp, const T* yp, const T* dyp, T* dxp) {
@@ -255,6 +295,10 @@ void PoolOp<kKind>::Run() {
         T* yp = y + plane * s.out_size();
         if (kKind == PoolKind::kMax && plain_2x2) {
           MaxPoolPlane2x2(s, xp, yp);
+          continue;
+        }
+        if (kKind == PoolKind::kMax && s.in[0] == 1 && s.kernel[0] == 1) {
+          MaxPoolPlane2D(s, xp, yp);
           continue;
         }
         ForEachWindow(s, [&](int64_t o, const Range& d, const Range& h, const Range& w) {

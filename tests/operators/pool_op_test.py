@@ -169,6 +169,41 @@ def test_max_pool_2x2_planes(dtype):
                                rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("kernel,stride,pads", [
+    ((3, 3), (2, 2), (1, 1, 1, 1)),   # ResNet's stem pooling
+    ((3, 3), (1, 1), (1, 1, 1, 1)),   # GoogLeNet's inception branch
+    ((3, 3), (2, 2), (0, 0, 1, 1)),   # ceil_mode as ONNX exports it
+    ((2, 5), (3, 1), (0, 2, 1, 4)),
+    ((1, 4), (1, 4), (0, 0, 0, 0)),
+])
+def test_max_pool_2d_planes(kernel, stride, pads):
+    # Every other 2-D max pooling takes the two-pass loops of pool_op.cc
+    # (column max over the window's rows, then along the row): against the
+    # direct loops of pool_reference, with a NaN skipped as std::max skips it.
+    rng = np.random.RandomState(sum(kernel) + sum(pads))
+    x = rng.randn(2, 5, 13, 17).astype(np.float32)
+    op = h.make_op("MaxPool", ["X"], ["Y"], kernels=list(kernel), strides=list(stride),
+                   pads=list(pads))
+    def reference(v):
+        """Direct loops; a NaN is skipped. (Pads are smaller than the
+        kernel, so no window lies wholly in the padding.)"""
+        out_h = (13 + pads[0] + pads[2] - kernel[0]) // stride[0] + 1
+        out_w = (17 + pads[1] + pads[3] - kernel[1]) // stride[1] + 1
+        y = np.zeros((2, 5, out_h, out_w), np.float32)
+        for oh, ow in itertools.product(range(out_h), range(out_w)):
+            h0, w0 = oh * stride[0] - pads[0], ow * stride[1] - pads[1]
+            window = v[:, :, max(h0, 0):min(h0 + kernel[0], 13),
+                       max(w0, 0):min(w0 + kernel[1], 17)]
+            if window.size:
+                y[:, :, oh, ow] = np.nanmax(window.reshape(2, 5, -1), axis=2)
+        return y
+
+    expected = reference(x)
+    np.testing.assert_array_equal(h.run_op(op, [x])[0], expected)
+    x[1, 2, 6, 8] = np.nan
+    np.testing.assert_array_equal(h.run_op(op, [x])[0], reference(x))
+
+
 def test_pool_bad_inputs():
     x = np.zeros((1, 2, 4, 4), np.float32)
     h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"], kernel=2), [np.zeros((2, 4))],
