@@ -8,11 +8,13 @@ import sys
 import warnings
 
 import numpy as np
+import onnx
 import pytest
 import torch
 from torch import nn
 
 from doppio.onnx import backend
+from doppio.onnx.errors import RuntimeValueNeeded
 
 
 def bn(channels):
@@ -92,7 +94,29 @@ class BasicBlockPool(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(h, 1), 1))
 
 
+class ShuffleUnit(nn.Module):
+    """ShuffleNetV2: torch.chunk and the channel shuffle export as Shape ->
+    Gather -> Div -> Slice / Reshape chains, which conversion folds once the
+    fed shape is known."""
+
+    def __init__(self, channels=8):
+        super().__init__()
+        half = channels // 2
+        self.branch = nn.Sequential(
+            nn.Conv2d(half, half, 1, bias=False), bn(half), nn.ReLU(),
+            nn.Conv2d(half, half, 3, padding=1, groups=half, bias=False), bn(half),
+            nn.Conv2d(half, half, 1, bias=False), bn(half), nn.ReLU())
+
+    def forward(self, x):
+        left, right = x.chunk(2, dim=1)
+        out = torch.cat((left, self.branch(right)), dim=1)
+        batch, channels, height, width = out.size()
+        out = out.view(batch, 2, channels // 2, height, width).transpose(1, 2).contiguous()
+        return out.view(batch, -1, height, width)
+
+
 BLOCKS = {
+    'shuffle_unit': ShuffleUnit,
     'inverted_residual': InvertedResidual,
     'mbconv_se': MBConvSE,
     'grouped_tanh_elu': GroupedTanhElu,
@@ -100,12 +124,15 @@ BLOCKS = {
 }
 
 
-def export(model, x):
+def export(model, x, dynamic_batch=False):
     buffer = io.BytesIO()
+    # With static shapes torch folds the shape arithmetic itself; a dynamic
+    # batch keeps it in the graph (Shape -> Gather -> ... -> Reshape).
+    dynamic_axes = {'x': {0: 'N'}, 'y': {0: 'N'}} if dynamic_batch else None
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         torch.onnx.export(model, x, buffer, opset_version=13, input_names=['x'],
-                          output_names=['y'])
+                          output_names=['y'], dynamic_axes=dynamic_axes)
     return buffer.getvalue()
 
 
@@ -134,6 +161,24 @@ def test_block_matches_torch(name, batch):
             assert 'Clip' not in types, types
         else:
             assert 'ConvFusion' not in types, types
+
+
+def test_folded_shapes_follow_the_fed_batch():
+    """A ShuffleNet unit exported with a dynamic batch runs at batch 1, 3
+    and 1 again: the shape arithmetic is folded for each fed shape."""
+    torch.manual_seed(3)
+    model = ShuffleUnit().eval()
+    onnx_bytes = export(model, torch.randn(1, 8, 10, 10), dynamic_batch=True)
+    assert b'Shape' in onnx_bytes
+    rep = backend.prepare(onnx_bytes)
+    for batch in (1, 3, 1):
+        x = torch.randn(batch, 8, 10, 10)
+        with torch.no_grad():
+            expected = model(x).numpy()
+        np.testing.assert_allclose(rep.run([x.numpy()])[0], expected, rtol=1e-4, atol=1e-5)
+    # Converting without running cannot know the shapes: a clear error.
+    with pytest.raises(RuntimeValueNeeded, match='computed by the graph'):
+        backend.onnx_graph_to_caffe2_net(onnx.load_from_string(onnx_bytes))
 
 
 def test_swish_fused_into_conv():

@@ -253,6 +253,11 @@ class NodeContext:
         if name in self._graph.graph_inputs:
             raise RuntimeValueNeeded(message + '; here it is a graph input, known only '
                                      'at run time', name)
+        if not self._graph.runtime_shapes_known:
+            # Computed from shapes, it folds once the fed shapes are known
+            # (folding.py): the backend converts again at the first run.
+            raise RuntimeValueNeeded(message + '; here it is computed by the graph, '
+                                     'perhaps from shapes known only at run time', None)
         raise UnsupportedError(message + '; here it is computed by the graph')
 
     def optional_static(self, index, what):

@@ -18,7 +18,7 @@ import onnx
 import onnx.shape_inference
 from onnx import numpy_helper
 
-from doppio.onnx import context, tensors
+from doppio.onnx import context, folding, tensors
 from doppio.onnx.errors import InvalidModelError, OnnxError, UnsupportedError
 from doppio.proto import doppio_pb2
 
@@ -330,6 +330,11 @@ class _GraphConverter:
             if name and name in self._defined:
                 raise ctx.invalid('output {!r} is already defined (ONNX values are '
                                   'assigned once)'.format(name))
+        folded = folding.try_fold(self, node, self.opset)
+        if folded is not None:
+            for name, value in zip(node.output, folded):
+                ctx.set_constant(name, value)
+            return
         converter = context.CONVERTERS.get(node.op_type)
         if converter is None:
             raise UnsupportedError('{} is not supported by doppio'.format(ctx.where))
