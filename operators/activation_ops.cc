@@ -282,7 +282,8 @@ OPERATOR_SCHEMA(SoftplusGradient)
     .Apply(GradientSchema)
     .Doc("Gradient of Softplus: dX = dY * (1 - exp(-Y)).");
 
-// SwishGradient reads X, so Swish does not overwrite it.
+// In place is for inference nets: SwishGradient reads X, so the gradient
+// maker refuses a Swish that overwrote it.
 OPERATOR_SCHEMA(Swish)
     .NumInputs(1)
     .NumOutputs(1)

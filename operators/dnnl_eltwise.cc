@@ -31,6 +31,8 @@ dnnl::algorithm ToDnnl(EltwiseAlgorithm algorithm) {
       return dnnl::algorithm::eltwise_swish;
     case EltwiseAlgorithm::kGeluErf:
       return dnnl::algorithm::eltwise_gelu_erf;
+    case EltwiseAlgorithm::kGeluTanh:
+      return dnnl::algorithm::eltwise_gelu_tanh;
     case EltwiseAlgorithm::kHardSwish:
       return dnnl::algorithm::eltwise_hardswish;
     case EltwiseAlgorithm::kNone:
@@ -117,6 +119,8 @@ float EltwiseReference(const EltwiseFn& fn, float x) {
       return x / (1.f + std::exp(-fn.alpha * x));
     case EltwiseAlgorithm::kGeluErf:
       return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f));
+    case EltwiseAlgorithm::kGeluTanh:
+      return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     case EltwiseAlgorithm::kHardSwish:
       return x * std::min(std::max(x + 3.f, 0.f), 6.f) / 6.f;
     case EltwiseAlgorithm::kNone:
@@ -143,6 +147,8 @@ std::string EltwiseName(const EltwiseFn& fn) {
       return "Swish";
     case EltwiseAlgorithm::kGeluErf:
       return "Gelu";
+    case EltwiseAlgorithm::kGeluTanh:
+      return "Gelu(tanh)";
     case EltwiseAlgorithm::kHardSwish:
       return "HardSwish";
     case EltwiseAlgorithm::kNone:

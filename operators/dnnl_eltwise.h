@@ -25,6 +25,7 @@ namespace doppio {
 //   kTanh, kExp                       kElu: x > 0 ? x : alpha * (e^x - 1)
 //   kClip: min(max(x, alpha), beta)   kSwish: x / (1 + e^(-alpha x))
 //   kGeluErf: 0.5 x (1 + erf(x / sqrt 2))
+//   kGeluTanh: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
 //   kHardSwish: x * min(max(x + 3, 0), 6) / 6 (oneDNN 2.6 has no alpha/beta)
 enum class EltwiseAlgorithm {
   kNone,
@@ -36,6 +37,7 @@ enum class EltwiseAlgorithm {
   kClip,
   kSwish,
   kGeluErf,
+  kGeluTanh,
   kHardSwish
 };
 

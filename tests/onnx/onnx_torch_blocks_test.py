@@ -115,7 +115,41 @@ class ShuffleUnit(nn.Module):
         return out.view(batch, -1, height, width)
 
 
+class ConvNeXtBlock(nn.Module):
+    """ConvNeXt: depthwise 7x7, channels-last LayerNorm, Linear, GELU,
+    Linear, layer scale, residual. torch exports LayerNorm and GELU at opset
+    13 as chains of ReduceMean/Sub/Pow/... and Div/Erf/Add/Mul, which the
+    import folds back (doppio/onnx/patterns.py)."""
+
+    def __init__(self, channels=8):
+        super().__init__()
+        self.depthwise = nn.Conv2d(channels, channels, 7, padding=3, groups=channels)
+        self.norm = nn.LayerNorm(channels, eps=1e-6)
+        self.up = nn.Linear(channels, 4 * channels)
+        self.down = nn.Linear(4 * channels, channels)
+        self.scale = nn.Parameter(torch.rand(channels, 1, 1))
+        with torch.no_grad():
+            self.norm.weight.uniform_(0.5, 1.5)
+            self.norm.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        h = self.depthwise(x).permute(0, 2, 3, 1)
+        h = self.down(nn.functional.gelu(self.up(self.norm(h))))
+        return x + self.scale * h.permute(0, 3, 1, 2)
+
+
+class PlainLayerNormGelu(nn.Module):
+    """LayerNorm over the last two dims without affine parameters, and the
+    (x * 0.5) * (1 + erf(x / sqrt 2)) spelling of GELU."""
+
+    def forward(self, x):
+        h = nn.functional.layer_norm(x, x.shape[-2:], eps=1e-5)
+        return (h * 0.5) * (1.0 + torch.erf(h / 1.4142135623730951))
+
+
 BLOCKS = {
+    'convnext_block': ConvNeXtBlock,
+    'plain_layer_norm_gelu': PlainLayerNormGelu,
     'shuffle_unit': ShuffleUnit,
     'inverted_residual': InvertedResidual,
     'mbconv_se': MBConvSE,
@@ -152,6 +186,10 @@ def test_block_matches_torch(name, batch):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * scale,
                                    err_msg='%s optimize=%s' % (name, optimize))
         types = [op.type for op in rep.running_net.op]
+        if name in ('convnext_block', 'plain_layer_norm_gelu'):
+            assert types.count('LayerNorm') == 1 and types.count('Gelu') == 1, types
+            assert 'Erf' not in types and 'ReduceMean' not in types, types
+            continue
         if optimize:
             # Every activation went into a ConvFusion (or, for SE's gate and
             # the sum's Relu, stayed where no Conv produces its input).

@@ -18,7 +18,7 @@ import onnx
 import onnx.shape_inference
 from onnx import numpy_helper
 
-from doppio.onnx import context, folding, tensors
+from doppio.onnx import context, folding, patterns, tensors
 from doppio.onnx.errors import InvalidModelError, OnnxError, UnsupportedError
 from doppio.proto import doppio_pb2
 
@@ -81,11 +81,14 @@ def convert_model(model, runtime_values=None):
     _check_text(model)
     opset = model_opset(model)
     runtime_values = dict(runtime_values or {})
+    # LayerNorm and Gelu chains become single nodes (patterns.py); shapes
+    # still come from inference over the graph as given.
+    fused_graph = patterns.fuse(model)[0].graph
     baked = {}
     # A value used statically changes the shapes that follow from it, so
     # shape inference runs again with it baked in until nothing new is used.
     for _ in range(len(model.graph.input) + 1):
-        converter = _GraphConverter(model, opset, runtime_values, baked)
+        converter = _GraphConverter(model, opset, runtime_values, baked, graph=fused_graph)
         converted = converter.convert()
         used = {name: runtime_values[name] for name in converter.specialized}
         if set(used) <= set(baked):
@@ -148,10 +151,10 @@ def _infer_shapes(model, runtime_values, baked):
 
 
 class _GraphConverter:
-    def __init__(self, model, opset, runtime_values, baked):
+    def __init__(self, model, opset, runtime_values, baked, graph=None):
         self.opset = opset
         self.model = model
-        self.graph = model.graph
+        self.graph = model.graph if graph is None else graph
         self.runtime_values = runtime_values
         self.runtime_shapes_known = bool(runtime_values)
         self.specialized = set()

@@ -233,12 +233,43 @@ def convert_layer_norm(ctx):
     rank = ctx.rank(x)
     axis = common.normalize_axis(ctx, axis, rank)
     normalized, mean, std = ctx.temp('normalized'), ctx.temp('mean'), ctx.temp('std')
+    if _affine_in_layer_norm(ctx, x, scale, bias, axis):
+        # Scale and B are one value per element of a row: LayerNorm applies
+        # them in its own pass instead of two broadcasting ops.
+        if bias is None:
+            bias = ctx.temp('zero_bias')
+            ctx.set_constant(bias, np.zeros_like(ctx.static_value(scale)))
+        ctx.op('LayerNorm', [x, scale, bias], [ctx.output(0), mean, std], axis=axis,
+               epsilon=epsilon, elementwise_affine=1)
+        _layer_norm_statistics(ctx, x, mean, std, axis, rank)
+        return
     ctx.op('LayerNorm', [x], [normalized, mean, std], axis=axis, epsilon=epsilon)
     # Scale and B broadcast against the normalized dims, as ONNX specifies.
     scaled = ctx.output(0) if bias is None else ctx.temp('scaled')
     ctx.op('Mul', [normalized, scale], [scaled])
     if bias is not None:
         ctx.op('Add', [scaled, bias], [ctx.output(0)])
+    _layer_norm_statistics(ctx, x, mean, std, axis, rank)
+
+
+def _affine_in_layer_norm(ctx, x, scale, bias, axis):
+    """Whether Scale (and B) are constants of exactly X's row shape, the
+    form LayerNorm(elementwise_affine=1) takes."""
+    shape = ctx.shape(x)
+    if shape is None or any(d is None for d in shape[axis:]):
+        return False
+    row = tuple(shape[axis:])
+    for name in (scale, bias):
+        if name is None:
+            continue
+        value = ctx.static_value(name)
+        if value is None or tuple(value.shape) != row or value.dtype != ctx.float_dtype(x):
+            return False
+    return True
+
+
+def _layer_norm_statistics(ctx, x, mean, std, axis, rank):
+    """ONNX's optional Mean and InvStdDev outputs from LayerNorm's."""
     # Doppio's statistics are X.shape[:axis] + [1]; ONNX keeps the rank.
     statistic_shape = [0] * axis + [1] * (rank - axis)
     if ctx.optional_output(1) is not None:
@@ -451,3 +482,16 @@ def convert_resize(ctx):
     ctx.record_shape(spread, interleaved, ctx.dtype(x))
     stretched = common.expand_to(ctx, spread, repeated, 'repeated')
     common.reshape(ctx, stretched, [d * f for d, f in zip(shape, factors)], ctx.output(0))
+
+
+@converts('Gelu')
+def convert_gelu(ctx):
+    # ONNX's Gelu (opset 20), and what patterns.py folds Div -> Erf -> Add ->
+    # Mul -> Mul chains into.
+    ctx.check_inputs(1)
+    ctx.check_outputs(1)
+    approximate = ctx.attrs.string('approximate', 'none')
+    if approximate not in ('none', 'tanh'):
+        raise ctx.invalid("attribute approximate is {!r}; it must be 'none' or "
+                          "'tanh'".format(approximate))
+    ctx.op('Gelu', [ctx.input(0)], [ctx.output(0)], fast_gelu=int(approximate == 'tanh'))
