@@ -95,6 +95,7 @@ void DefineTransforms(py::module_& m, std::function<Workspace*()> current_worksp
         }
         py::dict counts;
         counts["conv_bn"] = done.conv_bn;
+        counts["matmul_bias"] = done.matmul_bias;
         counts["swish"] = done.swish;
         counts["conv_relu"] = done.conv_relu;
         counts["conv_activation"] = done.conv_activation;

@@ -44,7 +44,7 @@ DEFINE_bool(optimize, false,
             "Off by default: the net runs as given. --output blobs are kept");
 DEFINE_string(optimize_passes, "all",
               "with --optimize: which passes run, a comma-separated subset of "
-              "conv_bn,activation,inplace (or all, none); for measuring each");
+              "conv_bn,matmul_bias,activation,inplace (or all, none); for measuring each");
 DEFINE_int32(warmup, 0, "untimed runs of --net before the timed ones");
 DEFINE_bool(report_per_op, false,
             "after the timed runs, print the time spent per operator type");

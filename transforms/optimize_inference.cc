@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "core/enforce.h"
-
 #include "transforms/fuse_activation.h"
 #include "transforms/fuse_conv_bn.h"
+#include "transforms/fuse_matmul_bias.h"
 #include "transforms/inplace_activation.h"
 
 namespace doppio {
@@ -15,13 +15,14 @@ std::string InferenceOptimizations::Summary() const {
   return std::to_string(conv_bn) + " Conv+SpatialBN, " + std::to_string(conv_relu) +
          " Conv+Relu, " + std::to_string(fc_relu) + " FC+Relu, " + std::to_string(inplace) +
          " in-place activation(s), " + std::to_string(conv_activation) +
-         " Conv+other activation(s), " + std::to_string(swish) + " Sigmoid*x->Swish";
+         " Conv+other activation(s), " + std::to_string(swish) + " Sigmoid*x->Swish, " +
+         std::to_string(matmul_bias) + " MatMul+bias";
 }
 
 InferencePasses InferencePasses::Parse(const std::string& list) {
   InferencePasses passes;
   if (list == "all") return passes;
-  passes.conv_bn = passes.activation = passes.inplace = false;
+  passes.conv_bn = passes.matmul_bias = passes.activation = passes.inplace = false;
   if (list == "none" || list.empty()) return passes;
   size_t start = 0;
   while (start <= list.size()) {
@@ -29,13 +30,15 @@ InferencePasses InferencePasses::Parse(const std::string& list) {
     const std::string name = list.substr(start, comma - start);
     if (name == "conv_bn") {
       passes.conv_bn = true;
+    } else if (name == "matmul_bias") {
+      passes.matmul_bias = true;
     } else if (name == "activation") {
       passes.activation = true;
     } else if (name == "inplace") {
       passes.inplace = true;
     } else {
       DOPPIO_THROW("unknown inference pass '", name, "' in '", list,
-                   "'; the passes are conv_bn, activation, inplace (or all, none)");
+                   "'; the passes are conv_bn, matmul_bias, activation, inplace (or all, none)");
     }
     start = comma + 1;
   }
@@ -58,6 +61,9 @@ NetDef OptimizeForInference(const NetDef& input_net, Workspace* workspace,
   }
   InferenceOptimizations stats;
   if (passes.conv_bn) net = FuseConvBN(net, workspace, &stats.conv_bn);
+  if (passes.matmul_bias && workspace != nullptr) {
+    net = FuseMatMulBias(net, *workspace, &stats.matmul_bias);
+  }
   if (passes.activation) {
     ActivationFusions activations;
     net = FuseActivation(net, &activations);

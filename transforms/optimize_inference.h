@@ -1,11 +1,13 @@
 // OptimizeForInference: the inference passes in the order that lets each
-// feed the next: FuseConvBN (Conv + SpatialBN -> Conv), FuseActivation
-// (Conv/FC + Relu -> fused op), InplaceActivation (what activations remain
+// feed the next: FuseConvBN (Conv + SpatialBN -> Conv), FuseMatMulBias
+// (MatMul + bias Add -> FCTransposed), FuseActivation (Sigmoid * x -> Swish,
+// Conv + activation / FC + Relu -> fused op), InplaceActivation (what activations remain
 // reuse their input's storage). FC needs no pass to reach oneDNN: float32
 // FC runs there always (operators/fc_op_dnnl.h).
 //
 // Run it after the init net: FuseConvBN reads the weights from the
-// workspace and writes the folded ones there. Blobs named in `keep` (e.g.
+// workspace and writes the folded ones there; FuseMatMulBias reads which
+// blobs are constant matrices and vectors. Blobs named in `keep` (e.g.
 // what a caller will fetch) are treated as external outputs, so no pass
 // removes or overwrites them.
 #pragma once
@@ -23,6 +25,7 @@ namespace transforms {
 
 struct InferenceOptimizations {
   int conv_bn = 0;
+  int matmul_bias = 0;
   int swish = 0;
   int conv_relu = 0;
   int conv_activation = 0;
@@ -36,9 +39,10 @@ struct InferenceOptimizations {
 // measure what each buys.
 struct InferencePasses {
   bool conv_bn = true;
+  bool matmul_bias = true;
   bool activation = true;
   bool inplace = true;
-  // "conv_bn,activation,inplace" (any subset, or "all" / "none"); an unknown
+  // "conv_bn,matmul_bias,activation,inplace" (any subset, or "all" / "none"); an unknown
   // name throws an Error naming it.
   static InferencePasses Parse(const std::string& list);
 };

@@ -47,9 +47,10 @@ def inplaceActivation(net):
 
 
 def optimizeForInference(net, keep=(), passes='all'):
-    """fuseConvBN, fuseActivation and inplaceActivation, in that order;
-    blobs in `keep` are left as the net computes them. `passes`: a
-    comma-separated subset of conv_bn,activation,inplace. Returns the counts
+    """fuseConvBN, MatMul + bias -> FCTransposed, fuseActivation and
+    inplaceActivation, in that order; blobs in `keep` are left as the net
+    computes them. `passes`: a comma-separated subset of
+    conv_bn,matmul_bias,activation,inplace. Returns the counts
     of each."""
     return _rewrite(net, C.transform_optimizeForInference, [str(b) for b in keep], passes)
 
@@ -59,7 +60,7 @@ def optimizeForMKLDNN(net, training_mode=False):
     CPU ops. With training_mode the net is left as it is: every fusion here
     is inference-only."""
     if training_mode:
-        return {'conv_bn': 0, 'swish': 0, 'conv_relu': 0, 'conv_activation': 0, 'fc_relu': 0,
+        return {'conv_bn': 0, 'matmul_bias': 0, 'swish': 0, 'conv_relu': 0, 'conv_activation': 0, 'fc_relu': 0,
                 'inplace': 0}
     return optimizeForInference(net)
 

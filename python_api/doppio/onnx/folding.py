@@ -13,8 +13,11 @@ other shapes (converter.convert_model, ConvertedModel.shapes_specialized),
 so a declared batch size of 1 never leaks into a run of batch 8.
 
 Only small values fold (shape vectors and scalars, up to MAX_ELEMENTS), so
-no large tensor is duplicated into the init net.
+no large tensor is duplicated into the init net, except through Identity,
+whose output would hold a copy anyway.
 """
+
+import math
 
 import numpy as np
 from onnx import helper
@@ -125,7 +128,12 @@ def try_fold(graph, node, opset):
     if folder is None or not node.input or any(not name for name in node.input):
         return None
     values = [graph.static_values.get(name) for name in node.input]
-    if any(v is None or np.asarray(v).size > MAX_ELEMENTS for v in values):
+    # Identity of a constant of any size: exporters alias shared weights so
+    # (torch dedups equal initializers); a constant stays visible as one to
+    # the passes that read weights (MatMul + bias), where a Copy op in the
+    # predict net would hide it.
+    limit = math.inf if node.op_type == 'Identity' else MAX_ELEMENTS
+    if any(v is None or np.asarray(v).size > limit for v in values):
         return None
     if any(np.asarray(v).dtype.kind not in 'biuf' for v in values):
         return None
