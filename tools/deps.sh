@@ -29,6 +29,8 @@ DOPPIO_DEBIAN_PACKAGES=(
   # PyTorch is an independent reference in tests (tests/examples,
   # tests/onnx) and the peer of every benchmark (tools/bench/peers)
   python3-torch
+  # torchvision's architectures: tools/bench/torchvision_bench and its test
+  python3-torchvision
   clang libclang-rt-dev lld
   # tools/build_wheel.sh, tools/install.sh and their tests (tests/install)
   python3-venv python3-pip patchelf pkgconf

@@ -1,0 +1,274 @@
+#!/usr/bin/python3
+"""Training throughput beside PyTorch (issue 24): the same model, the same
+fed batch of random images and labels, momentum SGD (lr 0.05, momentum 0.9,
+weight decay 1e-4), float32, one process; images/s of whole training steps
+(forward, backward, update), alternating rounds, each side's best round.
+
+Models:
+  resnet20   the CIFAR ResNet-20 (He et al. 4.2): 3x3 conv 16, three stages of
+             three basic blocks (16/32/64 channels, no-bias convs, SpatialBN,
+             1x1 strided projection shortcuts, Sum; the block BNs use ResNetBuilder's
+             epsilon 1e-3), global average pool, FC
+             10; 32x32 images, batch 64. Doppio's is built with brew and
+             doppio.models.resnet.ResNetBuilder, as a Caffe2 program would.
+
+Doppio runs one device with its default threads (every op on all cores);
+PyTorch eager with torch.set_num_threads(cores). The table also gives each
+side's convolution + FC FLOP rate as a share of the machine's measured
+sgemm rate (1024^3 through Doppio's MatMul). Before timing, one step of
+each from the same weights must give the same loss (within 1e-4), so both
+sides train the same function.
+
+Run through tools/bench/train_bench.sh (it installs the packages).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+import machine
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LR, MOMENTUM, WEIGHT_DECAY = 0.05, 0.9, 1e-4
+
+
+# ---- ResNet-20, both sides ----
+
+def doppio_resnet20(model, data, brew, resnet_builder):
+    brew.conv(model, data, 'conv1', 3, 16, kernel=3, pad=1, no_bias=1)
+    brew.spatial_bn(model, 'conv1', 'conv1_bn', 16, epsilon=1e-5, momentum=0.9)
+    brew.relu(model, 'conv1_bn', 'conv1_bn')
+    builder = resnet_builder(model, 'conv1_bn', no_bias=1, is_test=False)
+    channels = 16
+    for stage, filters in enumerate((16, 32, 64)):
+        for block in range(3):
+            builder.add_simple_block(channels, filters, down_sampling=(stage > 0 and block == 0))
+            channels = filters
+    brew.average_pool(model, builder.prev_blob, 'pool', global_pooling=1)
+    return brew.fc(model, 'pool', 'logits', 64, 10)
+
+
+def torch_resnet20(nn):
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout, eps=1e-3, momentum=0.1)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout, eps=1e-3, momentum=0.1)
+            self.shortcut = None
+            if stride != 1 or cin != cout:
+                self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                              nn.BatchNorm2d(cout, eps=1e-3, momentum=0.1))
+
+        def forward(self, x):
+            h = self.bn2(self.conv2(nn.functional.relu(self.bn1(self.conv1(x)))))
+            return nn.functional.relu(h + (x if self.shortcut is None else self.shortcut(x)))
+
+    layers = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
+    channels = 16
+    for stage, filters in enumerate((16, 32, 64)):
+        for block in range(3):
+            layers.append(Block(channels, filters, 2 if stage > 0 and block == 0 else 1))
+            channels = filters
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
+    return nn.Sequential(*layers)
+
+
+MODELS = {'resnet20': dict(image=32, batch=64, doppio=doppio_resnet20, torch=torch_resnet20)}
+
+
+# ---- Doppio ----
+
+class DoppioTrainer:
+    def __init__(self, name, spec, x, labels):
+        from doppio import brew, model_helper, optimizer, workspace
+        from doppio.models.resnet import ResNetBuilder
+        self.workspace = workspace
+        workspace.ResetWorkspace()
+        model = model_helper.ModelHelper(name='train_' + name)
+        logits = spec['doppio'](model, 'data', brew, ResNetBuilder)
+        _, loss = model.net.SoftmaxWithLoss([logits, 'label'], ['softmax', 'loss'])
+        model.AddGradientOperators([loss])
+        optimizer.build_sgd(model, base_learning_rate=LR, momentum=MOMENTUM,
+                            weight_decay=WEIGHT_DECAY, policy='fixed')
+        workspace.FeedBlob('data', x)
+        workspace.FeedBlob('label', labels)
+        workspace.RunNetOnce(model.param_init_net)
+        workspace.CreateNet(model.net)
+        self.model = model
+        self.net_name = model.net.Proto().name
+
+    def parameters(self):
+        """name -> array of the trainable parameters, in creation order."""
+        return [(str(p), self.workspace.FetchBlob(str(p))) for p in self.model.params
+                if str(p) in [str(q) for q in self.model.GetParams()]]
+
+    def set(self, name, value):
+        self.workspace.FeedBlob(name, value)
+
+    def step(self, iterations=1):
+        self.workspace.RunNet(self.net_name, iterations)
+
+    def loss(self):
+        return float(self.workspace.FetchBlob('loss'))
+
+    def step_flops(self):
+        """Multiply-add FLOPs (x2) of one training step's convolutions and FC
+        layers: each forward product once for the forward, once for the
+        input gradient (not for the first layer, whose input needs none) and
+        once for the weight gradient."""
+        total = 0
+        for op in self.model.net.Proto().op:
+            if op.type not in ('Conv', 'FC'):
+                continue
+            x = self.workspace.FetchBlob(op.input[0])
+            w = self.workspace.FetchBlob(op.input[1])
+            y = self.workspace.FetchBlob(op.output[0])
+            forward = 2 * y.size * (int(np.prod(w.shape[1:])) if op.type == 'Conv'
+                                    else x.size // x.shape[0])
+            backward = 1 if op.input[0] == 'data' else 2
+            total += forward * (1 + backward)
+        return total
+
+
+def measured_sgemm_gflops(size=1024, repeats=10):
+    """The machine's float32 GEMM rate through Doppio's MatMul (the BLAS the
+    ops use), best of `repeats`: what 'percent of sgemm' compares with."""
+    from doppio import core, workspace
+    rng = np.random.RandomState(0)
+    workspace.FeedBlob('sgemm_a', rng.randn(size, size).astype(np.float32))
+    workspace.FeedBlob('sgemm_b', rng.randn(size, size).astype(np.float32))
+    net = core.Net('sgemm_rate')
+    net.MatMul(['sgemm_a', 'sgemm_b'], 'sgemm_c')
+    workspace.CreateNet(net)
+    workspace.RunNet(net.Proto().name)
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        workspace.RunNet(net.Proto().name)
+        best = min(best, time.perf_counter() - start)
+    return 2 * size ** 3 / best / 1e9
+
+
+# ---- PyTorch ----
+
+class TorchTrainer:
+    def __init__(self, spec, x, labels):
+        import torch
+        self.torch = torch
+        self.model = spec['torch'](torch.nn).train()
+        self.x = torch.from_numpy(x)
+        self.labels = torch.from_numpy(labels.astype(np.int64))
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=LR, momentum=MOMENTUM,
+                                         weight_decay=WEIGHT_DECAY)
+        self.last_loss = None
+
+    def step(self, iterations=1):
+        for _ in range(iterations):
+            self.optimizer.zero_grad(set_to_none=True)
+            loss = self.torch.nn.functional.cross_entropy(self.model(self.x), self.labels)
+            loss.backward()
+            self.optimizer.step()
+        self.last_loss = float(loss)
+
+
+def copy_weights(doppio, torch_trainer):
+    """Gives the torch model Doppio's initial weights, matched by order and
+    shape (conv filters, BN scale/bias, FC weight/bias)."""
+    import torch
+    ours = doppio.parameters()
+    theirs = [p for p in torch_trainer.model.parameters()]
+    assert len(ours) == len(theirs), (len(ours), len(theirs))
+    with torch.no_grad():
+        for (name, value), param in zip(ours, theirs):
+            assert tuple(value.shape) == tuple(param.shape), (name, value.shape, param.shape)
+            param.copy_(torch.from_numpy(value))
+
+
+def time_steps(trainer, iterations):
+    start = time.perf_counter()
+    trainer.step(iterations)
+    return time.perf_counter() - start
+
+
+def bench_model(args, name):
+    spec = MODELS[name]
+    rng = np.random.RandomState(24)
+    x = rng.randn(spec['batch'], 3, spec['image'], spec['image']).astype(np.float32)
+    labels = rng.randint(0, 10, size=spec['batch']).astype(np.int32)
+    ours = DoppioTrainer(name, spec, x, labels)
+    theirs = TorchTrainer(spec, x, labels)
+    copy_weights(ours, theirs)
+    ours.step()
+    theirs.step()
+    agreement = abs(ours.loss() - theirs.last_loss)
+    row = dict(model=name, batch=spec['batch'], image=spec['image'], doppio_first_loss=ours.loss(),
+               torch_first_loss=theirs.last_loss, agrees=agreement <= 1e-4)
+    for _ in range(args.warmup):
+        ours.step()
+        theirs.step()
+    best = {'doppio': math.inf, 'torch': math.inf}
+    for _ in range(args.rounds):
+        best['doppio'] = min(best['doppio'], time_steps(ours, args.iterations) / args.iterations)
+        best['torch'] = min(best['torch'], time_steps(theirs, args.iterations) / args.iterations)
+    gflops = ours.step_flops() / 1e9
+    row.update(step_gflops=gflops, doppio_gflops_per_s=gflops / best['doppio'],
+               torch_gflops_per_s=gflops / best['torch'])
+    row.update(doppio_images_per_s=spec['batch'] / best['doppio'],
+               torch_images_per_s=spec['batch'] / best['torch'],
+               ratio=best['torch'] / best['doppio'], doppio_last_loss=ours.loss(),
+               torch_last_loss=theirs.last_loss)
+    return row
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--models', default=','.join(MODELS))
+    parser.add_argument('--rounds', type=int, default=3)
+    parser.add_argument('--iterations', type=int, default=20, help='steps per timed round')
+    parser.add_argument('--warmup', type=int, default=3)
+    parser.add_argument('--out', default=os.path.join(HERE, 'results', 'train_bench.json'))
+    args = parser.parse_args(argv)
+    import torch
+    torch.set_num_threads(os.cpu_count())
+    load_before = os.getloadavg()
+    sgemm = measured_sgemm_gflops()
+    rows = []
+    for name in args.models.split(','):
+        print('training %s' % name, file=sys.stderr, flush=True)
+        rows.append(bench_model(args, name))
+    result = dict(date=datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
+                  machine=machine.machine(), torch_version=torch.__version__,
+                  rounds=args.rounds, iterations=args.iterations, sgemm_gflops=sgemm,
+                  load_average_before=load_before, load_average_after=os.getloadavg(),
+                  rows=rows)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, 'w') as f:
+        json.dump(result, f, indent=1)
+    print('train_bench %s: %s, torch %s, best of %d rounds of %d steps'
+          % (result['date'], machine.describe(), torch.__version__, args.rounds,
+             args.iterations))
+    print('measured sgemm (1024^3 through MatMul): %.1f GFLOP/s' % sgemm)
+    print()
+    print('| model | batch | Doppio img/s | PyTorch img/s | Doppio / PyTorch | Doppio % of '
+          'sgemm | PyTorch % of sgemm | first-step loss agrees |')
+    print('|---|---:|---:|---:|---:|---:|---:|---|')
+    for r in rows:
+        print('| %s (%dx%d) | %d | %.0f | %.0f | %.2fx | %.0f%% | %.0f%% | %s |' % (
+            r['model'], r['image'], r['image'], r['batch'], r['doppio_images_per_s'],
+            r['torch_images_per_s'], r['ratio'], 100 * r['doppio_gflops_per_s'] / sgemm,
+            100 * r['torch_gflops_per_s'] / sgemm,
+            'yes' if r['agrees'] else 'NO (%.5f vs %.5f)' % (r['doppio_first_loss'],
+                                                          r['torch_first_loss'])))
+    return 0 if all(r['agrees'] for r in rows) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
