@@ -52,6 +52,7 @@ class UnaryElementwiseOp final : public Operator<CPUContext> {
       if (TryDnnlEltwise(functor_, count, x, y)) return;
       // Pointwise: any split over the intra-op threads gives the same bits.
       ParallelFor(count, [&](int64_t begin, int64_t end) {
+#pragma omp simd
         for (int64_t i = begin; i < end; ++i) y[i] = functor_(x[i]);
       });
     });
@@ -82,7 +83,10 @@ class UnaryGradientOp final : public Operator<CPUContext> {
       dX->Resize(dY.dims());
       T* dx = dX->mutable_data<T>();
       const int64_t count = dY.numel();
-      for (int64_t i = 0; i < count; ++i) dx[i] = functor_(v[i], dy[i]);
+      ParallelFor(count, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+        for (int64_t i = begin; i < end; ++i) dx[i] = functor_(v[i], dy[i]);
+      });
     });
   }
 

@@ -2,6 +2,7 @@
 ResNet-20 on both sides from the same weights gives the same first loss and
 the FLOP count He et al.'s ResNet-20 has; torchvision_bench imports and runs
 one architecture and agrees with torch. Plumbing and agreement, not speed."""
+import importlib.util
 import os
 import sys
 import tempfile
@@ -13,11 +14,7 @@ sys.path.insert(0, os.path.dirname(runfile('tools/bench/machine.py')))
 
 import train_bench  # noqa: E402
 
-try:
-    import torchvision  # noqa: F401
-    HAVE_TORCHVISION = True
-except ImportError:
-    HAVE_TORCHVISION = False
+HAVE_TORCHVISION = importlib.util.find_spec('torchvision') is not None
 
 
 class BenchModelsTest(unittest.TestCase):

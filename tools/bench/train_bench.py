@@ -11,6 +11,11 @@ Models:
              epsilon 1e-3), global average pool, FC
              10; 32x32 images, batch 64. Doppio's is built with brew and
              doppio.models.resnet.ResNetBuilder, as a Caffe2 program would.
+  resnet18   ResNet-18 (7x7/2 stem, 3x3/2 max pool, 2 basic blocks each of
+             64/128/256/512 channels) on 64x64 images, batch 64, same blocks.
+  mobilenet_v2  MobileNetV2 1.0 (inverted residuals: 1x1 expand, 3x3
+             depthwise, ReLU6 as Clip(0, 6), 1x1 project; 1280-wide head) on
+             64x64 images, batch 64.
 
 Doppio runs one device with its default threads (every op on all cores);
 PyTorch eager with torch.set_num_threads(cores). The table also gives each
@@ -40,6 +45,9 @@ LR, MOMENTUM, WEIGHT_DECAY = 0.05, 0.9, 1e-4
 # ---- ResNet-20, both sides ----
 
 def doppio_resnet20(model, data, brew, resnet_builder):
+    """Each doppio_* builder takes (model, data, brew, ResNetBuilder) and
+    returns the logits; its parameters come in the order of its torch_*
+    twin's, which copy_weights relies on."""
     brew.conv(model, data, 'conv1', 3, 16, kernel=3, pad=1, no_bias=1)
     brew.spatial_bn(model, 'conv1', 'conv1_bn', 16, epsilon=1e-5, momentum=0.9)
     brew.relu(model, 'conv1_bn', 'conv1_bn')
@@ -54,6 +62,12 @@ def doppio_resnet20(model, data, brew, resnet_builder):
 
 
 def torch_resnet20(nn):
+    stem = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
+    return _torch_resnet(nn, stem, 16, (16, 32, 64), 3)
+
+
+def _torch_resnet(nn, stem, channels, widths, blocks):
+    """Basic blocks as ResNetBuilder.add_simple_block builds them."""
     class Block(nn.Module):
         def __init__(self, cin, cout, stride):
             super().__init__()
@@ -70,17 +84,108 @@ def torch_resnet20(nn):
             h = self.bn2(self.conv2(nn.functional.relu(self.bn1(self.conv1(x)))))
             return nn.functional.relu(h + (x if self.shortcut is None else self.shortcut(x)))
 
-    layers = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
-    channels = 16
-    for stage, filters in enumerate((16, 32, 64)):
-        for block in range(3):
+    layers = list(stem)
+    for stage, filters in enumerate(widths):
+        for block in range(blocks):
             layers.append(Block(channels, filters, 2 if stage > 0 and block == 0 else 1))
             channels = filters
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, 10)]
     return nn.Sequential(*layers)
 
 
-MODELS = {'resnet20': dict(image=32, batch=64, doppio=doppio_resnet20, torch=torch_resnet20)}
+def doppio_resnet18(model, data, brew, resnet_builder):
+    brew.conv(model, data, 'conv1', 3, 64, kernel=7, stride=2, pad=3, no_bias=1)
+    brew.spatial_bn(model, 'conv1', 'conv1_bn', 64, epsilon=1e-5, momentum=0.9)
+    brew.relu(model, 'conv1_bn', 'conv1_bn')
+    brew.max_pool(model, 'conv1_bn', 'pool1', kernel=3, stride=2, pad=1)
+    builder = resnet_builder(model, 'pool1', no_bias=1, is_test=False)
+    channels = 64
+    for stage, filters in enumerate((64, 128, 256, 512)):
+        for block in range(2):
+            builder.add_simple_block(channels, filters, down_sampling=(stage > 0 and block == 0))
+            channels = filters
+    brew.average_pool(model, builder.prev_blob, 'pool', global_pooling=1)
+    return brew.fc(model, 'pool', 'logits', 512, 10)
+
+
+def torch_resnet18(nn):
+    stem = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+            nn.MaxPool2d(3, 2, 1)]
+    return _torch_resnet(nn, stem, 64, (64, 128, 256, 512), 2)
+
+
+# MobileNetV2 (Sandler et al. table 2): expansion t, channels c, repeats n,
+# first stride s.
+MOBILENET_V2 = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                (6, 160, 3, 2), (6, 320, 1, 1)]
+
+
+def _doppio_conv_bn(model, brew, blob, name, cin, cout, kernel, stride=1, group=1, relu6=True):
+    brew.conv(model, blob, name, cin, cout, kernel=kernel, stride=stride, pad=kernel // 2,
+              group=group, no_bias=1)
+    brew.spatial_bn(model, name, name + '_bn', cout, epsilon=1e-5, momentum=0.9)
+    if relu6:
+        return model.net.Clip(name + '_bn', name + '_relu6', min=0.0, max=6.0)
+    return name + '_bn'
+
+
+def doppio_mobilenet_v2(model, data, brew, resnet_builder):
+    blob = _doppio_conv_bn(model, brew, data, 'stem', 3, 32, 3, stride=2)
+    channels, index = 32, 0
+    for expansion, filters, repeats, first_stride in MOBILENET_V2:
+        for repeat in range(repeats):
+            stride = first_stride if repeat == 0 else 1
+            name, hidden, block_in = 'block%d' % index, channels * expansion, blob
+            if expansion != 1:
+                blob = _doppio_conv_bn(model, brew, blob, name + '_expand', channels, hidden, 1)
+            blob = _doppio_conv_bn(model, brew, blob, name + '_dw', hidden, hidden, 3, stride,
+                                   group=hidden)
+            blob = _doppio_conv_bn(model, brew, blob, name + '_project', hidden, filters, 1,
+                                   relu6=False)
+            if stride == 1 and channels == filters:
+                blob = brew.sum(model, [block_in, blob], name + '_sum')
+            channels, index = filters, index + 1
+    blob = _doppio_conv_bn(model, brew, blob, 'head', channels, 1280, 1)
+    brew.average_pool(model, blob, 'pool', global_pooling=1)
+    return brew.fc(model, 'pool', 'logits', 1280, 10)
+
+
+def torch_mobilenet_v2(nn):
+    def conv_bn(cin, cout, kernel, stride=1, group=1, relu6=True):
+        layers = [nn.Conv2d(cin, cout, kernel, stride, kernel // 2, groups=group, bias=False),
+                  nn.BatchNorm2d(cout)]
+        return layers + ([nn.ReLU6()] if relu6 else [])
+
+    class Inverted(nn.Module):
+        def __init__(self, cin, cout, expansion, stride):
+            super().__init__()
+            hidden = cin * expansion
+            layers = conv_bn(cin, hidden, 1) if expansion != 1 else []
+            layers += conv_bn(hidden, hidden, 3, stride, hidden)
+            layers += conv_bn(hidden, cout, 1, relu6=False)
+            self.body = nn.Sequential(*layers)
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x):
+            return x + self.body(x) if self.residual else self.body(x)
+
+    layers, channels = conv_bn(3, 32, 3, 2), 32
+    for expansion, filters, repeats, first_stride in MOBILENET_V2:
+        for repeat in range(repeats):
+            layers.append(Inverted(channels, filters, expansion,
+                                   first_stride if repeat == 0 else 1))
+            channels = filters
+    layers += conv_bn(channels, 1280, 1)
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(1280, 10)]
+    return nn.Sequential(*layers)
+
+
+MODELS = {
+    'resnet20': dict(image=32, batch=64, doppio=doppio_resnet20, torch=torch_resnet20),
+    'resnet18': dict(image=64, batch=64, doppio=doppio_resnet18, torch=torch_resnet18),
+    'mobilenet_v2': dict(image=64, batch=64, doppio=doppio_mobilenet_v2,
+                         torch=torch_mobilenet_v2),
+}
 
 
 # ---- Doppio ----
