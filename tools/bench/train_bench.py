@@ -16,6 +16,9 @@ Models:
   mobilenet_v2  MobileNetV2 1.0 (inverted residuals: 1x1 expand, 3x3
              depthwise, ReLU6 as Clip(0, 6), 1x1 project; 1280-wide head) on
              64x64 images, batch 64.
+  densenet   DenseNet-BC, growth 12: 3 dense blocks of 6 bottleneck layers
+             (BN-ReLU-Conv1x1 to 48, BN-ReLU-Conv3x3 to 12, Concat) with
+             halving transitions; 32x32 images, batch 64.
 
 Doppio runs one device with its default threads (every op on all cores);
 PyTorch eager with torch.set_num_threads(cores). The table also gives each
@@ -180,11 +183,76 @@ def torch_mobilenet_v2(nn):
     return nn.Sequential(*layers)
 
 
+# DenseNet-BC (Huang et al.) for 32x32: growth 12, 3 dense blocks of 6
+# bottleneck layers (BN-ReLU-Conv1x1 to 4k, BN-ReLU-Conv3x3 to k, concat),
+# transitions BN-ReLU-Conv1x1 (compression 0.5) + 2x2 average pooling.
+DENSENET_GROWTH, DENSENET_LAYERS, DENSENET_BLOCKS = 12, 6, 3
+
+
+def doppio_densenet(model, data, brew, resnet_builder):
+    k = DENSENET_GROWTH
+    blob = brew.conv(model, data, 'stem', 3, 2 * k, kernel=3, pad=1, no_bias=1)
+    channels = 2 * k
+
+    def bn_relu_conv(blob, name, cin, cout, kernel):
+        brew.spatial_bn(model, blob, name + '_bn', cin, epsilon=1e-5, momentum=0.9)
+        brew.relu(model, name + '_bn', name + '_relu')
+        return brew.conv(model, name + '_relu', name, cin, cout, kernel=kernel, pad=kernel // 2,
+                         no_bias=1)
+
+    for block in range(DENSENET_BLOCKS):
+        for layer in range(DENSENET_LAYERS):
+            name = 'dense%d_%d' % (block, layer)
+            h = bn_relu_conv(blob, name + '_a', channels, 4 * k, 1)
+            h = bn_relu_conv(h, name + '_b', 4 * k, k, 3)
+            blob = brew.concat(model, [blob, h], name + '_cat', axis=1)
+            channels += k
+        if block < DENSENET_BLOCKS - 1:
+            blob = bn_relu_conv(blob, 'transition%d' % block, channels, channels // 2, 1)
+            channels //= 2
+            blob = brew.average_pool(model, blob, 'transition%d_pool' % block, kernel=2,
+                                     stride=2)
+    brew.spatial_bn(model, blob, 'final_bn', channels, epsilon=1e-5, momentum=0.9)
+    brew.relu(model, 'final_bn', 'final_relu')
+    brew.average_pool(model, 'final_relu', 'pool', global_pooling=1)
+    return brew.fc(model, 'pool', 'logits', channels, 10)
+
+
+def torch_densenet(nn):
+    import torch
+    k = DENSENET_GROWTH
+
+    def bn_relu_conv(cin, cout, kernel):
+        return [nn.BatchNorm2d(cin), nn.ReLU(),
+                nn.Conv2d(cin, cout, kernel, 1, kernel // 2, bias=False)]
+
+    class Dense(nn.Module):
+        def __init__(self, cin):
+            super().__init__()
+            self.body = nn.Sequential(*(bn_relu_conv(cin, 4 * k, 1) + bn_relu_conv(4 * k, k, 3)))
+
+        def forward(self, x):
+            return torch.cat([x, self.body(x)], 1)
+
+    layers, channels = [nn.Conv2d(3, 2 * k, 3, 1, 1, bias=False)], 2 * k
+    for block in range(DENSENET_BLOCKS):
+        for _ in range(DENSENET_LAYERS):
+            layers.append(Dense(channels))
+            channels += k
+        if block < DENSENET_BLOCKS - 1:
+            layers += bn_relu_conv(channels, channels // 2, 1) + [nn.AvgPool2d(2, 2)]
+            channels //= 2
+    layers += [nn.BatchNorm2d(channels), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+               nn.Linear(channels, 10)]
+    return nn.Sequential(*layers)
+
+
 MODELS = {
     'resnet20': dict(image=32, batch=64, doppio=doppio_resnet20, torch=torch_resnet20),
     'resnet18': dict(image=64, batch=64, doppio=doppio_resnet18, torch=torch_resnet18),
     'mobilenet_v2': dict(image=64, batch=64, doppio=doppio_mobilenet_v2,
                          torch=torch_mobilenet_v2),
+    'densenet': dict(image=32, batch=64, doppio=doppio_densenet, torch=torch_densenet),
 }
 
 
