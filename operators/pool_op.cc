@@ -333,12 +333,14 @@ void PoolOp<kKind>::Run() {
                                   : T(0));
         ForEachInWindow(s, d, h, w, [&](int64_t i) {
           const T* xi = xn + i * C;
-          for (int64_t c = 0; c < C; ++c) {
-            if (kKind == PoolKind::kMax) {
-              yo[c] = std::max(yo[c], xi[c]);
-            } else {
-              yo[c] += kKind == PoolKind::kLp ? LpPower(xi[c], p) : xi[c];
-            }
+          if (kKind == PoolKind::kMax) {
+#pragma omp simd
+            for (int64_t c = 0; c < C; ++c) yo[c] = std::max(yo[c], xi[c]);
+          } else if (kKind == PoolKind::kLp) {
+            for (int64_t c = 0; c < C; ++c) yo[c] += LpPower(xi[c], p);
+          } else {
+#pragma omp simd
+            for (int64_t c = 0; c < C; ++c) yo[c] += xi[c];
           }
         });
         if (kKind == PoolKind::kAverage && !empty) {

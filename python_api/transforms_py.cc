@@ -96,6 +96,7 @@ void DefineTransforms(py::module_& m, std::function<Workspace*()> current_worksp
         py::dict counts;
         counts["conv_bn"] = done.conv_bn;
         counts["matmul_bias"] = done.matmul_bias;
+        counts["channels_last"] = done.channels_last;
         counts["swish"] = done.swish;
         counts["conv_relu"] = done.conv_relu;
         counts["conv_activation"] = done.conv_activation;
@@ -103,7 +104,7 @@ void DefineTransforms(py::module_& m, std::function<Workspace*()> current_worksp
         counts["inplace"] = done.inplace;
         return py::make_tuple(Serialize(out), counts);
       },
-      py::arg("net"), py::arg("keep") = std::vector<std::string>{}, py::arg("passes") = "all");
+      py::arg("net"), py::arg("keep") = std::vector<std::string>{}, py::arg("passes") = "default");
 }
 
 }  // namespace python

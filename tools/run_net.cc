@@ -42,9 +42,10 @@ DEFINE_bool(optimize, false,
             "and FC + Relu, run activations in place, run FC on oneDNN "
             "(transforms/optimize_inference.h). "
             "Off by default: the net runs as given. --output blobs are kept");
-DEFINE_string(optimize_passes, "all",
+DEFINE_string(optimize_passes, "default",
               "with --optimize: which passes run, a comma-separated subset of "
-              "conv_bn,matmul_bias,activation,inplace (or all, none); for measuring each");
+              "conv_bn,matmul_bias,activation,channels_last,inplace, \"default\" (all but the "
+              "opt-in channels_last), or all, none");
 DEFINE_int32(warmup, 0, "untimed runs of --net before the timed ones");
 DEFINE_bool(report_per_op, false,
             "after the timed runs, print the time spent per operator type");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/enforce.h"
+#include "transforms/channels_last.h"
 #include "transforms/fuse_activation.h"
 #include "transforms/fuse_conv_bn.h"
 #include "transforms/fuse_matmul_bias.h"
@@ -16,13 +17,18 @@ std::string InferenceOptimizations::Summary() const {
          " Conv+Relu, " + std::to_string(fc_relu) + " FC+Relu, " + std::to_string(inplace) +
          " in-place activation(s), " + std::to_string(conv_activation) +
          " Conv+other activation(s), " + std::to_string(swish) + " Sigmoid*x->Swish, " +
-         std::to_string(matmul_bias) + " MatMul+bias";
+         std::to_string(matmul_bias) + " MatMul+bias, " + std::to_string(channels_last) +
+         " op(s) in NHWC";
 }
 
 InferencePasses InferencePasses::Parse(const std::string& list) {
   InferencePasses passes;
-  if (list == "all") return passes;
-  passes.conv_bn = passes.matmul_bias = passes.activation = passes.inplace = false;
+  if (list == "all" || list == "default") {
+    passes.channels_last = list == "all";
+    return passes;
+  }
+  passes.conv_bn = passes.matmul_bias = passes.activation = passes.channels_last = passes.inplace =
+      false;
   if (list == "none" || list.empty()) return passes;
   size_t start = 0;
   while (start <= list.size()) {
@@ -34,11 +40,16 @@ InferencePasses InferencePasses::Parse(const std::string& list) {
       passes.matmul_bias = true;
     } else if (name == "activation") {
       passes.activation = true;
+    } else if (name == "channels_last") {
+      passes.channels_last = true;
     } else if (name == "inplace") {
       passes.inplace = true;
+    } else if (name == "default") {
+      passes.conv_bn = passes.matmul_bias = passes.activation = passes.inplace = true;
     } else {
       DOPPIO_THROW("unknown inference pass '", name, "' in '", list,
-                   "'; the passes are conv_bn, matmul_bias, activation, inplace (or all, none)");
+                   "'; the passes are conv_bn, matmul_bias, activation, channels_last, inplace (or "
+                   "default, all, none)");
     }
     start = comma + 1;
   }
@@ -71,6 +82,9 @@ NetDef OptimizeForInference(const NetDef& input_net, Workspace* workspace,
     stats.conv_relu = activations.conv_relu;
     stats.conv_activation = activations.conv_activation;
     stats.fc_relu = activations.fc_relu;
+  }
+  if (passes.channels_last && workspace != nullptr) {
+    net = ChannelsLast(net, workspace, &stats.channels_last);
   }
   if (passes.inplace) net = InplaceActivation(net, &stats.inplace);
   if (!added.empty()) {

@@ -46,11 +46,12 @@ def inplaceActivation(net):
     return _rewrite(net, C.transform_inplaceActivation)
 
 
-def optimizeForInference(net, keep=(), passes='all'):
+def optimizeForInference(net, keep=(), passes='default'):
     """fuseConvBN, MatMul + bias -> FCTransposed, fuseActivation and
     inplaceActivation, in that order; blobs in `keep` are left as the net
     computes them. `passes`: a comma-separated subset of
-    conv_bn,matmul_bias,activation,inplace. Returns the counts
+    conv_bn,matmul_bias,activation,channels_last,inplace, or 'default' (all
+    but channels_last, the opt-in NHWC rewrite), 'all', 'none'. Returns the counts
     of each."""
     return _rewrite(net, C.transform_optimizeForInference, [str(b) for b in keep], passes)
 

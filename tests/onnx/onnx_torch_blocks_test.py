@@ -201,6 +201,23 @@ def test_block_matches_torch(name, batch):
             assert 'ConvFusion' not in types, types
 
 
+@pytest.mark.parametrize('name', sorted(BLOCKS))
+def test_block_in_channels_last_matches_torch(name):
+    """optimize='all' adds the NHWC rewrite of the convolutional regions."""
+    torch.manual_seed(len(name))
+    model = BLOCKS[name]().eval()
+    x = torch.randn(2, 8, 20, 20) * 2
+    with torch.no_grad():
+        expected = model(x).numpy()
+    rep = backend.prepare(export(model, x), optimize='all')
+    got = rep.run([x.numpy()])[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+    orders = [arg.s.decode() for op in rep.running_net.op for arg in op.arg
+              if arg.name == 'order']
+    has_conv = any(isinstance(m, nn.Conv2d) for m in model.modules())
+    assert ('NHWC' in orders) == has_conv, [op.type for op in rep.running_net.op]
+
+
 def test_folded_shapes_follow_the_fed_batch():
     """A ShuffleNet unit exported with a dynamic batch runs at batch 1, 3
     and 1 again: the shape arithmetic is folded for each fed shape."""

@@ -96,7 +96,9 @@ class DoppioBackend(Backend):
         DoppioRep to run it. With `optimize` (the default) the net it runs
         gets the inference passes (transformations.optimizeForInference:
         Conv+BN folding, Conv/FC+Relu fusion, in-place activations) once the
-        weights are loaded; rep.predict_net stays the converted net."""
+        weights are loaded; rep.predict_net stays the converted net. A string
+        names the passes instead ('all' adds the opt-in channels_last
+        rewrite; see optimizeForInference)."""
         problem = _device_problem(device)
         if problem:
             raise UnsupportedError(problem)

@@ -111,7 +111,8 @@ class DoppioRep(BackendRep):
             return converted.predict_net
         net = doppio_pb2.NetDef()
         net.CopyFrom(converted.predict_net)
-        transformations.optimizeForInference(net, keep=converted.outputs)
+        passes = self._optimize if isinstance(self._optimize, str) else 'default'
+        transformations.optimizeForInference(net, keep=converted.outputs, passes=passes)
         return net
 
     def close(self):

@@ -1,0 +1,286 @@
+#include "transforms/channels_last.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/argument.h"
+#include "core/workspace.h"
+#include "transforms/net_graph.h"
+
+namespace doppio {
+namespace transforms {
+
+namespace {
+
+bool IsConv(const OperatorDef& op) { return op.type() == "Conv" || op.type() == "ConvFusion"; }
+
+bool IsPointwise(const std::string& type) {
+  static const std::set<std::string> kTypes = {
+      "Relu", "LeakyRelu", "Clip", "Sigmoid",  "Tanh", "Elu",   "Swish",   "Gelu",    "Exp",
+      "Abs",  "Neg",       "Sqrt", "Softplus", "Copy", "Scale", "Dropout", "Negative"};
+  return kTypes.count(type) > 0;
+}
+
+bool IsBinary(const std::string& type) {
+  return type == "Add" || type == "Sub" || type == "Mul" || type == "Div" || type == "Sum";
+}
+
+bool HasArg(const OperatorDef& op, const std::string& name) {
+  for (const Argument& arg : op.arg()) {
+    if (arg.name() == name) return true;
+  }
+  return false;
+}
+
+// The 4-D float filter of a Conv, when it is a constant of the workspace.
+const Tensor* ConstantFilter(const NetDef& net, const Workspace& workspace, const BlobUses& uses,
+                             const OperatorDef& op) {
+  if (op.input_size() < 2 || !uses.Writers(op.input(1)).empty()) return nullptr;
+  const Blob* blob = workspace.GetBlob(op.input(1));
+  if (blob == nullptr || !blob->IsTensor()) return nullptr;
+  const Tensor& filter = blob->GetTensor();
+  if (filter.dtype() != DataType::kFloat || filter.ndim() != 4 || !filter.has_storage()) {
+    return nullptr;
+  }
+  return &filter;
+}
+
+bool IsSeed(const NetDef& net, const Workspace& workspace, const BlobUses& uses,
+            const OperatorDef& op) {
+  return IsConv(op) && op.output_size() == 1 && RunsOnCpu(net, op) &&
+         StringArg(op, "order", "NCHW") == "NCHW" &&
+         ConstantFilter(net, workspace, uses, op) != nullptr;
+}
+
+// The inputs that carry the activation's layout; empty when the op cannot
+// run in NHWC as this pass rewrites it.
+std::vector<int> DataInputs(const NetDef& net, const OperatorDef& op) {
+  if (!RunsOnCpu(net, op) || op.input_size() == 0) return {};
+  const std::string& type = op.type();
+  if (type == "Concat") {
+    const int axis = IntArg(op, "axis", 1);
+    if (HasArg(op, "add_axis") || (axis != 1 && axis != -3) ||
+        StringArg(op, "order", "NCHW") != "NCHW") {
+      return {};
+    }
+    std::vector<int> all(op.input_size());
+    for (int i = 0; i < op.input_size(); ++i) all[i] = i;
+    return all;
+  }
+  if (op.output_size() != 1) return {};
+  if (type == "MaxPool" || type == "AveragePool" || type == "LRN" ||
+      (type == "SpatialBN" && IntArg(op, "is_test", 0) != 0)) {
+    if (StringArg(op, "order", "NCHW") != "NCHW") return {};
+    return {0};
+  }
+  if (IsPointwise(type)) {
+    if (type == "Dropout" && IntArg(op, "is_test", 0) == 0) return {};
+    return {0};
+  }
+  if (IsBinary(type) && !HasArg(op, "axis") && !HasArg(op, "axis_str")) {
+    std::vector<int> all(op.input_size());
+    for (int i = 0; i < op.input_size(); ++i) all[i] = i;
+    return all;
+  }
+  return {};
+}
+
+// Op indices writing each value each op reads: writer_of[i][k] is the last
+// writer of op i's input k before it (-1: the net's input).
+std::vector<std::vector<int>> InputWriters(const NetDef& net) {
+  std::map<std::string, int> last;
+  std::vector<std::vector<int>> writers(net.op_size());
+  for (int i = 0; i < net.op_size(); ++i) {
+    for (const std::string& name : net.op(i).input()) {
+      const auto found = last.find(name);
+      writers[i].push_back(found == last.end() ? -1 : found->second);
+    }
+    for (const std::string& name : net.op(i).output()) last[name] = i;
+  }
+  return writers;
+}
+
+std::set<int> GrowRegion(const NetDef& net, const Workspace& workspace, const BlobUses& uses,
+                         const std::vector<std::vector<int>>& writers,
+                         const std::set<int>& banned) {
+  std::set<int> region;
+  for (int i = 0; i < net.op_size(); ++i) {
+    if (banned.count(i)) continue;
+    const OperatorDef& op = net.op(i);
+    if (IsSeed(net, workspace, uses, op)) {
+      region.insert(i);
+      continue;
+    }
+    const std::vector<int> data = DataInputs(net, op);
+    bool all_region = !data.empty();
+    for (int k : data) all_region = all_region && region.count(writers[i][k]) > 0;
+    if (all_region) region.insert(i);
+  }
+  return region;
+}
+
+// Region writers of blobs the region cannot own: written outside too, or
+// read by a region op other than as a data input.
+std::set<int> Conflicts(const NetDef& net, const std::set<int>& region) {
+  std::set<int> conflicts;
+  std::map<std::string, std::vector<int>> writers;
+  for (int i = 0; i < net.op_size(); ++i) {
+    for (const std::string& name : net.op(i).output()) writers[name].push_back(i);
+  }
+  for (int i : region) {
+    const std::string& blob = net.op(i).output(0);
+    bool shared = false;
+    for (int w : writers[blob]) shared = shared || !region.count(w) || net.op(w).output(0) != blob;
+    for (int r = 0; r < net.op_size() && !shared; ++r) {
+      if (!region.count(r)) continue;
+      const OperatorDef& reader = net.op(r);
+      const std::vector<int> data = IsConv(reader) ? std::vector<int>{0} : DataInputs(net, reader);
+      for (int k = 0; k < reader.input_size(); ++k) {
+        const bool is_data = std::find(data.begin(), data.end(), k) != data.end();
+        if (reader.input(k) == blob && !is_data) shared = true;
+      }
+    }
+    if (shared) {
+      for (int w : writers[blob]) {
+        if (region.count(w)) conflicts.insert(w);
+      }
+    }
+  }
+  return conflicts;
+}
+
+Argument StringArgument(const std::string& name, const std::string& value) {
+  Argument arg;
+  arg.set_name(name);
+  arg.set_s(value);
+  return arg;
+}
+
+OperatorDef OrderSwitch(const std::string& type, const std::string& from, const std::string& to,
+                        const OperatorDef& near) {
+  OperatorDef op;
+  op.set_type(type);
+  op.add_input(from);
+  op.add_output(to);
+  *op.mutable_device_option() = near.device_option();
+  return op;
+}
+
+// The NHWC filter [M, kh, kw, C/g] of an NCHW one, as a new workspace blob
+// and external input of `out`.
+std::string NhwcFilter(NetDef* out, Workspace* workspace, const std::string& name,
+                       std::map<std::string, std::string>* made) {
+  const auto found = made->find(name);
+  if (found != made->end()) return found->second;
+  const Tensor& nchw = workspace->GetBlob(name)->GetTensor();
+  const int64_t M = nchw.dim(0), C = nchw.dim(1), H = nchw.dim(2), W = nchw.dim(3);
+  auto nhwc = std::make_unique<Tensor>(std::vector<int64_t>{M, H, W, C}, DataType::kFloat);
+  const float* from = nchw.data<float>();
+  float* to = nhwc->mutable_data<float>();
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t c = 0; c < C; ++c) {
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t w = 0; w < W; ++w) {
+          to[((m * H + h) * W + w) * C + c] = from[((m * C + c) * H + h) * W + w];
+        }
+      }
+    }
+  }
+  const std::string nhwc_name = UniqueBlobName(name + "_nhwc", *out, workspace);
+  workspace->CreateBlob(nhwc_name)->Reset(std::move(nhwc));
+  // A net that declares its inputs must declare this one too.
+  if (out->external_input_size() > 0) out->add_external_input(nhwc_name);
+  (*made)[name] = nhwc_name;
+  return nhwc_name;
+}
+
+// The region op itself, reading and writing NHWC.
+void SwitchArguments(OperatorDef* op) {
+  if (op->type() == "Concat") {
+    auto* args = op->mutable_arg();
+    for (int k = args->size() - 1; k >= 0; --k) {
+      if (args->Get(k).name() == "order") args->DeleteSubrange(k, 1);
+    }
+    SetArgument(op, "axis", 3);
+  } else if (IsConv(*op) || op->type() == "MaxPool" || op->type() == "AveragePool" ||
+             op->type() == "LRN" || op->type() == "SpatialBN") {
+    SetArgument(op, StringArgument("order", "NHWC"));
+  }
+}
+
+}  // namespace
+
+std::string ChannelsLastPlan::ToString(const NetDef& net) const {
+  std::string text = std::to_string(region.size()) + " op(s) in NHWC:";
+  for (int i : region) text += " #" + std::to_string(i) + " " + net.op(i).type();
+  return text;
+}
+
+ChannelsLastPlan PlanChannelsLast(const NetDef& net, const Workspace& workspace) {
+  const BlobUses uses(net);
+  const std::vector<std::vector<int>> writers = InputWriters(net);
+  std::set<int> banned;
+  ChannelsLastPlan plan;
+  while (true) {
+    plan.region = GrowRegion(net, workspace, uses, writers, banned);
+    const std::set<int> conflicts = Conflicts(net, plan.region);
+    if (conflicts.empty()) break;
+    banned.insert(conflicts.begin(), conflicts.end());
+  }
+  return plan;
+}
+
+NetDef ChannelsLast(const NetDef& net, Workspace* workspace, int* switched) {
+  const ChannelsLastPlan plan = PlanChannelsLast(net, *workspace);
+  if (switched != nullptr) *switched = static_cast<int>(plan.region.size());
+  if (plan.region.empty()) return net;
+  const BlobUses uses(net);
+  const std::vector<std::vector<int>> writers = InputWriters(net);
+  std::map<std::string, std::string> nhwc_name, filters;
+  std::map<std::pair<std::string, int>, std::string> switched_in;
+  auto region_name = [&](const std::string& blob) {
+    auto found = nhwc_name.find(blob);
+    if (found == nhwc_name.end()) {
+      found = nhwc_name.emplace(blob, UniqueBlobName(blob + "_nhwc", net, workspace)).first;
+    }
+    return found->second;
+  };
+  NetDef out = net;
+  out.clear_op();
+  for (int i = 0; i < net.op_size(); ++i) {
+    if (!plan.region.count(i)) {
+      *out.add_op() = net.op(i);
+      continue;
+    }
+    OperatorDef op = net.op(i);
+    const std::vector<int> data = IsConv(op) ? std::vector<int>{0} : DataInputs(net, op);
+    for (int k : data) {
+      const std::string blob = op.input(k);
+      if (plan.region.count(writers[i][k])) {
+        op.set_input(k, region_name(blob));
+        continue;
+      }
+      const auto key = std::make_pair(blob, writers[i][k]);
+      if (!switched_in.count(key)) {
+        switched_in[key] = UniqueBlobName(blob + "_to_nhwc", out, workspace);
+        *out.add_op() = OrderSwitch("NCHW2NHWC", blob, switched_in[key], op);
+      }
+      op.set_input(k, switched_in[key]);
+    }
+    if (IsConv(op)) op.set_input(1, NhwcFilter(&out, workspace, op.input(1), &filters));
+    const std::string blob = op.output(0);
+    op.set_output(0, region_name(blob));
+    SwitchArguments(&op);
+    *out.add_op() = op;
+    bool read_outside = uses.IsExternalOutput(blob) && uses.Writers(blob).back() == i;
+    for (int r : uses.ValueReaders(blob, i)) read_outside = read_outside || !plan.region.count(r);
+    if (read_outside) *out.add_op() = OrderSwitch("NHWC2NCHW", region_name(blob), blob, op);
+  }
+  return out;
+}
+
+}  // namespace transforms
+}  // namespace doppio
