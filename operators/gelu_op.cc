@@ -124,6 +124,7 @@ constexpr const char kFastDoc[] =
 REGISTER_CPU_OPERATOR(Gelu, GeluOp);
 REGISTER_CPU_OPERATOR(GeluGradient, GeluGradientOp);
 REGISTER_GRADIENT(Gelu, GetGeluGradient);
+SHOULD_NOT_DO_GRADIENT(GeluGradient, "it is a gradient op; second derivatives are not supported");
 
 // In place is for inference nets: GeluGradient reads X.
 OPERATOR_SCHEMA(Gelu)

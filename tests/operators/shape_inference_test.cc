@@ -421,6 +421,8 @@ std::vector<Case> Cases() {
       {MakeOp("Sqr", {"x"}, {"y"}), {{{2, 3}, f32}}},
       {MakeOp("Swish", {"x"}, {"y"}), {{{2, 3}, f64}}},
       {MakeOp("SwishGradient", {"x", "y", "dy"}, {"dx"}), {{{4}, f32}, {{4}, f32}, {{4}, f32}}},
+      {MakeOp("Gelu", {"x"}, {"y"}), {{{2, 3}, f64}}},
+      {MakeOp("GeluGradient", {"dy", "x"}, {"dx"}), {{{4}, f32}, {{4}, f32}}},
       {MakeOp("DiagonalFill", {}, {"y"}, {IntsArg("shape", {3, 4}), IntArg("value", 2)}), {}},
       {MakeOp("DiagonalFill", {"x"}, {"y"}), {{{2, 2, 2}, f64}}},
       {MakeOp("WeightedSigmoidCrossEntropyWithLogits", {"x", "t", "w"}, {"y"}),

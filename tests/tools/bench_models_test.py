@@ -22,8 +22,8 @@ class BenchModelsTest(unittest.TestCase):
     def test_train_bench_resnet20_agrees_with_torch(self):
         with tempfile.TemporaryDirectory() as folder:
             out = os.path.join(folder, 'train.json')
-            status = train_bench.main(['--rounds', '1', '--iterations', '1', '--warmup', '0',
-                                       '--out', out])
+            status = train_bench.main(['--models', 'resnet20', '--rounds', '1', '--iterations',
+                                       '1', '--warmup', '0', '--out', out])
             self.assertEqual(status, 0)
             import json
             with open(out) as f:
