@@ -192,7 +192,7 @@ EltwiseFn ReadFusedActivation(const OperatorBase& op) {
   });
   DOPPIO_ENFORCE(!fn.empty(), "activation '", activation,
                  "' cannot be fused; ConvFusion fuses Relu, LeakyRelu, Clip, Sigmoid, Tanh, "
-                 "Elu and Swish");
+                 "Elu, Swish and HardSwish");
   if (fn.algorithm == EltwiseAlgorithm::kClip) {
     DOPPIO_ENFORCE(fn.alpha <= fn.beta, "argument 'activation_min' (", fn.alpha,
                    ") is greater than 'activation_max' (", fn.beta, ")");
@@ -375,7 +375,7 @@ OPERATOR_SCHEMA(ConvFusion)
          /*required=*/true)
     .Arg("activation",
          "(string, default \"Relu\") with fusion_type 1, the activation op "
-         "fused: Relu, LeakyRelu, Clip, Sigmoid, Tanh, Elu or Swish (a Doppio "
+         "fused: Relu, LeakyRelu, Clip, Sigmoid, Tanh, Elu, Swish or HardSwish (a Doppio "
          "extension; Caffe2's ConvFusion knows Relu only)")
     .Arg("activation_alpha", "(float) LeakyRelu's or Elu's alpha (defaults 0.01, 1)")
     .Arg("activation_min", "(float) Clip's min (default: the lowest float)")

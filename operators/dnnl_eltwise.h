@@ -65,7 +65,8 @@ bool AppendDnnlPostOp(const EltwiseFn& fn, dnnl::post_ops* post_ops);
 
 // The function of an activation op fused into ConvFusion: the op's type and
 // its arguments as ConvFusion carries them, prefixed "activation_" (Relu;
-// LeakyRelu alpha 0.01; Clip min, max; Sigmoid; Tanh; Elu alpha 1; Swish).
+// LeakyRelu alpha 0.01; Clip min, max; Sigmoid; Tanh; Elu alpha 1; Swish;
+// HardSwish).
 // An empty fn for a type oneDNN does not fuse. `arg(name, default)` reads
 // one prefixed argument.
 template <typename ReadArg>
@@ -80,6 +81,7 @@ EltwiseFn EltwiseOfActivation(const std::string& type, ReadArg&& arg) {
   if (type == "Tanh") return {EltwiseAlgorithm::kTanh};
   if (type == "Elu") return {EltwiseAlgorithm::kElu, arg("alpha", 1.0f)};
   if (type == "Swish") return {EltwiseAlgorithm::kSwish, 1.0f};
+  if (type == "HardSwish") return {EltwiseAlgorithm::kHardSwish};
   return {};
 }
 

@@ -1,5 +1,6 @@
 #include "transforms/fuse_activation.h"
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,7 +21,7 @@ enum class Producer { kNone, kConv, kFC };
 // The activations ConvFusion applies as a oneDNN post-op (the kernel's
 // ReadFusedActivation reads the same list), with the arguments it carries
 // over, prefixed "activation_".
-const std::vector<std::string>& ConvActivationArgs(const std::string& type) {
+const std::map<std::string, std::vector<std::string>>& ConvActivations() {
   static const std::map<std::string, std::vector<std::string>> kFusable = {
       {"Relu", {}},
       {"LeakyRelu", {"alpha"}},
@@ -29,16 +30,16 @@ const std::vector<std::string>& ConvActivationArgs(const std::string& type) {
       {"Tanh", {}},
       {"Elu", {"alpha"}},
       {"Swish", {}},
+      {"HardSwish", {}},
   };
-  static const std::vector<std::string> kNone;
-  const auto found = kFusable.find(type);
-  return found == kFusable.end() ? kNone : found->second;
+  return kFusable;
 }
 
-bool IsConvActivation(const std::string& type) {
-  return type == "Relu" || !ConvActivationArgs(type).empty() || type == "Sigmoid" ||
-         type == "Tanh" || type == "Swish";
+const std::vector<std::string>& ConvActivationArgs(const std::string& type) {
+  return ConvActivations().at(type);
 }
+
+bool IsConvActivation(const std::string& type) { return ConvActivations().count(type) > 0; }
 
 Producer FusableProducer(const NetDef& net, const OperatorDef& op) {
   if (op.output_size() != 1 || !RunsOnCpu(net, op)) return Producer::kNone;
@@ -92,11 +93,24 @@ void AbsorbActivation(Producer producer, const OperatorDef& activation, Operator
   ++count->conv_activation;
 }
 
+// The op x * gate(x) is when `gate` is Sigmoid (Swish) or HardSigmoid with
+// alpha 1/6 and beta 1/2 (HardSwish); "" otherwise.
+std::string SelfGatedType(const OperatorDef& gate) {
+  if (gate.type() == "Sigmoid") return "Swish";
+  if (gate.type() == "HardSigmoid") {
+    const float alpha = FloatArg(gate, "alpha", 0.2f), beta = FloatArg(gate, "beta", 0.5f);
+    if (std::abs(alpha - 1.f / 6.f) <= 1e-6f && beta == 0.5f) return "HardSwish";
+  }
+  return "";
+}
+
 // Sigmoid(x) -> s, Mul(x, s) -> y  =>  Swish(x) -> y: SiLU as ONNX exporters
-// write it (no Swish op before opset 24).
+// write it (no Swish op before opset 24); likewise HardSigmoid(x) * x =>
+// HardSwish(x), torch's export of hardswish.
 bool FuseOneSwish(NetDef* net, const BlobUses& uses, int i) {
   const OperatorDef& sigmoid = net->op(i);
-  if (sigmoid.type() != "Sigmoid" || sigmoid.input_size() != 1 || sigmoid.output_size() != 1 ||
+  const std::string fused_type = SelfGatedType(sigmoid);
+  if (fused_type.empty() || sigmoid.input_size() != 1 || sigmoid.output_size() != 1 ||
       !RunsOnCpu(*net, sigmoid)) {
     return false;
   }
@@ -120,7 +134,8 @@ bool FuseOneSwish(NetDef* net, const BlobUses& uses, int i) {
     if (k > i && k < j) return false;
   }
   OperatorDef* swish = net->mutable_op(i);
-  swish->set_type("Swish");
+  swish->set_type(fused_type);
+  swish->clear_arg();
   swish->set_output(0, mul.output(0));
   net->mutable_op()->DeleteSubrange(j, 1);
   return true;

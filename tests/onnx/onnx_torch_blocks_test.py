@@ -147,7 +147,29 @@ class PlainLayerNormGelu(nn.Module):
         return (h * 0.5) * (1.0 + torch.erf(h / 1.4142135623730951))
 
 
+class MobileNetV3Block(nn.Module):
+    """MobileNetV3: Hardswish, depthwise 5x5, squeeze-excitation gated by
+    Hardsigmoid (torch exports hardswish as HardSigmoid * x)."""
+
+    def __init__(self, channels=8):
+        super().__init__()
+        hidden = channels * 3
+        self.expand = nn.Sequential(nn.Conv2d(channels, hidden, 1, bias=False), bn(hidden),
+                                    nn.Hardswish())
+        self.depthwise = nn.Sequential(
+            nn.Conv2d(hidden, hidden, 5, padding=2, groups=hidden, bias=False), bn(hidden),
+            nn.Hardswish())
+        self.squeeze = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(hidden, 8, 1), nn.ReLU(),
+                                     nn.Conv2d(8, hidden, 1), nn.Hardsigmoid())
+        self.project = nn.Sequential(nn.Conv2d(hidden, channels, 1, bias=False), bn(channels))
+
+    def forward(self, x):
+        h = self.depthwise(self.expand(x))
+        return x + self.project(h * self.squeeze(h))
+
+
 BLOCKS = {
+    'mobilenet_v3_block': MobileNetV3Block,
     'convnext_block': ConvNeXtBlock,
     'plain_layer_norm_gelu': PlainLayerNormGelu,
     'shuffle_unit': ShuffleUnit,
@@ -234,6 +256,16 @@ def test_folded_shapes_follow_the_fed_batch():
     # Converting without running cannot know the shapes: a clear error.
     with pytest.raises(RuntimeValueNeeded, match='computed by the graph'):
         backend.onnx_graph_to_caffe2_net(onnx.load_from_string(onnx_bytes))
+
+
+def test_hard_swish_fused_into_conv():
+    model = MobileNetV3Block().eval()
+    x = torch.randn(1, 8, 12, 12)
+    rep = backend.prepare(export(model, x))
+    rep.run([x.numpy()])
+    activations = [arg.s.decode() for op in rep.running_net.op if op.type == 'ConvFusion'
+                   for arg in op.arg if arg.name == 'activation']
+    assert activations.count('HardSwish') == 2, activations
 
 
 def test_swish_fused_into_conv():

@@ -138,6 +138,7 @@ TEST(FuseActivationTest, EveryConvActivationMatchesTheUnfusedOps) {
       MakeOp("Tanh", {"c"}, {"y"}),
       MakeOp("Elu", {"c"}, {"y"}, {FloatArg("alpha", 0.5f)}),
       MakeOp("Swish", {"c"}, {"y"}),
+      MakeOp("HardSwish", {"c"}, {"y"}),
   };
   std::mt19937 rng(5);
   for (const OperatorDef& activation : activations) {
@@ -202,6 +203,34 @@ TEST(FuseActivationTest, SigmoidTimesInputBecomesSwish) {
   EXPECT_EQ(fused.conv_activation, 1);
   ASSERT_EQ(out.op_size(), 1);
   EXPECT_EQ(out.op(0).type(), "ConvFusion");
+}
+
+// HardSigmoid(x; 1/6, 1/2) * x, torch's export of hardswish, becomes
+// HardSwish(x); other slopes stay as they are.
+TEST(FuseActivationTest, HardSigmoidTimesInputBecomesHardSwish) {
+  std::mt19937 rng(9);
+  Workspace ws;
+  FeedUniform(&ws, "x", {2, 50, 60}, -6, 6, &rng);
+  const NetDef net = MakeNet(
+      "hardswish",
+      {MakeOp("HardSigmoid", {"x"}, {"s"}, {FloatArg("alpha", 1.f / 6.f), FloatArg("beta", 0.5f)}),
+       MakeOp("Mul", {"x", "s"}, {"y"})},
+      {"y"});
+  Workspace unfused_ws;
+  CopyTensors(ws, &unfused_ws);
+  unfused_ws.RunNetOnce(net);
+  ActivationFusions fused;
+  const NetDef out = FuseActivation(net, &fused);
+  EXPECT_EQ(fused.swish, 1);
+  ASSERT_EQ(out.op_size(), 1);
+  EXPECT_EQ(out.op(0).type(), "HardSwish");
+  EXPECT_EQ(out.op(0).arg_size(), 0);
+  ws.RunNetOnce(out);
+  EXPECT_LT(MaxRelativeDiff(Values(ws, "y"), Values(unfused_ws, "y")), 1e-5);
+  // Caffe2's default slope 0.2 is no hardswish.
+  NetDef other = net;
+  other.mutable_op(0)->clear_arg();
+  ExpectUnchanged(other);
 }
 
 TEST(FuseActivationTest, LeavesUnsafeSwishPatternsAlone) {

@@ -158,29 +158,19 @@ def convert_celu(ctx):
     ctx.op('Scale', [elu], [ctx.output(0)], scale=alpha)
 
 
-def _hard_sigmoid(ctx, x, alpha, beta, output):
-    """max(0, min(1, alpha * x + beta))"""
-    scaled, shifted = ctx.temp('scaled'), ctx.temp('shifted')
-    ctx.op('Scale', [x], [scaled], scale=alpha)
-    ctx.op('Add', [scaled, ctx.scalar_like(beta, x, 'beta')], [shifted])
-    ctx.op('Clip', [shifted], [output], min=0.0, max=1.0)
-
-
 @converts('HardSigmoid')
 def convert_hard_sigmoid(ctx):
     ctx.check_inputs(1)
     ctx.check_outputs(1)
-    _hard_sigmoid(ctx, ctx.input(0), ctx.attrs.float('alpha', 0.2),
-                  ctx.attrs.float('beta', 0.5), ctx.output(0))
+    ctx.op('HardSigmoid', [ctx.input(0)], [ctx.output(0)], alpha=ctx.attrs.float('alpha', 0.2),
+           beta=ctx.attrs.float('beta', 0.5))
 
 
 @converts('HardSwish')
 def convert_hard_swish(ctx):
     ctx.check_inputs(1)
     ctx.check_outputs(1)
-    gate = ctx.temp('gate')
-    _hard_sigmoid(ctx, ctx.input(0), 1.0 / 6.0, 0.5, gate)
-    ctx.op('Mul', [ctx.input(0), gate], [ctx.output(0)])
+    ctx.op('HardSwish', [ctx.input(0)], [ctx.output(0)])
 
 
 @converts('Softsign')
