@@ -114,6 +114,70 @@ void ForEachBroadcast(const std::vector<int64_t>& a, const std::vector<int64_t>&
   }
 }
 
+// ForEachBroadcast's walk split by rows of the last dim over the intra-op
+// threads, each row's inner loop specialized for an operand that is
+// contiguous (stride 1) or repeated (stride 0) along it, so it vectorizes:
+// SE blocks' [N, C, H, W] * [N, C, 1, 1] gate was 18% of EfficientNet-B0 as
+// a per-element callback on one thread. Elements are independent, so any
+// split gives the same bits; fn must not throw.
+template <typename T, typename R, typename Fn>
+void BroadcastRows(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                   const std::vector<int64_t>& out, const T* av, const T* bv, R* c, Fn fn) {
+  const int ndim = static_cast<int>(out.size());
+  int64_t total = 1;
+  for (int64_t d : out) total *= d;
+  if (total == 0 || ndim == 0) {
+    if (total != 0) c[0] = fn(av[0], bv[0]);
+    return;
+  }
+  const std::vector<int64_t> a_strides = Strides(a, out);
+  const std::vector<int64_t> b_strides = Strides(b, out);
+  const int64_t inner = out[ndim - 1];
+  const int64_t a_inner = a_strides[ndim - 1], b_inner = b_strides[ndim - 1];
+  const int64_t rows = total / inner;
+  auto run_rows = [&](int64_t begin, int64_t end) {
+    // The offsets of row `begin`, then an odometer over the outer dims.
+    std::vector<int64_t> index(ndim, 0);
+    int64_t a_offset = 0, b_offset = 0;
+    for (int64_t d = ndim - 2, r = begin; d >= 0; --d) {
+      index[d] = r % out[d];
+      r /= out[d];
+      a_offset += index[d] * a_strides[d];
+      b_offset += index[d] * b_strides[d];
+    }
+    for (int64_t row = begin; row < end; ++row) {
+      const T* ar = av + a_offset;
+      const T* br = bv + b_offset;
+      R* cr = c + row * inner;
+      if (a_inner == 1 && b_inner == 1) {
+#pragma omp simd
+        for (int64_t j = 0; j < inner; ++j) cr[j] = fn(ar[j], br[j]);
+      } else if (a_inner == 1 && b_inner == 0) {
+        const T b0 = br[0];
+#pragma omp simd
+        for (int64_t j = 0; j < inner; ++j) cr[j] = fn(ar[j], b0);
+      } else if (a_inner == 0 && b_inner == 1) {
+        const T a0 = ar[0];
+#pragma omp simd
+        for (int64_t j = 0; j < inner; ++j) cr[j] = fn(a0, br[j]);
+      } else {
+        for (int64_t j = 0; j < inner; ++j) cr[j] = fn(ar[j * a_inner], br[j * b_inner]);
+      }
+      for (int d = ndim - 2; d >= 0; --d) {
+        ++index[d];
+        a_offset += a_strides[d];
+        b_offset += b_strides[d];
+        if (index[d] < out[d]) break;
+        a_offset -= a_strides[d] * out[d];
+        b_offset -= b_strides[d] * out[d];
+        index[d] = 0;
+      }
+    }
+  };
+  ParallelFor(rows, run_rows,
+              std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, inner)));
+}
+
 }  // namespace broadcast_detail
 
 // c[i] = fn(a[ia], b[ib]) over the plan; c's type R may differ from T
@@ -141,9 +205,7 @@ void BroadcastBinary(const BroadcastPlan& plan, const T* a, const T* b, R* c, Fn
       for (int64_t i = begin; i < end; ++i) c[i] = fn(scalar, b[i]);
     });
   } else {
-    broadcast_detail::ForEachBroadcast(
-        plan.a, plan.b, plan.out,
-        [&](int64_t i, int64_t ia, int64_t ib) { c[i] = fn(a[ia], b[ib]); });
+    broadcast_detail::BroadcastRows(plan.a, plan.b, plan.out, a, b, c, fn);
   }
 }
 

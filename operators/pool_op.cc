@@ -126,6 +126,25 @@ void MaxPoolPlane2x2(const Pool3& s, const T* xp, T* yp) {
   }
 }
 
+// One window covering the whole plane, no padding: global pooling (SE
+// blocks' squeeze, every classifier head).
+bool IsWholePlane(const Pool3& s) {
+  for (int axis = 0; axis < 3; ++axis) {
+    if (s.out[axis] != 1 || s.kernel[axis] != s.in[axis] || s.pad[axis] != 0) return false;
+  }
+  return true;
+}
+
+// The mean of a contiguous plane, summed in vector lanes (a fixed order, so
+// the same bits every run) rather than the window walk's callbacks.
+template <typename T>
+T PlaneMean(const T* xp, int64_t count) {
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < count; ++i) sum += xp[i];
+  return count > 0 ? sum / static_cast<T>(count) : T(0);
+}
+
 // Any 2-D max pooling of one plane in two passes: per output row, the
 // column-wise max over the window's rows (contiguous, vectorized), then each
 // window's max along that row. 3x3 windows (ResNet's stem, GoogLeNet's and
@@ -299,6 +318,10 @@ void PoolOp<kKind>::Run() {
         }
         if (kKind == PoolKind::kMax && s.in[0] == 1 && s.kernel[0] == 1) {
           MaxPoolPlane2D(s, xp, yp);
+          continue;
+        }
+        if (kKind == PoolKind::kAverage && IsWholePlane(s)) {
+          yp[0] = PlaneMean(xp, s.in_size());
           continue;
         }
         ForEachWindow(s, [&](int64_t o, const Range& d, const Range& h, const Range& w) {

@@ -93,6 +93,25 @@ def test_legacy_broadcast_axis_str_and_suffix_matching():
     h.check_gradient(op, [a[:1, :1], b2], [0, 1])
 
 
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((4, 24, 21, 23), (4, 24, 1, 1)),    # SE gate: broadcast along the last dims
+    ((4, 24, 1, 1), (4, 24, 21, 23)),
+    ((4, 24, 21, 23), (24, 1, 1)),       # a per-channel constant
+    ((4, 21, 23, 24), (24,)),            # a bias over the last dim
+    ((3, 1, 23, 40), (3, 30, 1, 40)),    # both broadcast, in different dims
+    ((5, 1, 7000), (1, 6, 1)),
+])
+@pytest.mark.parametrize("name", sorted(NUMPY_OPS))
+def test_large_broadcasts_split_over_threads_match_numpy(name, a_shape, b_shape):
+    # Large enough that the rows are split over the intra-op threads, each
+    # starting its odometer mid-tensor.
+    rng = np.random.RandomState(len(a_shape) + len(b_shape))
+    a = rng.randn(*a_shape).astype(np.float32)
+    b = (rng.uniform(0.5, 2, b_shape) * rng.choice([-1, 1], b_shape)).astype(np.float32)
+    out = h.run_op(h.make_op(name, ["A", "B"], ["C"]), [a, b])[0]
+    np.testing.assert_allclose(out, NUMPY_OPS[name](a, b), rtol=1e-6, atol=1e-6)
+
+
 def test_div_by_zero_follows_numpy():
     a = np.array([1.0, -1.0, 0.0, 2.5, np.inf], np.float32)
     b = np.array([0.0, 0.0, 0.0, -0.0, np.inf], np.float32)
