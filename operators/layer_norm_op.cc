@@ -1,6 +1,7 @@
 // LayerNorm and LayerNormGradient (InstanceNorm is in instance_norm_op.cc).
 #include "operators/layer_norm_op.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "core/schema.h"
 #include "operators/normalization_utils.h"
 #include "operators/op_type_dispatch.h"
+#include "operators/parallel_for.h"
 
 namespace doppio {
 
@@ -85,24 +87,32 @@ void LayerNormOp::Run() {
   T* y = Y->mutable_data<T>();
   T* mean_data = mean->mutable_data<T>();
   T* std_data = stddev->mutable_data<T>();
-  for (int64_t row = 0; row < M; ++row) {
-    const T* xr = x + row * N;
-    T* yr = y + row * N;
-    double mu = 0;
-    for (int64_t j = 0; j < N; ++j) mu += xr[j];
-    mu = N > 0 ? mu / N : 0.0;
-    double var = 0;
-    for (int64_t j = 0; j < N; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-    var = N > 0 ? var / N : 0.0;
-    const double sigma = std::sqrt(var + epsilon_);
-    const double inv_sigma = 1.0 / sigma;
-    mean_data[row] = static_cast<T>(mu);
-    std_data[row] = static_cast<T>(sigma);
-    for (int64_t j = 0; j < N; ++j) {
-      const double normalized = (xr[j] - mu) * inv_sigma;
-      yr[j] = static_cast<T>(gamma ? normalized * gamma[j] + beta[j] : normalized);
-    }
-  }
+  // Rows are independent (and each is read before it is written, so Y may
+  // be X): split over the intra-op threads, any split gives the same bits.
+  const double epsilon = epsilon_;
+  ParallelFor(
+      M,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+          const T* xr = x + row * N;
+          T* yr = y + row * N;
+          double mu = 0;
+          for (int64_t j = 0; j < N; ++j) mu += xr[j];
+          mu = N > 0 ? mu / N : 0.0;
+          double var = 0;
+          for (int64_t j = 0; j < N; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+          var = N > 0 ? var / N : 0.0;
+          const double sigma = std::sqrt(var + epsilon);
+          const double inv_sigma = 1.0 / sigma;
+          mean_data[row] = static_cast<T>(mu);
+          std_data[row] = static_cast<T>(sigma);
+          for (int64_t j = 0; j < N; ++j) {
+            const double normalized = (xr[j] - mu) * inv_sigma;
+            yr[j] = static_cast<T>(gamma ? normalized * gamma[j] + beta[j] : normalized);
+          }
+        }
+      },
+      std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, N)));
 }
 
 // ---- LayerNormGradient ----

@@ -69,6 +69,20 @@ def test_layer_norm_gradient(case, epsilon):
     assert list(grad_ops[0].input)[:5] == ["Y_grad", "Y", "mean", "std", "X"]
 
 
+def test_layer_norm_rows_split_over_threads():
+    # Enough rows that they are split over the intra-op threads; in place too.
+    rng = np.random.RandomState(4)
+    x = (rng.randn(8, 56, 56, 96) * 3 + 1).astype(np.float32)
+    gamma = rng.randn(96).astype(np.float32)
+    beta = rng.randn(96).astype(np.float32)
+    op = h.make_op("LayerNorm", ["X", "gamma", "beta"], ["Y", "mean", "std"], axis=-1,
+                   epsilon=1e-6, elementwise_affine=1)
+    h.check_output(op, [x, gamma, beta],
+                   lambda *a: layer_norm_reference(a[0], 3, 1e-6, a[1], a[2]),
+                   rtol=1e-5, atol=1e-5)
+    h.check_inplace(op, [x, gamma, beta], rtol=0, atol=0)
+
+
 def test_layer_norm_bad_inputs():
     x = np.ones((2, 3, 4), np.float32)
     plain = h.make_op("LayerNorm", ["X"], ["Y", "mean", "std"], axis=3)
