@@ -42,7 +42,8 @@ count_results() {
 if ((sanitizers)); then
   suppressions="$PWD/tools/sanitizers"
   folders='//tests/core/... + //tests/proto/... + //tests/operators/... +
-           //tests/parallel/... + //tests/python/... + //tests/tools/...'
+           //tests/parallel/... + //tests/python/... + //tests/tools/... +
+           //tests/transforms/...'
   # Every C++ test there that does not link the CUDA runtime (which ASan
   # cannot run beside), leak checking on.
   asan_cc_targets=$(bazel query --noshow_progress \
