@@ -133,18 +133,9 @@ class SwishOp final : public Operator<CPUContext> {
   using Operator<CPUContext>::Operator;
   EltwiseFn Dnnl() const { return {EltwiseAlgorithm::kSwish, 1.f}; }
   void RunOnDevice() override {
-    const Tensor& X = Input(0);
-    DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* x = X.data<T>();
-      Tensor* Y = Output(0);
-      Y->Resize(X.dims());
-      T* y = Y->mutable_data<T>();
-      const int64_t n = X.numel();
-      if (TryDnnlEltwise(*this, n, x, y)) return;
-      ParallelFor(n, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) y[i] = x[i] / (T(1) + std::exp(-x[i]));
-      });
+    activation::PointwiseForward(*this, Input(0), Output(0), [](auto v) {
+      using T = decltype(v);
+      return v / (T(1) + std::exp(-v));
     });
   }
 };

@@ -48,6 +48,20 @@ void DispatchFloatLikeInput(const OperatorBase& op, const Tensor& in, Tensor* ou
   });
 }
 
+// Y = f(X) elementwise for the ops whose gradient reads X (Swish, Gelu,
+// HardSwish) and so do not fit UnaryActivationOp below: large float32
+// tensors on oneDNN's kernel when `op` has one (TryDnnlEltwise), the rest
+// split over the intra-op threads. `f` maps a T to a T; Y may be X.
+template <typename Op, typename F>
+void PointwiseForward(const Op& op, const Tensor& X, Tensor* Y, F f) {
+  DispatchFloatLikeInput(op, X, Y, [&](auto x, auto y, int64_t n) {
+    if (TryDnnlEltwise(op, n, x, y)) return;
+    ParallelFor(n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) y[i] = f(x[i]);
+    });
+  });
+}
+
 // Throws unless dY (input 1) has the shape and type of the forward output Y
 // (input 0), as every <Op>Gradient(Y, dY) op needs.
 void CheckGradientMatchesOutput(const OperatorBase& op, const Tensor& Y, const Tensor& dY);

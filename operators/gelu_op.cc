@@ -12,6 +12,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/activation_ops.h"
 #include "operators/dnnl_eltwise.h"
 #include "operators/op_cost.h"
 #include "operators/op_type_dispatch.h"
@@ -57,19 +58,8 @@ class GeluOp final : public Operator<CPUContext> {
   }
 
   void RunOnDevice() override {
-    const Tensor& X = Input(0);
-    DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* x = X.data<T>();
-      Tensor* Y = Output(0);
-      Y->Resize(X.dims());
-      T* y = Y->mutable_data<T>();
-      const int64_t n = X.numel();
-      if (TryDnnlEltwise(*this, n, x, y)) return;
-      ParallelFor(n, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) y[i] = GeluValue(x[i], fast_);
-      });
-    });
+    activation::PointwiseForward(*this, Input(0), Output(0),
+                                 [this](auto v) { return GeluValue(v, fast_); });
   }
 
  private:

@@ -56,13 +56,8 @@ class HardSwishOp final : public Operator<CPUContext> {
   EltwiseFn Dnnl() const { return {EltwiseAlgorithm::kHardSwish}; }
 
   void RunOnDevice() override {
-    activation::DispatchFloatLikeInput(*this, Input(0), Output(0), [&](auto x, auto y, int64_t n) {
-      if (TryDnnlEltwise(*this, n, x, y)) return;
-      ParallelFor(n, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-        for (int64_t i = begin; i < end; ++i) y[i] = HardSwishValue(x[i]);
-      });
-    });
+    activation::PointwiseForward(*this, Input(0), Output(0),
+                                 [](auto v) { return HardSwishValue(v); });
   }
 };
 
