@@ -199,9 +199,8 @@ REGISTER_CPU_OPERATOR(SoftplusGradient, ActivationGradientOp<SoftplusFunctor>);
 REGISTER_CPU_OPERATOR(Swish, SwishOp);
 REGISTER_CPU_OPERATOR(SwishGradient, SwishGradientOp);
 
-namespace {
+namespace activation {
 
-// The parts every forward activation schema shares.
 void ForwardSchema(OpSchema& schema) {
   schema.NumInputs(1)
       .NumOutputs(1)
@@ -221,6 +220,16 @@ void GradientSchema(OpSchema& schema) {
       .Input(1, "dY", "gradient of Y")
       .Output(0, "dX", "gradient of the forward input, of Y's shape; may be dY");
 }
+
+const char kSecondOrder[] = "it is a gradient op; second derivatives are not supported";
+
+}  // namespace activation
+
+namespace {
+
+using activation::ForwardSchema;
+using activation::GradientSchema;
+using activation::kSecondOrder;
 
 constexpr const char kLeakyAlphaDoc[] = "(float, default 0.01) slope for negative inputs";
 constexpr const char kEluAlphaDoc[] = "(float, default 1.0) scale of the negative branch";
@@ -294,13 +303,6 @@ OPERATOR_SCHEMA(SwishGradient)
     .Input(2, "dY", "gradient of Y")
     .Output(0, "dX", "dY * (Y + sigmoid(X) * (1 - Y)); may be dY")
     .Doc("Gradient of Swish.");
-
-namespace {
-
-constexpr const char kSecondOrder[] =
-    "it is a gradient op; second derivatives are not supported";
-
-}  // namespace
 
 REGISTER_GRADIENT(Relu, GetGradientFromOutput);
 REGISTER_GRADIENT(LeakyRelu, GetGradientFromOutput);

@@ -32,7 +32,18 @@
 #include "operators/parallel_for.h"
 
 namespace doppio {
+
+class OpSchema;
+
 namespace activation {
+
+// The parts every forward activation schema shares: Y = f(X), one input,
+// one output, X's shape and type, in place allowed.
+void ForwardSchema(OpSchema& schema);
+// The parts every <Op>Gradient(Y, dY) -> dX schema shares (in place over dY).
+void GradientSchema(OpSchema& schema);
+// Why an activation's gradient op has no gradient of its own.
+extern const char kSecondOrder[];
 
 // For an op whose output `out` takes the shape of its input 0, `in`:
 // resizes `out` and calls fn(in_data, out_data, count) with the float type

@@ -114,18 +114,13 @@ constexpr const char kFastDoc[] =
 REGISTER_CPU_OPERATOR(Gelu, GeluOp);
 REGISTER_CPU_OPERATOR(GeluGradient, GeluGradientOp);
 REGISTER_GRADIENT(Gelu, GetGeluGradient);
-SHOULD_NOT_DO_GRADIENT(GeluGradient, "it is a gradient op; second derivatives are not supported");
+SHOULD_NOT_DO_GRADIENT(GeluGradient, activation::kSecondOrder);
 
 // In place is for inference nets: GeluGradient reads X.
 OPERATOR_SCHEMA(Gelu)
-    .NumInputs(1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .IdenticalTypeAndShape()
+    .Apply(activation::ForwardSchema)
     .CostInferenceFunction(PointwiseCostInference(8))
     .Arg("fast_gelu", kFastDoc)
-    .Input(0, "X", "input tensor, float32 or float64")
-    .Output(0, "Y", "X * Phi(X), of X's shape and type")
     .Doc("Gaussian error linear unit: Y = X * Phi(X), Phi the standard normal CDF.");
 OPERATOR_SCHEMA(GeluGradient)
     .NumInputs(2)

@@ -98,8 +98,6 @@ class GetHardSwishGradient final : public GradientMakerBase {
   }
 };
 
-constexpr const char kSecondOrder[] = "it is a gradient op; second derivatives are not supported";
-
 }  // namespace
 
 REGISTER_CPU_OPERATOR(HardSigmoid, UnaryActivationOp<HardSigmoidFunctor>);
@@ -108,40 +106,24 @@ REGISTER_CPU_OPERATOR(HardSwish, HardSwishOp);
 REGISTER_CPU_OPERATOR(HardSwishGradient, HardSwishGradientOp);
 REGISTER_GRADIENT(HardSigmoid, GetGradientFromOutput);
 REGISTER_GRADIENT(HardSwish, GetHardSwishGradient);
-SHOULD_NOT_DO_GRADIENT(HardSigmoidGradient, kSecondOrder);
-SHOULD_NOT_DO_GRADIENT(HardSwishGradient, kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(HardSigmoidGradient, activation::kSecondOrder);
+SHOULD_NOT_DO_GRADIENT(HardSwishGradient, activation::kSecondOrder);
 
 OPERATOR_SCHEMA(HardSigmoid)
-    .NumInputs(1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .IdenticalTypeAndShape()
+    .Apply(activation::ForwardSchema)
     .CostInferenceFunction(PointwiseCostInference(4))
     .Arg("alpha", "(float, default 0.2) slope")
     .Arg("beta", "(float, default 0.5) offset")
-    .Input(0, "X", "input tensor, float32 or float64")
-    .Output(0, "Y", "max(0, min(1, alpha * X + beta)); may be X")
     .Doc("Hard sigmoid, elementwise: Y = max(0, min(1, alpha * X + beta)).");
 OPERATOR_SCHEMA(HardSigmoidGradient)
-    .NumInputs(2)
-    .NumOutputs(1)
-    .AllowInplace({{1, 0}})
-    .IdenticalTypeAndShape()
+    .Apply(activation::GradientSchema)
     .Arg("alpha", "(float, default 0.2) the forward op's slope")
     .Arg("beta", "(float, default 0.5) the forward op's offset")
-    .Input(0, "Y", "HardSigmoid's output")
-    .Input(1, "dY", "gradient of Y")
-    .Output(0, "dX", "alpha * dY where 0 < Y < 1, else 0; may be dY")
-    .Doc("Gradient of HardSigmoid, from its output.");
+    .Doc("Gradient of HardSigmoid, from its output: dX = alpha * dY where 0 < Y < 1, else 0.");
 // In place is for inference nets: HardSwishGradient reads X.
 OPERATOR_SCHEMA(HardSwish)
-    .NumInputs(1)
-    .NumOutputs(1)
-    .AllowInplace({{0, 0}})
-    .IdenticalTypeAndShape()
+    .Apply(activation::ForwardSchema)
     .CostInferenceFunction(PointwiseCostInference(5))
-    .Input(0, "X", "input tensor, float32 or float64")
-    .Output(0, "Y", "X * max(0, min(1, X / 6 + 1 / 2))")
     .Doc("Hard swish (MobileNetV3), elementwise: Y = X * relu6(X + 3) / 6.");
 OPERATOR_SCHEMA(HardSwishGradient)
     .NumInputs(2)

@@ -279,8 +279,9 @@ class DoppioTrainer:
 
     def parameters(self):
         """name -> array of the trainable parameters, in creation order."""
+        trainable = {str(q) for q in self.model.GetParams()}
         return [(str(p), self.workspace.FetchBlob(str(p))) for p in self.model.params
-                if str(p) in [str(q) for q in self.model.GetParams()]]
+                if str(p) in trainable]
 
     def set(self, name, value):
         self.workspace.FeedBlob(name, value)
