@@ -36,12 +36,13 @@ DEFINE_string(output, "",
               "NAME=FILE: writes blob NAME (a tensor) to FILE as .npy after the "
               "last run. Repeatable, or comma-separated");
 DEFINE_int32(iters, 1, "timed runs of --net");
-DEFINE_bool(optimize, false,
+DEFINE_bool(optimize, true,
             "after the init net and the inputs, rewrite --net for inference before "
-            "creating it: fold Conv + SpatialBN(is_test), fuse Conv + Relu (ConvFusion) "
-            "and FC + Relu, run activations in place, run FC on oneDNN "
-            "(transforms/optimize_inference.h). "
-            "Off by default: the net runs as given. --output blobs are kept");
+            "creating it: fold Conv + SpatialBN(is_test), fuse Conv + activation "
+            "(ConvFusion) and FC + Relu, MatMul + bias -> FC, run activations in place "
+            "(transforms/optimize_inference.h). On by default, as ONNX Runtime's graph "
+            "optimizations are; --nooptimize runs the net exactly as given. The net's "
+            "external outputs and --output blobs are kept as the net computes them");
 DEFINE_string(optimize_passes, "default",
               "with --optimize: which passes run, a comma-separated subset of "
               "conv_bn,matmul_bias,activation,channels_last,inplace, \"default\" (all but the "
@@ -68,8 +69,9 @@ constexpr const char* kUsage =
     "          [--iters=N] [--warmup=N] [--report_per_op] [--profile=trace.json]\n"
     "  run_net --plan=plan.pbtxt [--init_net=init.pb] [--input ...] [--output ...]\n"
     "\n"
-    "--optimize rewrites the net for inference (Conv+SpatialBN folding, Conv/FC +\n"
-    "Relu fusion, in-place activations, FC on oneDNN) after the inputs are fed.\n"
+    "The net is rewritten for inference (Conv+SpatialBN folding, Conv/FC +\n"
+    "activation fusion, in-place activations) after the inputs are fed, keeping\n"
+    "its external outputs and --output blobs; --nooptimize runs it as given.\n"
     "Order: init_net runs once, inputs are fed, the net is created, then runs\n"
     "--warmup times untimed, once traced (--profile) and --iters times timed;\n"
     "outputs are written last.\n"

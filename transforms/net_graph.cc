@@ -97,6 +97,20 @@ std::string StringArg(const OperatorDef& op, const std::string& name,
   return ArgumentHelper(op).GetSingle<std::string>(name, default_value);
 }
 
+std::vector<std::string> SinkBlobs(const NetDef& net) {
+  std::set<std::string> read_later, seen;
+  std::vector<std::string> sinks;
+  for (int i = net.op_size() - 1; i >= 0; --i) {
+    const OperatorDef& op = net.op(i);
+    for (const std::string& blob : op.output()) {
+      if (!read_later.count(blob) && seen.insert(blob).second) sinks.push_back(blob);
+    }
+    for (const std::string& blob : op.input()) read_later.insert(blob);
+  }
+  std::reverse(sinks.begin(), sinks.end());
+  return sinks;
+}
+
 std::string UniqueBlobName(const std::string& base, const NetDef& net,
                            const Workspace* workspace) {
   std::set<std::string> taken(net.external_input().begin(), net.external_input().end());

@@ -55,6 +55,11 @@ float FloatArg(const OperatorDef& op, const std::string& name, float default_val
 std::string StringArg(const OperatorDef& op, const std::string& name,
                       const std::string& default_value);
 
+// The blobs the net leaves behind: each it writes that no later op reads,
+// in order of their last write. What a net that declares no external
+// outputs hands out, so the passes keep them for such a net.
+std::vector<std::string> SinkBlobs(const NetDef& net);
+
 // `base`, or `base_1`, `base_2` ...: the first name no blob of the net nor
 // of the workspace (when given) has yet.
 std::string UniqueBlobName(const std::string& base, const NetDef& net,

@@ -8,6 +8,7 @@
 #include "transforms/fuse_conv_bn.h"
 #include "transforms/fuse_matmul_bias.h"
 #include "transforms/inplace_activation.h"
+#include "transforms/net_graph.h"
 
 namespace doppio {
 namespace transforms {
@@ -62,8 +63,13 @@ NetDef OptimizeForInference(const NetDef& input_net, Workspace* workspace,
   NetDef net = input_net;
   // The passes never touch external outputs; `keep` joins them for the
   // duration and leaves again, so the returned net declares what it did.
+  // A net that declares none hands out what it leaves behind: keep that.
+  std::vector<std::string> kept = keep;
+  if (net.external_output_size() == 0) {
+    for (const std::string& sink : SinkBlobs(net)) kept.push_back(sink);
+  }
   std::vector<std::string> added;
-  for (const std::string& name : keep) {
+  for (const std::string& name : kept) {
     const auto& outputs = net.external_output();
     if (std::find(outputs.begin(), outputs.end(), name) == outputs.end()) {
       net.add_external_output(name);

@@ -61,6 +61,26 @@ def test_export_then_serve_from_the_db_alone(tmp_path):
                                rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize('optimize', [True, False])
+def test_prepare_prediction_net_applies_the_inference_passes_unless_told_not_to(
+        tmp_path, optimize):
+    model, meta = _trained_mlp()
+    params = {str(p): workspace.FetchBlob(str(p)) for p in model.params}
+    path = str(tmp_path / 'mlp.minidb')
+    pe.save_to_db('minidb', path, meta)
+    workspace.ResetWorkspace()
+    predict_net = pe.prepare_prediction_net(path, 'minidb', optimize=optimize)
+    types = [op.type for op in predict_net.Proto().op]
+    # FC + Relu runs as one FC with a fused activation when optimizing.
+    assert types == (['FC', 'FC'] if optimize else ['FC', 'Relu', 'FC'])
+    assert list(predict_net.Proto().external_output) == ['y']
+    x = np.random.RandomState(6).randn(3, 6).astype(np.float32)
+    workspace.FeedBlob('data', x)
+    workspace.RunNet(predict_net.Proto().name)
+    np.testing.assert_allclose(workspace.FetchBlob('y'), _numpy_mlp(params, x),
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_meta_net_def_layout(tmp_path):
     model, meta = _trained_mlp()
     model.net.Proto().arg.add(name='model_id', i=42)

@@ -394,6 +394,43 @@ def test_predictor_runs_an_init_and_a_predict_net():
         predictor.run([x, x, x, x])
 
 
+def _conv_bn_relu_nets(rng):
+    """A 1x1 Conv + SpatialBN(is_test) + Relu predictor and its numpy forward."""
+    w = rng.randn(4, 3, 1, 1).astype(np.float32)
+    scale, bias, mean = (rng.randn(4).astype(np.float32) for _ in range(3))
+    var = rng.uniform(0.5, 2, 4).astype(np.float32)
+    init = core.Net("cbr_init")
+    for name, value in (("w", w), ("s", scale), ("b", bias), ("rm", mean), ("rv", var)):
+        init.GivenTensorFill([], name, shape=list(value.shape), values=value.flatten().tolist())
+    predict = core.Net("cbr_net")
+    predict.Proto().external_input.extend(["data", "w", "s", "b", "rm", "rv"])
+    predict.Conv(["data", "w"], "conv", kernel=1)
+    predict.SpatialBN(["conv", "s", "b", "rm", "rv"], "bn", is_test=1, epsilon=1e-5)
+    predict.Relu("bn", "y")
+    predict.Proto().external_output.extend(["y"])
+
+    def forward(x):
+        conv = np.einsum("oc,nchw->nohw", w[:, :, 0, 0], x)
+        per_channel = [v.reshape(1, 4, 1, 1) for v in (scale, bias, mean, var)]
+        s, b, m, v = per_channel
+        return np.maximum((conv - m) / np.sqrt(v + 1e-5) * s + b, 0)
+    return init, predict, forward
+
+
+def test_predictor_applies_the_inference_passes_unless_told_not_to():
+    rng = np.random.RandomState(12)
+    init, predict, forward = _conv_bn_relu_nets(rng)
+    x = rng.randn(2, 3, 5, 5).astype(np.float32)
+    optimized = workspace.Predictor(init.Proto(), predict.Proto())
+    given = workspace.Predictor(init.Proto(), predict.Proto(), optimize=False)
+    assert [op.type for op in optimized.running_net.op] == ["ConvFusion"]
+    assert [op.type for op in given.running_net.op] == ["Conv", "SpatialBN", "Relu"]
+    for predictor in (optimized, given):
+        np.testing.assert_allclose(predictor.run([x])[0], forward(x), rtol=1e-5, atol=1e-5)
+    listed = workspace.Predictor(init.Proto(), predict.Proto(), optimize="conv_bn")
+    assert [op.type for op in listed.running_net.op] == ["Conv", "Relu"]
+
+
 def test_blob_handles_serialize_and_non_tensor_blobs_fetch_as_descriptions():
     ws = workspace.C.Workspace()
     value = np.arange(6, dtype=np.float32).reshape(2, 3)

@@ -11,6 +11,7 @@
 #include "core/workspace.h"
 #include "tests/test_util.h"
 #include "tests/transforms/transform_test_util.h"
+#include "transforms/net_graph.h"
 
 namespace doppio {
 namespace testing {
@@ -106,6 +107,45 @@ TEST(OptimizeForInferenceTest, KeptBlobsSurviveAndStayUndeclared) {
   ws.RunNetOnce(optimized);
   EXPECT_LT(MaxRelativeDiff(Values(ws, "conv2"), Values(given_ws, "conv2")), 1e-5);
   EXPECT_LT(MaxRelativeDiff(Values(ws, "fc3"), Values(given_ws, "fc3")), 1e-5);
+}
+
+TEST(OptimizeForInferenceTest, SinkBlobsAreWhatTheNetLeavesBehind) {
+  const NetDef net = MakeNet(
+      "sinks",
+      {MakeOp("Relu", {"x"}, {"a"}), MakeOp("Sigmoid", {"a"}, {"b"}), MakeOp("Relu", {"a"}, {"a"}),
+       MakeOp("Tanh", {"x"}, {"c"}), MakeOp("Copy", {"c"}, {"d"})},
+      {});
+  // a is read by Sigmoid, then overwritten in place and read by no one.
+  EXPECT_EQ(transforms::SinkBlobs(net), (std::vector<std::string>{"b", "a", "d"}));
+}
+
+// Caffe2 nets often declare no external outputs; the passes must then keep
+// what the net leaves behind (an out-of-place Sigmoid at the end would
+// otherwise run in place and its output blob never be written).
+TEST(OptimizeForInferenceTest, UndeclaredOutputsAreKept) {
+  std::mt19937 rng(5);
+  Workspace ws;
+  FeedUniform(&ws, "x", {2, 3, 5, 5}, -1, 1, &rng);
+  FeedUniform(&ws, "w", {4, 3, 3, 3}, -0.5, 0.5, &rng);
+  FeedUniform(&ws, "fcw", {6, 100}, -0.3, 0.3, &rng);
+  FeedUniform(&ws, "fcb", {6}, -0.3, 0.3, &rng);
+  const NetDef net =
+      MakeNet("undeclared",
+              {MakeOp("Conv", {"x", "w"}, {"conv"}, {IntArg("kernel", 3), IntArg("pad", 1)}),
+               MakeOp("Relu", {"conv"}, {"relu"}), MakeOp("FC", {"relu", "fcw", "fcb"}, {"fc"}),
+               MakeOp("Sigmoid", {"fc"}, {"prob"})},
+              {});
+  ASSERT_EQ(net.external_output_size(), 0);
+  Workspace given_ws;
+  CopyTensors(ws, &given_ws);
+  given_ws.RunNetOnce(net);
+  InferenceOptimizations done;
+  const NetDef optimized = OptimizeForInference(net, &ws, {}, &done);
+  EXPECT_EQ(done.conv_relu, 1);
+  EXPECT_EQ(done.inplace, 0);
+  EXPECT_EQ(optimized.external_output_size(), 0);
+  ws.RunNetOnce(optimized);
+  EXPECT_LT(MaxRelativeDiff(Values(ws, "prob"), Values(given_ws, "prob")), 1e-5);
 }
 
 TEST(OptimizeForInferenceTest, PassSelection) {

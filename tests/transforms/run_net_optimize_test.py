@@ -140,9 +140,9 @@ class RunNetOptimizeTest(unittest.TestCase):
 
     def test_optimized_net_matches_numpy_and_the_given_net(self):
         expected, _ = _reference(self.x, self.weights)
-        given, stdout = self.run_net()
+        given, stdout = self.run_net("--nooptimize")
         self.assertNotIn("optimized net", stdout)
-        optimized, stdout = self.run_net("--optimize")
+        optimized, stdout = self.run_net()  # the default
         self.assertIn("optimized net 'predict': 12 -> 7 op(s): 2 Conv+SpatialBN, 2 Conv+Relu, "
                       "1 FC+Relu", stdout)
         np.testing.assert_allclose(given, expected, atol=2e-6)

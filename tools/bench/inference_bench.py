@@ -34,7 +34,7 @@ PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530
 
 # run_net configurations, cumulative: each adds one lever to the previous.
 DOPPIO_CONFIGS = [
-    ('as given', []),
+    ('as given', ['--nooptimize']),
     ('+ Conv+BN fold', ['--optimize', '--optimize_passes=conv_bn']),
     ('+ Conv/FC+Relu fusion', ['--optimize', '--optimize_passes=conv_bn,activation']),
     ('+ in-place activations (all passes)',

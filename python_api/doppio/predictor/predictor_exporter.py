@@ -15,6 +15,7 @@ import collections
 
 from doppio import core
 from doppio import scope
+from doppio import transformations
 from doppio import workspace
 from doppio.predictor import predictor_py_utils as utils
 from doppio.predictor import serde
@@ -166,12 +167,19 @@ def load_from_db(filename, db_type, device_option=None):
     return meta_net_def
 
 
-def prepare_prediction_net(filename, db_type, device_option=None):
+def prepare_prediction_net(filename, db_type, device_option=None, optimize=True):
     """Loads the export in `filename` into the current workspace (runs its
-    init nets) and returns its predict net, created and ready to run."""
+    init nets) and returns its predict net, created and ready to run. With
+    `optimize` (the default; a pass list as optimizeForInference takes, or
+    False) the predict net first goes through the inference passes, which
+    keep its external outputs as it computes them."""
     meta_net_def = load_from_db(filename, db_type, device_option)
     workspace.RunNetOnce(utils.GetNet(meta_net_def, predictor_constants.GLOBAL_INIT_NET_TYPE))
     workspace.RunNetOnce(utils.GetNet(meta_net_def, predictor_constants.PREDICT_INIT_NET_TYPE))
     predict_net = core.Net(utils.GetNet(meta_net_def, predictor_constants.PREDICT_NET_TYPE))
+    if optimize:
+        passes = optimize if isinstance(optimize, str) else 'default'
+        transformations.optimizeForInference(
+            predict_net, keep=predict_net.Proto().external_output, passes=passes)
     workspace.CreateNet(predict_net)
     return predict_net
