@@ -89,6 +89,18 @@ std::vector<TensorShape> ConvGradientShapes(const OperatorDef& def, const Tensor
   return outputs;
 }
 
+ConvProblem ConvProblemOf(const ConvPoolGeometry& geometry, int64_t out_channels, int64_t group) {
+  ConvProblem p;
+  p.geometry = geometry;
+  p.group = group;
+  p.out_channels = out_channels;
+  p.in_per_group = geometry.channels / group;
+  p.out_per_group = out_channels / group;
+  p.col = Im2ColShape::FromGeometry(geometry, p.in_per_group);
+  p.kernel_dim = p.in_per_group * geometry.kernel_size();
+  return p;
+}
+
 ConvProblem ConvOpBase::ResolveConv(const Tensor& X, const Tensor& filter,
                                     const Tensor* bias) const {
   CheckConvInputAndFilter(*this, order(), X, filter);
@@ -97,30 +109,23 @@ ConvProblem ConvOpBase::ResolveConv(const Tensor& X, const Tensor& filter,
   const std::vector<int64_t> filter_kernel(fdims.begin() + (nchw ? 2 : 1),
                                            fdims.end() - (nchw ? 0 : 1));
 
-  ConvProblem p;
-  p.geometry = Geometry(X, filter_kernel);
-  const ConvPoolGeometry& g = p.geometry;
+  const ConvPoolGeometry g = Geometry(X, filter_kernel);
   DOPPIO_ENFORCE(g.kernel == filter_kernel, "the kernel argument ", g.kernel,
                  " does not match filter '", input_name(1), "' of shape ", fdims);
-  p.group = group();
-  p.out_channels = fdims[0];
   DOPPIO_ENFORCE(g.channels > 0, "input '", input_name(0), "' of shape ", X.dims(),
                  " has no channels");
-  DOPPIO_ENFORCE(g.channels % p.group == 0, "group ", p.group, " does not divide the ", g.channels,
+  DOPPIO_ENFORCE(g.channels % group() == 0, "group ", group(), " does not divide the ", g.channels,
                  " channels of input '", input_name(0), "'");
-  DOPPIO_ENFORCE(p.out_channels > 0 && p.out_channels % p.group == 0, "group ", p.group,
-                 " does not divide the ", p.out_channels, " output channels of filter '",
-                 input_name(1), "'");
-  p.in_per_group = g.channels / p.group;
-  p.out_per_group = p.out_channels / p.group;
+  DOPPIO_ENFORCE(fdims[0] > 0 && fdims[0] % group() == 0, "group ", group(),
+                 " does not divide the ", fdims[0], " output channels of filter '", input_name(1),
+                 "'");
+  const ConvProblem p = ConvProblemOf(g, fdims[0], group());
   const int64_t filter_channels = nchw ? fdims[1] : fdims.back();
   DOPPIO_ENFORCE(filter_channels == p.in_per_group, "filter '", input_name(1), "' of shape ", fdims,
                  " takes ", filter_channels, " channels per group but input '", input_name(0),
                  "' has ", g.channels, " channels in ", p.group, " group(s) (", p.in_per_group,
                  " per group)");
   if (bias != nullptr) CheckChannelBias(*this, X, *bias, p.out_channels);
-  p.col = Im2ColShape::FromGeometry(g, p.in_per_group);
-  p.kernel_dim = p.in_per_group * g.kernel_size();
   return p;
 }
 
@@ -291,6 +296,43 @@ void ConvOp::RunIm2Col(const ConvProblem& p, const Tensor& X, const Tensor& filt
     AddChannelBias<T>(g.order, g.batch, M, image_out, bias->data<T>(), y);
   }
 }
+
+namespace {
+
+// Advice for transforms/channels_last: the layout oneDNN would read X in for
+// this def and these shapes (4-D float X, NCHW or NHWC filter as the order
+// says). ConvFusion's activation is a post-op, which may change oneDNN's pick.
+ActivationLayout AdviseConvLayout(const OperatorDef& def, const std::vector<TensorShape>& in) {
+  const ArgumentHelper args(def);
+  if (in.size() < 2 || in[0].data_type() != TensorProto::FLOAT || in[0].dims_size() != 4 ||
+      in[1].dims_size() != 4 || def.engine() == "IM2COL") {
+    return ActivationLayout::kNoPreference;
+  }
+  const ConvPoolArgs conv_args(def);
+  const bool nchw = conv_args.order() == StorageOrder::kNCHW;
+  const std::vector<int64_t> x(in[0].dims().begin(), in[0].dims().end());
+  const std::vector<int64_t> w(in[1].dims().begin(), in[1].dims().end());
+  const std::vector<int64_t> kernel(w.begin() + (nchw ? 2 : 1), w.end() - (nchw ? 0 : 1));
+  const ConvPoolGeometry g = conv_args.Resolve(x, def.input(0), kernel);
+  const int64_t group = conv_args.group();
+  if (g.kernel != kernel || g.channels % group != 0 || w[0] % group != 0) {
+    return ActivationLayout::kNoPreference;
+  }
+  EltwiseFn post_op;
+  if (def.type() == "ConvFusion") {
+    post_op = EltwiseOfActivation(args.GetSingle<std::string>("activation", "Relu"),
+                                  [&](const std::string& name, float fallback) {
+                                    return args.GetSingle<float>("activation_" + name, fallback);
+                                  });
+  }
+  return DnnlConvSourceLayout(ConvProblemOf(g, w[0], group), post_op);
+}
+
+[[maybe_unused]] const bool kConvLayoutAdvice =
+    RegisterLayoutAdvisor("Conv", AdviseConvLayout) &&
+    RegisterLayoutAdvisor("ConvFusion", AdviseConvLayout);
+
+}  // namespace
 
 REGISTER_CPU_OPERATOR(Conv, ConvOp);
 REGISTER_CPU_OPERATOR_WITH_ENGINE(Conv, IM2COL, ConvOp);

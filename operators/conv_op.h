@@ -38,6 +38,10 @@ struct ConvProblem {
   int64_t kernel_dim = 0;     // C / group * prod(kernel): the GEMM's K
 };
 
+// The problem of a checked geometry: channels and out_channels divide by
+// group.
+ConvProblem ConvProblemOf(const ConvPoolGeometry& geometry, int64_t out_channels, int64_t group);
+
 // Shared by Conv and ConvGradient: argument parsing plus input validation.
 class ConvOpBase : public ConvPoolOpBase {
  public:

@@ -181,6 +181,22 @@ struct ConvDescs {
   }
 };
 
+}  // namespace
+
+ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op) {
+  const ConvDescs descs(p);
+  const memory::desc chosen = descs.ForwardHint(true, post_op).src_desc();
+  const ConvPoolGeometry& g = p.geometry;
+  for (StorageOrder order : {StorageOrder::kNCHW, StorageOrder::kNHWC}) {
+    if (chosen == ActivationDesc(order, g.batch, g.channels, g.input)) {
+      return order == StorageOrder::kNCHW ? ActivationLayout::kNchw : ActivationLayout::kNhwc;
+    }
+  }
+  return ActivationLayout::kOther;
+}
+
+namespace {
+
 // The data-gradient primitive. oneDNN's blocked kernels pad the input
 // channels to 16, so for first layers (1 to 3 channel images, NCHW, one
 // group) most of their work is padding; there its GEMM kernel on our own

@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/layout_advice.h"
 #include "operators/conv_op.h"
 #include "operators/dnnl_eltwise.h"
 
@@ -32,6 +33,11 @@ struct DnnlConvForwardOptions {
   // ideep ConvFusion does the same outside training_mode).
   bool constant_filter = false;
 };
+
+// The layout oneDNN's forward convolution reads X in for `p` on this
+// machine (its ISA and the shape decide): kNchw / kNhwc when it reads our
+// tensor of that order as it is, kOther when it reorders X into blocks.
+ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op);
 
 class DnnlConvForward {
  public:

@@ -4,6 +4,7 @@
 
 #include "core/argument.h"
 #include "core/enforce.h"
+#include "core/shape_walk.h"
 #include "core/types.h"
 #include "operators/conv_pool_op_base.h"
 #include "operators/fc_op.h"
@@ -314,60 +315,6 @@ OpSchema::CostInferenceFunctionType PointwiseCostInference(uint64_t flops_per_el
 
 namespace {
 
-// Input shapes of `op` from `shapes`; false when one is unknown (its name
-// goes to *missing).
-bool KnownInputShapes(const OperatorDef& op, const std::map<std::string, TensorShape>& shapes,
-                      std::vector<TensorShape>* inputs, std::string* missing) {
-  inputs->clear();
-  for (const std::string& input : op.input()) {
-    auto known = shapes.find(input);
-    if (known == shapes.end() || known->second.unknown_shape()) {
-      *missing = input;
-      return false;
-    }
-    inputs->push_back(known->second);
-  }
-  return true;
-}
-
-// Records `op`'s inferred outputs in `shapes`; an output whose shape cannot
-// be inferred is forgotten, so later readers see it as unknown rather than
-// stale.
-void RecordOutputs(const OperatorDef& op, const std::vector<TensorShape>& inputs,
-                   bool inputs_known, std::map<std::string, TensorShape>* shapes) {
-  std::vector<TensorShape> outputs;
-  const OpSchema* schema = OpSchemaRegistry::Schema(op.type());
-  if (schema != nullptr && schema->has_shape_inference()) {
-    std::vector<TensorShape> given = inputs;
-    if (!inputs_known) {
-      // Ops with no inputs (fillers) or with shape arguments may still
-      // know their outputs; give unknown shapes for the rest.
-      given.clear();
-      for (const std::string& input : op.input()) {
-        auto known = shapes->find(input);
-        TensorShape shape;
-        if (known != shapes->end()) shape = known->second;
-        else shape.set_unknown_shape(true);
-        given.push_back(shape);
-      }
-    }
-    try {
-      outputs = schema->InferTensor(op, given);
-    } catch (const std::exception&) {
-      outputs.clear();  // advisory: running the op reports the problem
-    }
-  }
-  for (int i = 0; i < op.output_size(); ++i) {
-    const bool known = i < static_cast<int>(outputs.size()) && !outputs[i].unknown_shape() &&
-                       outputs[i].unknown_dims_size() == 0;
-    if (known) {
-      (*shapes)[op.output(i)] = outputs[i];
-    } else {
-      shapes->erase(op.output(i));
-    }
-  }
-}
-
 void Accumulate(const OpSchema::Cost& cost, OpSchema::Cost* total) {
   total->flops += cost.flops;
   total->bytes_read += cost.bytes_read;
@@ -414,18 +361,6 @@ NetCostEstimate InferNetCost(const NetDef& net,
     result.ops.push_back(std::move(estimate));
   }
   return result;
-}
-
-std::map<std::string, TensorShape> InferNetShapes(
-    const NetDef& net, const std::map<std::string, TensorShape>& known_shapes) {
-  std::map<std::string, TensorShape> shapes = known_shapes;
-  for (const OperatorDef& op : net.op()) {
-    std::vector<TensorShape> inputs;
-    std::string missing;
-    const bool inputs_known = KnownInputShapes(op, shapes, &inputs, &missing);
-    RecordOutputs(op, inputs, inputs_known, &shapes);
-  }
-  return shapes;
 }
 
 }  // namespace doppio

@@ -95,9 +95,4 @@ struct NetCostEstimate {
 NetCostEstimate InferNetCost(const NetDef& net,
                              const std::map<std::string, TensorShape>& known_shapes);
 
-// Only the shape walk: the blob shapes after `net`, starting from
-// `known_shapes` (e.g. the parameter shapes that an init net's fill ops set).
-std::map<std::string, TensorShape> InferNetShapes(
-    const NetDef& net, const std::map<std::string, TensorShape>& known_shapes);
-
 }  // namespace doppio

@@ -6,6 +6,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/dnnl_permute.h"
 
 namespace doppio {
 
@@ -21,6 +22,10 @@ void PermuteTensor(const Tensor& X, const std::vector<int>& axes, Tensor* Y) {
     strides[i] = in_strides[axes[i]];
   }
   Y->Resize(out_dims);
+  if (X.dtype() == DataType::kFloat &&
+      DnnlPermuteFloat(in_dims, axes, X.data<float>(), Y->mutable_data<float>())) {
+    return;
+  }
   DispatchDataType(X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();

@@ -1,6 +1,6 @@
 // Caffe2's workspace.InferShapesAndTypes: the shapes and dtypes a sequence
 // of nets gives its blobs, from the schemas' inference functions (the walk
-// of operators/op_cost.h), starting from given shapes or, when none are
+// of core/shape_walk.h), starting from given shapes or, when none are
 // given, from the tensors of the current workspace (as Caffe2 does).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/enforce.h"
+#include "core/shape_walk.h"
 #include "core/workspace.h"
-#include "operators/op_cost.h"
 #include "proto/doppio.pb.h"
 
 namespace py = pybind11;
@@ -21,20 +21,6 @@ namespace doppio {
 namespace python {
 
 namespace {
-
-std::map<std::string, TensorShape> WorkspaceShapes(const Workspace& workspace) {
-  std::map<std::string, TensorShape> shapes;
-  for (const std::string& name : workspace.Blobs()) {
-    const Blob* blob = workspace.GetBlob(name);
-    if (blob == nullptr || !blob->IsTensor()) continue;
-    const Tensor& tensor = blob->GetTensor();
-    TensorShape shape;
-    for (int64_t dim : tensor.dims()) shape.add_dims(dim);
-    shape.set_data_type(static_cast<TensorProto::DataType>(tensor.dtype()));
-    shapes[name] = shape;
-  }
-  return shapes;
-}
 
 std::map<std::string, TensorShape> GivenShapes(const py::dict& dims, const py::object& types) {
   std::map<std::string, TensorShape> shapes;

@@ -44,9 +44,11 @@ DEFINE_bool(optimize, true,
             "optimizations are; --nooptimize runs the net exactly as given. The net's "
             "external outputs and --output blobs are kept as the net computes them");
 DEFINE_string(optimize_passes, "default",
-              "with --optimize: which passes run, a comma-separated subset of "
-              "conv_bn,matmul_bias,activation,channels_last,inplace, \"default\" (all but the "
-              "opt-in channels_last), or all, none");
+              "which inference passes run, a comma-separated subset of "
+              "conv_bn,matmul_bias,activation,channels_last,channels_last_always,inplace, "
+              "\"default\" (all but channels_last_always; channels_last switches a "
+              "convolutional region to NHWC only where the kernels say it pays on this "
+              "CPU), or all, none");
 DEFINE_int32(warmup, 0, "untimed runs of --net before the timed ones");
 DEFINE_bool(report_per_op, false,
             "after the timed runs, print the time spent per operator type");

@@ -1,12 +1,14 @@
 #include "transforms/channels_last.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "core/argument.h"
+#include "core/shape_walk.h"
 #include "core/workspace.h"
 #include "transforms/net_graph.h"
 
@@ -211,30 +213,127 @@ void SwitchArguments(OperatorDef* op) {
   }
 }
 
+// Phases 1-2: the region grown from the seeds, less the writers of blobs it
+// cannot own, until nothing conflicts.
+std::set<int> ConflictFreeRegion(const NetDef& net, const Workspace& workspace,
+                                 const BlobUses& uses,
+                                 const std::vector<std::vector<int>>& writers) {
+  std::set<int> banned;
+  while (true) {
+    std::set<int> region = GrowRegion(net, workspace, uses, writers, banned);
+    const std::set<int> conflicts = Conflicts(net, region);
+    if (conflicts.empty()) return region;
+    banned.insert(conflicts.begin(), conflicts.end());
+  }
+}
+
+// The connected parts of the region: ops joined by the values they pass.
+std::vector<std::set<int>> RegionParts(const std::set<int>& region,
+                                       const std::vector<std::vector<int>>& writers) {
+  std::map<int, int> parent;
+  for (int i : region) parent[i] = i;
+  std::function<int(int)> root = [&](int i) {
+    return parent[i] == i ? i : parent[i] = root(parent[i]);
+  };
+  for (int i : region) {
+    for (int w : writers[i]) {
+      if (region.count(w)) parent[root(i)] = root(w);
+    }
+  }
+  std::map<int, std::set<int>> by_root;
+  for (int i : region) by_root[root(i)].insert(i);
+  std::vector<std::set<int>> parts;
+  for (auto& entry : by_root) parts.push_back(std::move(entry.second));
+  return parts;
+}
+
+// Elements of `blob`, or -1 when its shape is unknown.
+int64_t Elements(const std::map<std::string, TensorShape>& shapes, const std::string& blob) {
+  const auto found = shapes.find(blob);
+  if (found == shapes.end() || found->second.unknown_shape()) return -1;
+  int64_t count = 1;
+  for (int64_t dim : found->second.dims()) count *= dim;
+  return count;
+}
+
+// Phase 3: what one part saves and costs, in activation elements (see the
+// header). A shape the walk could not infer prices the part out.
+ChannelsLastPart PricePart(const NetDef& net, const BlobUses& uses,
+                           const std::vector<std::vector<int>>& writers, const std::set<int>& part,
+                           const std::map<std::string, TensorShape>& shapes,
+                           const LayoutAdvisor& advise) {
+  ChannelsLastPart priced;
+  priced.ops = part;
+  bool known = true;
+  const auto add = [&](int64_t* total, const std::string& blob) {
+    const int64_t count = Elements(shapes, blob);
+    known = known && count >= 0;
+    *total += std::max<int64_t>(count, 0);
+  };
+  std::set<std::pair<std::string, int>> switched_in;
+  for (int i : part) {
+    const OperatorDef& op = net.op(i);
+    if (IsConv(op)) {
+      std::vector<TensorShape> inputs;
+      std::string missing;
+      const ActivationLayout layout = KnownInputShapes(op, shapes, &inputs, &missing)
+                                          ? advise(op, inputs)
+                                          : ActivationLayout::kNoPreference;
+      if (layout == ActivationLayout::kNhwc || layout == ActivationLayout::kNchw) {
+        int64_t* total = layout == ActivationLayout::kNhwc ? &priced.saved : &priced.cost;
+        add(total, op.input(0));
+        add(total, op.output(0));
+      }
+    }
+    const std::vector<int> data = IsConv(op) ? std::vector<int>{0} : DataInputs(net, op);
+    for (int k : data) {
+      if (!part.count(writers[i][k]) && switched_in.emplace(op.input(k), writers[i][k]).second) {
+        add(&priced.cost, op.input(k));
+      }
+    }
+    const std::string& blob = op.output(0);
+    bool read_outside = uses.IsExternalOutput(blob) && uses.Writers(blob).back() == i;
+    for (int r : uses.ValueReaders(blob, i)) read_outside = read_outside || !part.count(r);
+    if (read_outside) add(&priced.cost, blob);
+  }
+  if (!known) priced.cost = std::max(priced.cost, priced.saved);
+  return priced;
+}
+
 }  // namespace
 
 std::string ChannelsLastPlan::ToString(const NetDef& net) const {
   std::string text = std::to_string(region.size()) + " op(s) in NHWC:";
   for (int i : region) text += " #" + std::to_string(i) + " " + net.op(i).type();
+  for (const ChannelsLastPart& part : parts) {
+    text += "\n  part #" + std::to_string(*part.ops.begin()) + "..#" +
+            std::to_string(*part.ops.rbegin()) + " (" + std::to_string(part.ops.size()) +
+            " ops): saves " + std::to_string(part.saved) + ", costs " + std::to_string(part.cost) +
+            " elements: " + (part.pays() ? "NHWC" : "stays NCHW");
+  }
   return text;
 }
 
-ChannelsLastPlan PlanChannelsLast(const NetDef& net, const Workspace& workspace) {
+ChannelsLastPlan PlanChannelsLast(const NetDef& net, const Workspace& workspace,
+                                  const ChannelsLastOptions& options) {
   const BlobUses uses(net);
   const std::vector<std::vector<int>> writers = InputWriters(net);
-  std::set<int> banned;
   ChannelsLastPlan plan;
-  while (true) {
-    plan.region = GrowRegion(net, workspace, uses, writers, banned);
-    const std::set<int> conflicts = Conflicts(net, plan.region);
-    if (conflicts.empty()) break;
-    banned.insert(conflicts.begin(), conflicts.end());
+  plan.region = ConflictFreeRegion(net, workspace, uses, writers);
+  if (options.always || plan.region.empty()) return plan;
+  const std::map<std::string, TensorShape> shapes = InferNetShapes(net, WorkspaceShapes(workspace));
+  std::set<int> paying;
+  for (const std::set<int>& part : RegionParts(plan.region, writers)) {
+    plan.parts.push_back(PricePart(net, uses, writers, part, shapes, options.advise));
+    if (plan.parts.back().pays()) paying.insert(part.begin(), part.end());
   }
+  plan.region = paying;
   return plan;
 }
 
-NetDef ChannelsLast(const NetDef& net, Workspace* workspace, int* switched) {
-  const ChannelsLastPlan plan = PlanChannelsLast(net, *workspace);
+NetDef ChannelsLast(const NetDef& net, Workspace* workspace, int* switched,
+                    const ChannelsLastOptions& options) {
+  const ChannelsLastPlan plan = PlanChannelsLast(net, *workspace, options);
   if (switched != nullptr) *switched = static_cast<int>(plan.region.size());
   if (plan.region.empty()) return net;
   const BlobUses uses(net);

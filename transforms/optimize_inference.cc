@@ -25,7 +25,7 @@ std::string InferenceOptimizations::Summary() const {
 InferencePasses InferencePasses::Parse(const std::string& list) {
   InferencePasses passes;
   if (list == "all" || list == "default") {
-    passes.channels_last = list == "all";
+    passes.channels_last_always = list == "all";
     return passes;
   }
   passes.conv_bn = passes.matmul_bias = passes.activation = passes.channels_last = passes.inplace =
@@ -43,13 +43,17 @@ InferencePasses InferencePasses::Parse(const std::string& list) {
       passes.activation = true;
     } else if (name == "channels_last") {
       passes.channels_last = true;
+    } else if (name == "channels_last_always") {
+      passes.channels_last_always = true;
     } else if (name == "inplace") {
       passes.inplace = true;
     } else if (name == "default") {
-      passes.conv_bn = passes.matmul_bias = passes.activation = passes.inplace = true;
+      passes.conv_bn = passes.matmul_bias = passes.activation = passes.channels_last =
+          passes.inplace = true;
     } else {
       DOPPIO_THROW("unknown inference pass '", name, "' in '", list,
-                   "'; the passes are conv_bn, matmul_bias, activation, channels_last, inplace (or "
+                   "'; the passes are conv_bn, matmul_bias, activation, channels_last, "
+                   "channels_last_always, inplace (or "
                    "default, all, none)");
     }
     start = comma + 1;
@@ -89,8 +93,10 @@ NetDef OptimizeForInference(const NetDef& input_net, Workspace* workspace,
     stats.conv_activation = activations.conv_activation;
     stats.fc_relu = activations.fc_relu;
   }
-  if (passes.channels_last && workspace != nullptr) {
-    net = ChannelsLast(net, workspace, &stats.channels_last);
+  if ((passes.channels_last || passes.channels_last_always) && workspace != nullptr) {
+    ChannelsLastOptions options;
+    options.always = passes.channels_last_always;
+    net = ChannelsLast(net, workspace, &stats.channels_last, options);
   }
   if (passes.inplace) net = InplaceActivation(net, &stats.inplace);
   if (!added.empty()) {

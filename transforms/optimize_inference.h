@@ -38,18 +38,22 @@ struct InferenceOptimizations {
 };
 
 // Which passes run; benchmarks switch them one by one to measure what each
-// buys. By default all but channels_last, which is opt-in: on AVX2 it made
-// ResNet-50 at batch 8 15% faster but MobileNetV2 18% slower (oneDNN's NHWC
-// depthwise kernels), so it waits for a cost model that picks per region.
+// buys. By default all but channels_last_always: channels_last switches a
+// convolutional region to NHWC only where the kernels' layout advice says it
+// pays on this machine (with AVX-512 it made MobileNetV2 at batch 8 1.8x
+// faster; with AVX2, where it made MobileNetV2 18% slower, it switches
+// nothing); channels_last_always switches every region regardless.
 struct InferencePasses {
   bool conv_bn = true;
   bool matmul_bias = true;
   bool activation = true;
-  bool channels_last = false;
+  bool channels_last = true;
+  bool channels_last_always = false;
   bool inplace = true;
   // A comma-separated list of conv_bn, matmul_bias, activation,
-  // channels_last, inplace and "default" (the default set); or "all",
-  // "default", "none". An unknown name throws an Error naming it.
+  // channels_last, channels_last_always, inplace and "default" (the default
+  // set); or "all" (every pass, so channels_last_always), "default", "none".
+  // An unknown name throws an Error naming it.
   static InferencePasses Parse(const std::string& list);
 };
 

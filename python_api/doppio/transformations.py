@@ -50,8 +50,10 @@ def optimizeForInference(net, keep=(), passes='default'):
     """fuseConvBN, MatMul + bias -> FCTransposed, fuseActivation and
     inplaceActivation, in that order; blobs in `keep` are left as the net
     computes them. `passes`: a comma-separated subset of
-    conv_bn,matmul_bias,activation,channels_last,inplace, or 'default' (all
-    but channels_last, the opt-in NHWC rewrite), 'all', 'none'. Returns the counts
+    conv_bn,matmul_bias,activation,channels_last,channels_last_always,inplace,
+    or 'default' (all but channels_last_always: channels_last runs a
+    convolutional region in NHWC only where oneDNN's layout choices on this CPU
+    say it saves reorders), 'all', 'none'. Returns the counts
     of each."""
     return _rewrite(net, C.transform_optimizeForInference, [str(b) for b in keep], passes)
 

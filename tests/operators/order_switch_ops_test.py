@@ -1,6 +1,7 @@
 """NCHW2NHWC and NHWC2NCHW against numpy."""
 import hypothesis.strategies as st
 import numpy as np
+import pytest
 from hypothesis import given
 
 import op_harness as h
@@ -19,6 +20,17 @@ def test_nchw_to_nhwc_and_back(shape, dtype, data):
         h.check_gradient(to_nchw, [nhwc], [0])
     assert nhwc.shape == (shape[0],) + tuple(shape[2:]) + (shape[1],)
     assert ndim >= 3
+
+
+@pytest.mark.parametrize("shape", [(8, 116, 28, 28), (2, 3, 50, 50), (1, 96, 7, 9, 11)])
+def test_large_float_tensors_switch_exactly(shape):
+    """What transforms/channels_last puts at region borders: oneDNN
+    reorders for float32 of >= 4,096 elements, bit for bit numpy's."""
+    x = np.random.RandomState(0).randn(*shape).astype(np.float32)
+    nhwc = h.run_op(h.make_op("NCHW2NHWC", ["X"], ["Y"]), [x])[0]
+    np.testing.assert_array_equal(nhwc, np.moveaxis(x, 1, -1))
+    back = h.run_op(h.make_op("NHWC2NCHW", ["Y"], ["Z"]), [nhwc])[0]
+    np.testing.assert_array_equal(back, x)
 
 
 @h.requires_cuda

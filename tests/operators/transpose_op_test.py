@@ -33,6 +33,18 @@ def test_cuda_matches_cpu(shape, dtype, explicit, data):
     h.check_device(op, [x])
 
 
+@given(st.lists(st.integers(1, 23), min_size=2, max_size=6), st.data())
+def test_large_float_tensors_match_numpy_exactly(dims, data):
+    """Float32 tensors of >= 4,096 elements permute on oneDNN's reorders
+    (operators/dnnl_permute.h); a permutation is a copy, so bit for bit."""
+    while int(np.prod(dims)) < 4096:
+        dims = dims + [3] if len(dims) < 6 else [d + 5 for d in dims]
+    x = np.random.RandomState(len(dims)).randn(*dims).astype(np.float32)
+    axes = data.draw(st.permutations(range(len(dims))))
+    y = h.run_op(h.make_op("Transpose", ["X"], ["Y"], axes=list(axes)), [x])[0]
+    np.testing.assert_array_equal(y, np.transpose(x, axes))
+
+
 def test_strings_and_gradient_axes():
     s = np.array([["a", "b", "c"], ["d", "e", "f"]], dtype=object)
     y = h.run_op(h.make_op("Transpose", ["S"], ["T"]), [s])[0]

@@ -66,8 +66,10 @@ class RunNetProfileTest(unittest.TestCase):
         with open(self.path("main.pb"), "wb") as f:
             f.write(main.SerializeToString())
         np.save(self.path("x.npy"), np.arange(12, dtype=np.float32).reshape(3, 4))
+        # The trace is checked op by op against the net as written, so it
+        # runs unrewritten (the inference passes would fuse FC + Relu).
         args = ["--init_net", self.path("init.pb"), "--net", self.path("main.pb"),
-                "--input", "x=" + self.path("x.npy")] + extra
+                "--input", "x=" + self.path("x.npy"), "--nooptimize"] + extra
         result = subprocess.run([RUN_NET] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 universal_newlines=True, timeout=120)
         return result, main

@@ -53,9 +53,9 @@ NetDef ReferenceCnn(Workspace* ws, int64_t batch, std::mt19937* rng) {
 // As fmnist_train.py exports it: every input declared, which makes the net
 // check that each input is declared or produced.
 NetDef WithDeclaredInputs(NetDef net) {
-  for (const std::string& name : {"data", "conv1_w", "conv1_b", "conv2_w", "conv2_b", "bn1_s",
-                                  "bn1_b", "bn1_rm", "bn1_riv", "bn2_s", "bn2_b", "bn2_rm",
-                                  "bn2_riv", "fc3_w", "fc3_b", "pred_w", "pred_b"}) {
+  for (const char* name :
+       {"data", "conv1_w", "conv1_b", "conv2_w", "conv2_b", "bn1_s", "bn1_b", "bn1_rm", "bn1_riv",
+        "bn2_s", "bn2_b", "bn2_rm", "bn2_riv", "fc3_w", "fc3_b", "pred_w", "pred_b"}) {
     net.add_external_input(name);
   }
   return net;

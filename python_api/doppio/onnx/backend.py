@@ -97,8 +97,9 @@ class DoppioBackend(Backend):
         gets the inference passes (transformations.optimizeForInference:
         Conv+BN folding, Conv/FC+Relu fusion, in-place activations) once the
         weights are loaded; rep.predict_net stays the converted net. A string
-        names the passes instead ('all' adds the opt-in channels_last
-        rewrite; see optimizeForInference)."""
+        names the passes instead ('all' adds channels_last_always, which
+        runs every convolutional region in NHWC whether or not it pays; see
+        optimizeForInference)."""
         problem = _device_problem(device)
         if problem:
             raise UnsupportedError(problem)
