@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/op_cost.h"
 #include "operators/op_type_dispatch.h"
+#include "operators/parallel_for.h"
 
 namespace doppio {
 
@@ -114,12 +117,26 @@ void ConcatOp::RunOnDevice() {
   DispatchDataType(inputs[0]->dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* y = Y->mutable_data<T>();
-    int64_t offset = 0;
-    for (int i = 0; i < InputSize(); ++i) {
-      const int64_t width = sizes[i] * layout.after;
-      CopyRows(layout.before, width, Input(i).data<T>(), width, y + offset,
-               layout.total * layout.after);
-      offset += width;
+    std::vector<const T*> from;
+    for (int i = 0; i < InputSize(); ++i) from.push_back(Input(i).template data<T>());
+    // Output row by output row, so each thread writes one contiguous range:
+    // an NHWC concat along the channels has a row per pixel, each a few
+    // inputs' short runs of channels.
+    const int64_t row = layout.total * layout.after;
+    const auto copy_rows = [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        T* to = y + r * row;
+        for (size_t i = 0; i < from.size(); ++i) {
+          const int64_t width = sizes[i] * layout.after;
+          to = std::copy(from[i] + r * width, from[i] + (r + 1) * width, to);
+        }
+      }
+    };
+    if constexpr (std::is_arithmetic<T>::value) {
+      ParallelFor(layout.before, copy_rows,
+                  std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, row)));
+    } else {
+      copy_rows(0, layout.before);  // copying strings may throw: not in a thread region
     }
   });
 }

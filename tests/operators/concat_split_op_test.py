@@ -64,6 +64,22 @@ def test_concat_add_axis_stacks(shape, count, dtype, data):
                      outputs_with_grad=[0])
 
 
+@pytest.mark.parametrize("axis,shapes", [
+    (3, [(8, 14, 14, 96), (8, 14, 14, 32), (8, 14, 14, 5)]),  # NHWC channels, DenseNet's
+    (1, [(8, 64, 28, 28), (8, 32, 28, 28)]),                  # NCHW channels
+    (0, [(300, 70), (1, 70)])])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_concat_large_inputs_split_over_threads_match_numpy(axis, shapes, dtype):
+    """Rows of >= 16k elements go to the intra-op threads (each a contiguous
+    range of output rows); a copy, so exactly numpy's."""
+    rng = np.random.RandomState(axis)
+    xs = [(rng.randn(*shape) * 100).astype(dtype) for shape in shapes]
+    names = ["X%d" % i for i in range(len(xs))]
+    y, info = h.run_op(h.make_op("Concat", names, ["Y", "info"], axis=axis), xs)
+    np.testing.assert_array_equal(y, np.concatenate(xs, axis=axis))
+    np.testing.assert_array_equal(info, [shape[axis] for shape in shapes])
+
+
 def test_concat_order_argument_and_default():
     rng = np.random.RandomState(0)
     a, b = rng.rand(2, 3, 2, 2), rng.rand(2, 1, 2, 2)
