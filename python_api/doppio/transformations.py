@@ -58,6 +58,17 @@ def optimizeForInference(net, keep=(), passes='default'):
     return _rewrite(net, C.transform_optimizeForInference, [str(b) for b in keep], passes)
 
 
+def optimizeWhenServing(net, optimize, keep=()):
+    """What the ONNX backend's prepare, workspace.Predictor and
+    prepare_prediction_net do with their `optimize` argument: True runs the
+    default passes, a string names them (as optimizeForInference takes),
+    False leaves the net as it is. Returns the counts, or None."""
+    if not optimize:
+        return None
+    passes = optimize if isinstance(optimize, str) else 'default'
+    return optimizeForInference(net, keep=keep, passes=passes)
+
+
 def optimizeForMKLDNN(net, training_mode=False):
     """Caffe2's ideep optimization; here the same inference passes on the
     CPU ops. With training_mode the net is left as it is: every fusion here

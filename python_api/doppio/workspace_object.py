@@ -253,10 +253,7 @@ class Predictor(object):
             for name in self._predict_net.external_input:
                 if not C.has_blob(name):
                     C.create_blob(name)
-            if optimize:
-                passes = optimize if isinstance(optimize, str) else 'default'
-                transformations.optimizeForInference(
-                    running, keep=running.external_output, passes=passes)
+            transformations.optimizeWhenServing(running, optimize, keep=running.external_output)
         self._workspace.create_net(running, overwrite=True)
         self._running_net = running
 

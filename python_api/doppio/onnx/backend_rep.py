@@ -111,8 +111,7 @@ class DoppioRep(BackendRep):
             return converted.predict_net
         net = doppio_pb2.NetDef()
         net.CopyFrom(converted.predict_net)
-        passes = self._optimize if isinstance(self._optimize, str) else 'default'
-        transformations.optimizeForInference(net, keep=converted.outputs, passes=passes)
+        transformations.optimizeWhenServing(net, self._optimize, keep=converted.outputs)
         return net
 
     def close(self):

@@ -177,9 +177,7 @@ def prepare_prediction_net(filename, db_type, device_option=None, optimize=True)
     workspace.RunNetOnce(utils.GetNet(meta_net_def, predictor_constants.GLOBAL_INIT_NET_TYPE))
     workspace.RunNetOnce(utils.GetNet(meta_net_def, predictor_constants.PREDICT_INIT_NET_TYPE))
     predict_net = core.Net(utils.GetNet(meta_net_def, predictor_constants.PREDICT_NET_TYPE))
-    if optimize:
-        passes = optimize if isinstance(optimize, str) else 'default'
-        transformations.optimizeForInference(
-            predict_net, keep=predict_net.Proto().external_output, passes=passes)
+    transformations.optimizeWhenServing(predict_net, optimize,
+                                        keep=predict_net.Proto().external_output)
     workspace.CreateNet(predict_net)
     return predict_net
