@@ -267,6 +267,45 @@ def test_conv_first_layer_gradient_float32(channels):
     np.testing.assert_allclose(dx, want_dx, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("shape,stride,pad,dilation", [
+    ((64, 960, 2, 2), 1, 1, 1),   # MobileNetV2's last stage at 64x64 (oneDNN's GEMM fallback)
+    ((8, 32, 7, 7), 2, 1, 1),
+    ((4, 16, 9, 9), 1, 2, 2),
+    ((2, 24, 5, 6), 1, 0, 1)])
+def test_depthwise_conv_gradient_float32(shape, stride, pad, dilation):
+    """Depthwise (group = channels) weight, bias and data gradients against
+    numpy, whichever of oneDNN's kernels or our own loop computes dW."""
+    rng = np.random.RandomState(shape[1])
+    n, c, height, width = shape
+    x = rng.uniform(-1, 1, shape).astype(np.float32)
+    w = rng.uniform(-1, 1, (c, 1, 3, 3)).astype(np.float32)
+    oh = (height + 2 * pad - dilation * 2 - 1) // stride + 1
+    ow = (width + 2 * pad - dilation * 2 - 1) // stride + 1
+    dy = rng.uniform(-1, 1, (n, c, oh, ow)).astype(np.float32)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    want_dw = np.zeros(w.shape)
+    for i in range(3):
+        for j in range(3):
+            window = xp[:, :, i * dilation:i * dilation + stride * (oh - 1) + 1:stride,
+                        j * dilation:j * dilation + stride * (ow - 1) + 1:stride]
+            want_dw[:, 0, i, j] = np.einsum("nchw,nchw->c", dy.astype(np.float64), window)
+    op = h.make_op("ConvGradient", ["X", "w", "dY"], ["dw", "db", "dX"], kernel=3, pad=pad,
+                   stride=stride, dilation=dilation, group=c)
+    dw, db, dx = h.run_op(op, [x, w, dy])
+    np.testing.assert_allclose(dw, want_dw, atol=1e-3, rtol=1e-4)
+    np.testing.assert_allclose(db, dy.astype(np.float64).sum(axis=(0, 2, 3)), atol=1e-3,
+                               rtol=1e-4)
+    forward = h.make_op("Conv", ["X", "w"], ["Y"], kernel=3, pad=pad, stride=stride,
+                        dilation=dilation, group=c)
+    # dX through the float64 im2col path, an independent implementation.
+    grad64 = h.make_op("ConvGradient", ["X", "w", "dY"], ["dw", "db", "dX"], kernel=3, pad=pad,
+                       stride=stride, dilation=dilation, group=c, engine="IM2COL")
+    want_dx = h.run_op(grad64, [x.astype(np.float64), w.astype(np.float64),
+                                dy.astype(np.float64)])[2]
+    np.testing.assert_allclose(dx, want_dx, atol=1e-4, rtol=1e-4)
+    assert h.run_op(forward, [x, w])[0].shape == dy.shape
+
+
 @pytest.mark.parametrize("engine", [None, "IM2COL"])
 def test_conv_empty_batch(engine):
     x = np.zeros((0, 2, 4, 4), np.float32)
