@@ -183,14 +183,26 @@ namespace {
 
 // ConvFusion must say what it fuses (Caffe2 refuses it without
 // fusion_type); Conv ignores the argument, as Caffe2's CPU Conv does.
-EltwiseFn ReadFusedActivation(const OperatorBase& op) {
-  if (op.type() != "ConvFusion") return {};
+int ReadFusionType(const OperatorBase& op) {
+  if (op.type() != "ConvFusion") return kConvFusionUnknown;
   DOPPIO_ENFORCE(op.HasArgument("fusion_type"),
-                 "ConvFusion needs the argument fusion_type (1: Conv + activation)");
+                 "ConvFusion needs the argument fusion_type (1: Conv + activation, 2: Conv + "
+                 "sum, 3: Conv + sum + activation)");
   const int fusion_type = op.GetSingleArgument<int>("fusion_type", kConvFusionUnknown);
-  DOPPIO_ENFORCE(fusion_type == kConvFusionRelu, "fusion_type ", fusion_type,
-                 " is not supported on CPU; only 1 (Conv + activation) is (2 and 3, "
-                 "the sum fusions, are ideep-only)");
+  DOPPIO_ENFORCE(fusion_type == kConvFusionRelu || fusion_type == kConvFusionSum ||
+                     fusion_type == kConvFusionSumRelu,
+                 "fusion_type ", fusion_type,
+                 " is not supported; 1 (Conv + activation), 2 (Conv + sum) and 3 (Conv + sum + "
+                 "activation) are");
+  if (fusion_type != kConvFusionRelu) {
+    DOPPIO_ENFORCE(op.InputSize() >= 3, "fusion_type ", fusion_type,
+                   " needs the tensor to sum into as its last input (X, filter[, bias], S)");
+  }
+  return fusion_type;
+}
+
+EltwiseFn ReadFusedActivation(const OperatorBase& op, int fusion_type) {
+  if (fusion_type != kConvFusionRelu && fusion_type != kConvFusionSumRelu) return {};
   const std::string activation = op.GetSingleArgument<std::string>("activation", "Relu");
   const EltwiseFn fn = EltwiseOfActivation(activation, [&](const std::string& name, float d) {
     return op.GetSingleArgument<float>("activation_" + name, d);
@@ -220,33 +232,58 @@ void ActivationInPlace(const EltwiseFn& fn, int64_t count, T* y) {
 }  // namespace
 
 ConvOp::ConvOp(const OperatorDef& def, Workspace* workspace)
-    : ConvOpBase(def, workspace), post_op_(ReadFusedActivation(*this)) {}
+    : ConvOpBase(def, workspace),
+      fusion_type_(ReadFusionType(*this)),
+      post_op_(ReadFusedActivation(*this, fusion_type_)) {}
 ConvOp::~ConvOp() = default;
 
+const Tensor* ConvOp::Summand(const Tensor& X, const std::vector<int64_t>& out_dims) const {
+  if (fusion_type_ != kConvFusionSum && fusion_type_ != kConvFusionSumRelu) return nullptr;
+  const int last = InputSize() - 1;
+  const Tensor& S = Input(last);
+  DOPPIO_ENFORCE(S.dims() == out_dims && S.dtype() == X.dtype(), "the tensor to sum into, '",
+                 input_name(last), "' (", S.dims(), ", ", DataTypeName(S.dtype()),
+                 "), must have the convolution's output shape ", out_dims, " and X's type ",
+                 DataTypeName(X.dtype()));
+  return &S;
+}
+
 void ConvOp::RunOnDevice() {
+  const bool sums = fusion_type_ == kConvFusionSum || fusion_type_ == kConvFusionSumRelu;
   const Tensor& X = Input(0);
   const Tensor& filter = Input(1);
-  const Tensor* bias = InputSize() == 3 ? &Input(2) : nullptr;
+  const Tensor* bias = InputSize() - (sums ? 1 : 0) == 3 ? &Input(2) : nullptr;
   const ConvProblem p = ResolveConv(X, filter, bias);
+  const std::vector<int64_t> out_dims = p.geometry.OutputDims(p.out_channels);
+  const Tensor* S = Summand(X, out_dims);
   Tensor* Y = Output(0);
-  Y->Resize(p.geometry.OutputDims(p.out_channels));
+  // In place (Caffe2's form of the sum fusions), Y already holds the summand.
+  const bool in_place = S != nullptr && static_cast<const Tensor*>(Y) == S;
+  if (!in_place) Y->Resize(out_dims);
   if (X.dtype() == DataType::kFloat && !force_im2col() && Y->numel() > 0) {
     if (dnnl_ == nullptr) dnnl_ = std::make_unique<DnnlConvForward>();
     // ConvFusion is inference-only: its filter is a constant.
     DnnlConvForwardOptions options;
     options.post_op = post_op_;
-    options.constant_filter = !post_op_.empty();
+    options.constant_filter = fusion_type_ != kConvFusionUnknown;
+    options.sum = S != nullptr ? S->data<float>() : nullptr;
     if (dnnl_->Run(p, X.data<float>(), filter.data<float>(),
                    bias != nullptr ? bias->data<float>() : nullptr, Y->mutable_data<float>(),
                    options)) {
       return;
     }
   }
+  Tensor saved;  // the summand, when Y (in place) is about to overwrite it
+  if (in_place) saved.CopyFrom(*S);
   DispatchTypes(FloatTypes{}, input_name(0), X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     RunIm2Col<T>(p, X, filter, bias, Y);
-    if (!post_op_.empty())
-      ActivationInPlace<T>(post_op_, Y->numel(), Y->template mutable_data<T>());
+    T* y = Y->template mutable_data<T>();
+    if (S != nullptr) {
+      const T* summand = (in_place ? saved : *S).template data<T>();
+      for (int64_t i = 0; i < Y->numel(); ++i) y[i] += summand[i];
+    }
+    if (!post_op_.empty()) ActivationInPlace<T>(post_op_, Y->numel(), y);
   });
 }
 
@@ -318,14 +355,16 @@ ActivationLayout AdviseConvLayout(const OperatorDef& def, const std::vector<Tens
   if (g.kernel != kernel || g.channels % group != 0 || w[0] % group != 0) {
     return ActivationLayout::kNoPreference;
   }
+  const int fusion = def.type() == "ConvFusion" ? args.GetSingle<int>("fusion_type", 0) : 0;
   EltwiseFn post_op;
-  if (def.type() == "ConvFusion") {
+  if (fusion == kConvFusionRelu || fusion == kConvFusionSumRelu) {
     post_op = EltwiseOfActivation(args.GetSingle<std::string>("activation", "Relu"),
                                   [&](const std::string& name, float fallback) {
                                     return args.GetSingle<float>("activation_" + name, fallback);
                                   });
   }
-  return DnnlConvSourceLayout(ConvProblemOf(g, w[0], group), post_op);
+  const bool with_sum = fusion == kConvFusionSum || fusion == kConvFusionSumRelu;
+  return DnnlConvSourceLayout(ConvProblemOf(g, w[0], group), post_op, with_sum);
 }
 
 [[maybe_unused]] const bool kConvLayoutAdvice =
@@ -410,13 +449,18 @@ OPERATOR_SCHEMA(Conv3D).Apply(ConvSchemaCommon).CostInferenceFunction(CostInfere
 // fusion pass (transforms/fuse_activation) write for Conv + Relu.
 OPERATOR_SCHEMA(ConvFusion)
     .Apply(ConvSchemaCommon)
+    .NumInputs(2, 4)
+    .AllowInplace({{2, 0}, {3, 0}})
+    .Input(3, "S",
+           "with fusion_type 2 or 3, the tensor summed into the output (the last "
+           "input, input 2 without a bias), of the output's shape; may be the output")
     .Arg("fusion_type",
-         "(int, required) what follows the convolution: 1 = an activation "
-         "(CONV_RELU). 2 (CONV_SUM) and 3 (CONV_SUM_RELU) are ideep-only and "
-         "refused here",
+         "(int, required) what follows the convolution: 1 = an activation (CONV_RELU), "
+         "2 = a sum with the last input (CONV_SUM), 3 = that sum then an activation "
+         "(CONV_SUM_RELU)",
          /*required=*/true)
     .Arg("activation",
-         "(string, default \"Relu\") with fusion_type 1, the activation op "
+         "(string, default \"Relu\") with fusion_type 1 or 3, the activation op "
          "fused: Relu, LeakyRelu, Clip, Sigmoid, Tanh, Elu, Swish or HardSwish (a Doppio "
          "extension; Caffe2's ConvFusion knows Relu only)")
     .Arg("activation_alpha", "(float) LeakyRelu's or Elu's alpha (defaults 0.01, 1)")
@@ -425,7 +469,9 @@ OPERATOR_SCHEMA(ConvFusion)
     .Doc(
         "Inference-only Conv fused with the op after it (Caffe2's ideep ConvFusion): with "
         "fusion_type 1, Y = act(Conv(X, filter, bias)), act Relu unless `activation` names "
-        "another, applied inside the kernel (a oneDNN post-op) so Y is written once. Made by the "
+        "another; with 2, Y = Conv(X, filter, bias) + S; with 3, Y = act(Conv(...) + S) (a "
+        "residual block's Add + Relu). Applied inside the kernel (oneDNN post-ops) so Y is "
+        "written once. Made by the "
         "inference fusion "
         "passes (doppio.transformations, run_net --optimize); it has no gradient. As "
         "Caffe2's ideep ConvFusion outside training_mode, the filter is a constant: its "

@@ -58,10 +58,10 @@ class ConvOpBase : public ConvPoolOpBase {
   bool force_im2col_ = false;
 };
 
-// Caffe2's ConvFusion fusion types (ideep's FusionType); the CPU kernel
-// implements Conv + activation: Relu by default as in Caffe2, or the
-// activation the argument `activation` names (a Doppio extension, written by
-// the fusion pass).
+// Caffe2's ConvFusion fusion types (ideep's FusionType): Conv + activation
+// (Relu by default as in Caffe2, or the activation the argument `activation`
+// names, a Doppio extension written by the fusion pass), Conv + sum with the
+// last input, and that sum + activation.
 enum ConvFusionType : int {
   kConvFusionUnknown = 0,
   kConvFusionRelu = 1,
@@ -82,6 +82,11 @@ class ConvOp final : public ConvOpBase {
   void RunIm2Col(const ConvProblem& p, const Tensor& X, const Tensor& filter, const Tensor* bias,
                  Tensor* Y);
 
+  // ConvFusion's sum fusions: the checked summand S (the last input), else
+  // null.
+  const Tensor* Summand(const Tensor& X, const std::vector<int64_t>& out_dims) const;
+
+  int fusion_type_;  // ConvFusion's; kConvFusionUnknown for Conv
   // ConvFusion's activation (empty for Conv).
   EltwiseFn post_op_;
   Tensor col_buffer_;

@@ -170,23 +170,28 @@ struct ConvDescs {
   // A post-op (ConvFusion, inference only) is appended; the unfused
   // primitive stays exactly what training has always used.
   dnnl::convolution_forward::primitive_desc ForwardHint(bool with_bias,
-                                                        const EltwiseFn& post_op = {}) const {
+                                                        const EltwiseFn& post_op = {},
+                                                        bool with_sum = false) const {
+    const bool inference = !post_op.empty() || with_sum;
     const dnnl::convolution_forward::desc desc(
-        !post_op.empty() ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
+        inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
         dnnl::algorithm::convolution_direct, AnyLike(src), AnyLike(weights),
         with_bias ? bias : memory::desc(), AnyLike(dst), strides, dilates, pad_l, pad_r);
     dnnl::primitive_attr attr = UserScratchpadAttr();
     dnnl::post_ops post_ops;
-    if (AppendDnnlPostOp(post_op, &post_ops)) attr.set_post_ops(post_ops);
+    if (with_sum) post_ops.append_sum(1.0f);
+    AppendDnnlPostOp(post_op, &post_ops);
+    if (inference) attr.set_post_ops(post_ops);
     return dnnl::convolution_forward::primitive_desc(desc, attr, DnnlCpuEngine());
   }
 };
 
 }  // namespace
 
-ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op) {
+ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op,
+                                      bool with_sum) {
   const ConvDescs descs(p);
-  const memory::desc chosen = descs.ForwardHint(true, post_op).src_desc();
+  const memory::desc chosen = descs.ForwardHint(true, post_op, with_sum).src_desc();
   const ConvPoolGeometry& g = p.geometry;
   for (StorageOrder order : {StorageOrder::kNCHW, StorageOrder::kNHWC}) {
     if (chosen == ActivationDesc(order, g.batch, g.channels, g.input)) {
@@ -269,6 +274,12 @@ struct Operand {
   void Out(dnnl::stream& stream) {
     if (reordered) Reorder(stream, inner, user);
   }
+  // Converts the caller's `data` into `target`, another operand's buffer of
+  // this one's inner layout (a sum post-op's summand into dst).
+  void InTo(dnnl::stream& stream, const float* data, const memory& target) {
+    user.set_data_handle(const_cast<float*>(data));
+    Reorder(stream, user, target);
+  }
 
  private:
   void Reorder(dnnl::stream& stream, const memory& from, const memory& to) {
@@ -287,6 +298,8 @@ struct DnnlConvForward::State {
   dnnl::convolution_forward primitive;
   Scratchpad scratchpad;
   Operand src, weights, dst;
+  Operand sum;  // the summand of ConvFusion's sum fusions, into dst's layout
+  bool has_sum = false;
   memory bias;
   bool has_bias = false;
   size_t arena_bytes = 0;
@@ -306,20 +319,23 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
   const std::vector<int64_t> key =
       ProblemKey(p, {bias != nullptr, static_cast<int64_t>(options.post_op.algorithm),
                      FloatBits(options.post_op.alpha), FloatBits(options.post_op.beta),
-                     options.constant_filter});
+                     options.constant_filter, options.sum != nullptr});
   if (key != s.key) {
     s.key = key;
     s.supported = false;
     s.reordered_filter = nullptr;
     try {
       const ConvDescs descs(p);
-      const auto pd = descs.ForwardHint(bias != nullptr, options.post_op);
+      const auto pd = descs.ForwardHint(bias != nullptr, options.post_op, options.sum != nullptr);
       s.primitive = dnnl::convolution_forward(pd);
       s.scratchpad.Reset();
       s.scratchpad.Need(pd.scratchpad_desc());
       s.src.Init(descs.src, pd.src_desc(), true, &s.scratchpad);
       s.weights.Init(descs.weights, pd.weights_desc(), true, &s.scratchpad);
       s.dst.Init(descs.dst, pd.dst_desc(), false, &s.scratchpad);
+      // The sum post-op accumulates into dst: the summand goes in first.
+      s.has_sum = options.sum != nullptr;
+      if (s.has_sum) s.sum.Init(descs.dst, pd.dst_desc(), true, &s.scratchpad);
       s.has_bias = bias != nullptr;
       if (s.has_bias) s.bias = memory(descs.bias, DnnlCpuEngine(), nullptr);
       s.cache_filter = options.constant_filter && s.weights.reordered;
@@ -359,6 +375,11 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
       s.reordered_filter = w;
     }
     s.dst.SetOut(y);
+    if (s.has_sum && s.sum.reordered) {
+      s.sum.InTo(s.stream, options.sum, s.dst.inner);
+    } else if (s.has_sum && options.sum != y) {
+      std::memcpy(y, options.sum, s.dst.user.get_desc().get_size());
+    }
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, s.src.inner},
                                          {DNNL_ARG_WEIGHTS, s.weights.inner},
                                          {DNNL_ARG_DST, s.dst.inner}};

@@ -32,12 +32,16 @@ struct DnnlConvForwardOptions {
   // redone only when the filter's storage or the shape changes (Caffe2's
   // ideep ConvFusion does the same outside training_mode).
   bool constant_filter = false;
+  // ConvFusion's sum fusions: Y = conv + sum (then post_op), `sum` of Y's
+  // shape in Y's layout; it may be Y itself (in place, as Caffe2's).
+  const float* sum = nullptr;
 };
 
 // The layout oneDNN's forward convolution reads X in for `p` on this
 // machine (its ISA and the shape decide): kNchw / kNhwc when it reads our
 // tensor of that order as it is, kOther when it reorders X into blocks.
-ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op);
+ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op,
+                                      bool with_sum);
 
 class DnnlConvForward {
  public:

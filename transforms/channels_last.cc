@@ -90,6 +90,15 @@ std::vector<int> DataInputs(const NetDef& net, const OperatorDef& op) {
   return {};
 }
 
+// The inputs of a region op in the region's layout: a Conv's X (and the
+// summand of ConvFusion's sum fusions, its last input), else DataInputs.
+std::vector<int> LayoutInputs(const NetDef& net, const OperatorDef& op) {
+  if (!IsConv(op)) return DataInputs(net, op);
+  const int fusion = op.type() == "ConvFusion" ? IntArg(op, "fusion_type", 0) : 0;
+  if (fusion == 2 || fusion == 3) return {0, op.input_size() - 1};
+  return {0};
+}
+
 // Op indices writing each value each op reads: writer_of[i][k] is the last
 // writer of op i's input k before it (-1: the net's input).
 std::vector<std::vector<int>> InputWriters(const NetDef& net) {
@@ -139,7 +148,7 @@ std::set<int> Conflicts(const NetDef& net, const std::set<int>& region) {
     for (int r = 0; r < net.op_size() && !shared; ++r) {
       if (!region.count(r)) continue;
       const OperatorDef& reader = net.op(r);
-      const std::vector<int> data = IsConv(reader) ? std::vector<int>{0} : DataInputs(net, reader);
+      const std::vector<int> data = LayoutInputs(net, reader);
       for (int k = 0; k < reader.input_size(); ++k) {
         const bool is_data = std::find(data.begin(), data.end(), k) != data.end();
         if (reader.input(k) == blob && !is_data) shared = true;
@@ -285,7 +294,7 @@ ChannelsLastPart PricePart(const NetDef& net, const BlobUses& uses,
         add(total, op.output(0));
       }
     }
-    const std::vector<int> data = IsConv(op) ? std::vector<int>{0} : DataInputs(net, op);
+    const std::vector<int> data = LayoutInputs(net, op);
     for (int k : data) {
       if (!part.count(writers[i][k]) && switched_in.emplace(op.input(k), writers[i][k]).second) {
         add(&priced.cost, op.input(k));
@@ -355,7 +364,7 @@ NetDef ChannelsLast(const NetDef& net, Workspace* workspace, int* switched,
       continue;
     }
     OperatorDef op = net.op(i);
-    const std::vector<int> data = IsConv(op) ? std::vector<int>{0} : DataInputs(net, op);
+    const std::vector<int> data = LayoutInputs(net, op);
     for (int k : data) {
       const std::string blob = op.input(k);
       if (plan.region.count(writers[i][k])) {

@@ -6,6 +6,7 @@
 #include "transforms/channels_last.h"
 #include "transforms/fuse_activation.h"
 #include "transforms/fuse_conv_bn.h"
+#include "transforms/fuse_conv_sum.h"
 #include "transforms/fuse_matmul_bias.h"
 #include "transforms/inplace_activation.h"
 #include "transforms/net_graph.h"
@@ -18,8 +19,8 @@ std::string InferenceOptimizations::Summary() const {
          " Conv+Relu, " + std::to_string(fc_relu) + " FC+Relu, " + std::to_string(inplace) +
          " in-place activation(s), " + std::to_string(conv_activation) +
          " Conv+other activation(s), " + std::to_string(swish) + " Sigmoid*x->Swish, " +
-         std::to_string(matmul_bias) + " MatMul+bias, " + std::to_string(channels_last) +
-         " op(s) in NHWC";
+         std::to_string(matmul_bias) + " MatMul+bias, " + std::to_string(conv_sum) + " Conv+Add, " +
+         std::to_string(channels_last) + " op(s) in NHWC";
 }
 
 InferencePasses InferencePasses::Parse(const std::string& list) {
@@ -28,8 +29,8 @@ InferencePasses InferencePasses::Parse(const std::string& list) {
     passes.channels_last_always = list == "all";
     return passes;
   }
-  passes.conv_bn = passes.matmul_bias = passes.activation = passes.channels_last = passes.inplace =
-      false;
+  passes.conv_bn = passes.matmul_bias = passes.activation = passes.conv_sum = passes.channels_last =
+      passes.inplace = false;
   if (list == "none" || list.empty()) return passes;
   size_t start = 0;
   while (start <= list.size()) {
@@ -41,6 +42,8 @@ InferencePasses InferencePasses::Parse(const std::string& list) {
       passes.matmul_bias = true;
     } else if (name == "activation") {
       passes.activation = true;
+    } else if (name == "conv_sum") {
+      passes.conv_sum = true;
     } else if (name == "channels_last") {
       passes.channels_last = true;
     } else if (name == "channels_last_always") {
@@ -48,11 +51,11 @@ InferencePasses InferencePasses::Parse(const std::string& list) {
     } else if (name == "inplace") {
       passes.inplace = true;
     } else if (name == "default") {
-      passes.conv_bn = passes.matmul_bias = passes.activation = passes.channels_last =
-          passes.inplace = true;
+      passes.conv_bn = passes.matmul_bias = passes.activation = passes.conv_sum =
+          passes.channels_last = passes.inplace = true;
     } else {
       DOPPIO_THROW("unknown inference pass '", name, "' in '", list,
-                   "'; the passes are conv_bn, matmul_bias, activation, channels_last, "
+                   "'; the passes are conv_bn, matmul_bias, activation, conv_sum, channels_last, "
                    "channels_last_always, inplace (or "
                    "default, all, none)");
     }
@@ -92,6 +95,9 @@ NetDef OptimizeForInference(const NetDef& input_net, Workspace* workspace,
     stats.conv_relu = activations.conv_relu;
     stats.conv_activation = activations.conv_activation;
     stats.fc_relu = activations.fc_relu;
+  }
+  if (passes.conv_sum && workspace != nullptr) {
+    net = FuseConvSum(net, *workspace, &stats.conv_sum);
   }
   if ((passes.channels_last || passes.channels_last_always) && workspace != nullptr) {
     ChannelsLastOptions options;

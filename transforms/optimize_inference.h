@@ -1,7 +1,8 @@
 // OptimizeForInference: the inference passes in the order that lets each
 // feed the next: FuseConvBN (Conv + SpatialBN -> Conv), FuseMatMulBias
 // (MatMul + bias Add -> FCTransposed), FuseActivation (Sigmoid * x -> Swish,
-// Conv + activation / FC + Relu -> fused op), ChannelsLast (the
+// Conv + activation / FC + Relu -> fused op), FuseConvSum (a residual
+// Conv + Add (+ Relu) -> ConvFusion), ChannelsLast (the
 // convolutional regions in NHWC), InplaceActivation (what activations remain
 // reuse their input's storage). FC needs no pass to reach oneDNN: float32
 // FC runs there always (operators/fc_op_dnnl.h).
@@ -32,6 +33,7 @@ struct InferenceOptimizations {
   int conv_relu = 0;
   int conv_activation = 0;
   int fc_relu = 0;
+  int conv_sum = 0;
   int inplace = 0;
   // "2 Conv+SpatialBN, 2 Conv+Relu, 1 FC+Relu, 0 in-place activation(s)"
   std::string Summary() const;
@@ -47,10 +49,11 @@ struct InferencePasses {
   bool conv_bn = true;
   bool matmul_bias = true;
   bool activation = true;
+  bool conv_sum = true;
   bool channels_last = true;
   bool channels_last_always = false;
   bool inplace = true;
-  // A comma-separated list of conv_bn, matmul_bias, activation,
+  // A comma-separated list of conv_bn, matmul_bias, activation, conv_sum,
   // channels_last, channels_last_always, inplace and "default" (the default
   // set); or "all" (every pass, so channels_last_always), "default", "none".
   // An unknown name throws an Error naming it.

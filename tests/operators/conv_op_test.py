@@ -306,6 +306,48 @@ def test_depthwise_conv_gradient_float32(shape, stride, pad, dilation):
     assert h.run_op(forward, [x, w])[0].shape == dy.shape
 
 
+@pytest.mark.parametrize("fusion_type", [2, 3])
+@pytest.mark.parametrize("use_bias", [True, False])
+@pytest.mark.parametrize("in_place", [True, False])
+@pytest.mark.parametrize("dtype,order", [(np.float32, "NCHW"), (np.float32, "NHWC"),
+                                         (np.float64, "NCHW")])
+def test_conv_fusion_sum(fusion_type, use_bias, in_place, dtype, order):
+    """ConvFusion's sum fusions (Caffe2's ideep CONV_SUM / CONV_SUM_RELU):
+    Y = Conv(X) + S, then Relu for type 3; S is the last input and, in
+    Caffe2's form, the output too. float32 on oneDNN's sum post-op, float64
+    through im2col."""
+    rng = np.random.RandomState(fusion_type + 2 * use_bias + 4 * in_place)
+    x = rng.uniform(-1, 1, (2, 5, 7, 6)).astype(dtype)
+    w = rng.uniform(-1, 1, (8, 5, 3, 3)).astype(dtype)
+    b = rng.uniform(-1, 1, (8,)).astype(dtype)
+    want = conv_reference(x, w, b if use_bias else None, [1, 1], [1] * 4, [1, 1], 1, "NCHW")
+    summand = rng.uniform(-2, 2, want.shape).astype(dtype)
+    want = want + summand
+    if fusion_type == 3:
+        want = np.maximum(want, 0)
+    if order == "NHWC":
+        x, w = x.transpose(0, 2, 3, 1), w.transpose(0, 2, 3, 1)
+        summand, want = summand.transpose(0, 2, 3, 1), want.transpose(0, 2, 3, 1)
+    names = ["X", "w"] + (["b"] if use_bias else []) + ["S"]
+    op = h.make_op("ConvFusion", names, ["S" if in_place else "Y"], kernel=3, pad=1,
+                   fusion_type=fusion_type, order=order)
+    inputs = [x, w] + ([b] if use_bias else []) + [summand]
+    for _ in range(2):  # the second run reuses the primitives and the cached filter
+        got = h.run_op(op, [np.ascontiguousarray(a) for a in inputs])[0]
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_conv_fusion_sum_errors():
+    x = np.ones((1, 2, 4, 4), np.float32)
+    w = np.ones((3, 2, 3, 3), np.float32)
+    op = h.make_op("ConvFusion", ["X", "w", "S"], ["Y"], kernel=3, pad=1, fusion_type=2)
+    h.assert_op_error(op, [x, w, np.ones((1, 3, 3, 3), np.float32)], "'S'", "[1, 3, 4, 4]")
+    h.assert_op_error(h.make_op("ConvFusion", ["X", "w"], ["Y"], kernel=3, fusion_type=3),
+                      [x, w], "the tensor to sum into")
+    h.assert_op_error(h.make_op("ConvFusion", ["X", "w"], ["Y"], kernel=3, fusion_type=4),
+                      [x, w], "fusion_type 4")
+
+
 @pytest.mark.parametrize("engine", [None, "IM2COL"])
 def test_conv_empty_batch(engine):
     x = np.zeros((0, 2, 4, 4), np.float32)

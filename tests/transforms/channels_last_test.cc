@@ -209,6 +209,29 @@ TEST(ChannelsLastTest, EachPartIsKeptOnlyWhereItPays) {
   EXPECT_LT(MaxRelativeDiff(Values(ws, "y"), Values(reference, "y")), 1e-5);
 }
 
+// ConvFusion's sum fusions read their summand in the region's layout too:
+// it is switched to NHWC (x, from outside) or renamed (a region value).
+TEST(ChannelsLastTest, SumFusionsSwitchTheirSummand) {
+  std::mt19937 rng(11);
+  Workspace ws;
+  FeedBlock(&ws, &rng);
+  FeedUniform(&ws, "w4", {4, 4, 3, 3}, -0.3, 0.3, &rng);
+  OperatorDef fused = MakeOp("ConvFusion", {"x", "w4", "x"}, {"s"},
+                             {IntArg("kernel", 3), IntArg("pad", 1), IntArg("fusion_type", 3)});
+  OperatorDef again = MakeOp("ConvFusion", {"s", "w4", "s"}, {"t"},
+                             {IntArg("kernel", 3), IntArg("pad", 1), IntArg("fusion_type", 2)});
+  const NetDef net = MakeNet("sums", {fused, again}, {"t"});
+  Workspace reference;
+  CopyTensors(ws, &reference);
+  reference.RunNetOnce(net);
+  int switched = 0;
+  const NetDef out = ChannelsLast(net, &ws, &switched);
+  EXPECT_EQ(switched, 2);
+  EXPECT_EQ(Count(out, "NCHW2NHWC"), 1);  // x, read twice by the first op
+  ws.RunNetOnce(out);
+  EXPECT_LT(MaxRelativeDiff(Values(ws, "t"), Values(reference, "t")), 1e-5);
+}
+
 // The kernels' own advice (operators/conv_op.cc): decided for a float32
 // Conv and ConvFusion, none for the IM2COL engine or an unknown op.
 TEST(ChannelsLastTest, ConvKernelsAdviseALayout) {

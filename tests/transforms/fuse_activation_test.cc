@@ -283,8 +283,8 @@ TEST(ConvFusionOpTest, RefusesMissingOrUnsupportedFusionType) {
   OperatorDef op = MakeOp("ConvFusion", {"x", "w", "b"}, {"y"}, {IntArg("kernel", 3)});
   EXPECT_NE(ErrorOf([&] { ws.RunOperatorOnce(op); }).find("needs the argument fusion_type"),
             std::string::npos);
-  *op.add_arg() = IntArg("fusion_type", 2);
-  EXPECT_NE(ErrorOf([&] { ws.RunOperatorOnce(op); }).find("fusion_type 2 is not supported"),
+  *op.add_arg() = IntArg("fusion_type", 4);
+  EXPECT_NE(ErrorOf([&] { ws.RunOperatorOnce(op); }).find("fusion_type 4 is not supported"),
             std::string::npos);
   op.mutable_arg(1)->set_i(1);
   *op.add_arg() = StringArg("activation", "Softplus");
