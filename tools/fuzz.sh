@@ -26,7 +26,7 @@ usage() {
 seconds=$1
 shift
 
-all_targets=(netdef_fuzz plandef_fuzz tensorproto_fuzz blobproto_fuzz minidb_fuzz lmdb_fuzz
+all_targets=(netdef_fuzz inference_passes_fuzz plandef_fuzz tensorproto_fuzz blobproto_fuzz minidb_fuzz lmdb_fuzz
              npy_fuzz record_fuzz)
 targets=("$@")
 if ((${#targets[@]} == 0)); then targets=("${all_targets[@]}"); fi
