@@ -234,7 +234,8 @@ void ActivationInPlace(const EltwiseFn& fn, int64_t count, T* y) {
 ConvOp::ConvOp(const OperatorDef& def, Workspace* workspace)
     : ConvOpBase(def, workspace),
       fusion_type_(ReadFusionType(*this)),
-      post_op_(ReadFusedActivation(*this, fusion_type_)) {}
+      post_op_(ReadFusedActivation(*this, fusion_type_)),
+      inference_(HasArgument("training_mode") && GetSingleArgument<int>("training_mode", 1) == 0) {}
 ConvOp::~ConvOp() = default;
 
 const Tensor* ConvOp::Summand(const Tensor& X, const std::vector<int64_t>& out_dims) const {
@@ -267,6 +268,7 @@ void ConvOp::RunOnDevice() {
     options.post_op = post_op_;
     options.constant_filter = fusion_type_ != kConvFusionUnknown;
     options.sum = S != nullptr ? S->data<float>() : nullptr;
+    options.inference = inference_;
     if (dnnl_->Run(p, X.data<float>(), filter.data<float>(),
                    bias != nullptr ? bias->data<float>() : nullptr, Y->mutable_data<float>(),
                    options)) {
@@ -364,7 +366,8 @@ ActivationLayout AdviseConvLayout(const OperatorDef& def, const std::vector<Tens
                                   });
   }
   const bool with_sum = fusion == kConvFusionSum || fusion == kConvFusionSumRelu;
-  return DnnlConvSourceLayout(ConvProblemOf(g, w[0], group), post_op, with_sum);
+  const bool inference = args.Has("training_mode") && args.GetSingle<int>("training_mode", 1) == 0;
+  return DnnlConvSourceLayout(ConvProblemOf(g, w[0], group), post_op, with_sum, inference);
 }
 
 [[maybe_unused]] const bool kConvLayoutAdvice =
@@ -389,33 +392,46 @@ void ConvSchemaCommon(OpSchema& schema) {
   schema.NumInputs(2, 3)
       .NumOutputs(1)
       .TensorInferenceFunction(ConvPoolShapeInference(/*channels_from_filter=*/true))
-      .Arg("kernel", "(int) kernel size of every spatial axis; also 'kernels' (one per "
-                     "axis) or kernel_h/kernel_w. Default: the filter's spatial dims")
+      .Arg("kernel",
+           "(int) kernel size of every spatial axis; also 'kernels' (one per "
+           "axis) or kernel_h/kernel_w. Default: the filter's spatial dims")
       .Arg("stride", "(int, default 1) stride of every axis; also 'strides', stride_h/stride_w")
-      .Arg("pad", "(int, default 0) padding of both sides of every axis; also 'pads' "
-                  "[begin per axis..., end per axis...] or pad_t/pad_l/pad_b/pad_r")
-      .Arg("dilation", "(int, default 1) kernel dilation; also 'dilations', "
-                       "dilation_h/dilation_w")
+      .Arg("pad",
+           "(int, default 0) padding of both sides of every axis; also 'pads' "
+           "[begin per axis..., end per axis...] or pad_t/pad_l/pad_b/pad_r")
+      .Arg("dilation",
+           "(int, default 1) kernel dilation; also 'dilations', "
+           "dilation_h/dilation_w")
       .Arg("group", "(int, default 1) number of channel groups; C and M must divide by it")
       .Arg("order", "(string, default \"NCHW\") \"NCHW\" or \"NHWC\"")
       .Arg("legacy_pad", "(int, default 0) Caffe2 legacy padding: 1 VALID, 2 SAME")
       .Arg("shared_buffer", "(int, default 0) accepted for compatibility; buffers are per op")
-      .Arg("ws_nbytes_limit", "(int, default 64 MiB) CUDA (cuDNN): the most workspace "
-                              "bytes a chosen algorithm may use")
+      .Arg("training_mode",
+           "(int) Caffe2 ideep's: 0 marks a forward-only (inference) use, "
+           "which may pick faster layouts on oneDNN; the inference passes set "
+           "it; results are the same")
+      .Arg("ws_nbytes_limit",
+           "(int, default 64 MiB) CUDA (cuDNN): the most workspace "
+           "bytes a chosen algorithm may use")
       .Arg("deterministic", "(bool, default 0) CUDA (cuDNN): only deterministic algorithms")
-      .Arg("exhaustive_search", "(bool, default 0) CUDA (cuDNN): time the algorithms "
-                                "(cudnnFind*) instead of asking cuDNN's heuristics")
-      .Arg("enable_tensor_core", "(bool, default 0) CUDA (cuDNN): allow tensor-core (TF32) "
-                                 "math on float32; off keeps float32 exact")
-      .Input(0, "X", "input [N, C, spatial...] (NHWC: [N, spatial..., C]), 1 to 3 spatial "
-                     "dims, float32 or float64")
+      .Arg("exhaustive_search",
+           "(bool, default 0) CUDA (cuDNN): time the algorithms "
+           "(cudnnFind*) instead of asking cuDNN's heuristics")
+      .Arg("enable_tensor_core",
+           "(bool, default 0) CUDA (cuDNN): allow tensor-core (TF32) "
+           "math on float32; off keeps float32 exact")
+      .Input(0, "X",
+             "input [N, C, spatial...] (NHWC: [N, spatial..., C]), 1 to 3 spatial "
+             "dims, float32 or float64")
       .Input(1, "filter", "[M, C / group, kernel...] (NHWC: [M, kernel..., C / group])")
       .Input(2, "bias", "optional [M], added to every output position of its channel")
-      .Output(0, "Y", "[N, M, output...] (NHWC: [N, output..., M]), output = "
-                      "(in + pad_begin + pad_end - dilation * (kernel - 1) - 1) / stride + 1")
-      .Doc("N-d convolution (cross-correlation, as in Caffe2) of X with the filter, plus the "
-           "optional bias. float32 runs on oneDNN where it accepts the case; otherwise, and "
-           "for float64 or engine \"IM2COL\", on im2col + GEMM.");
+      .Output(0, "Y",
+              "[N, M, output...] (NHWC: [N, output..., M]), output = "
+              "(in + pad_begin + pad_end - dilation * (kernel - 1) - 1) / stride + 1")
+      .Doc(
+          "N-d convolution (cross-correlation, as in Caffe2) of X with the filter, plus the "
+          "optional bias. float32 runs on oneDNN where it accepts the case; otherwise, and "
+          "for float64 or engine \"IM2COL\", on im2col + GEMM.");
 }
 
 }  // namespace

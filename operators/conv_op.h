@@ -89,6 +89,9 @@ class ConvOp final : public ConvOpBase {
   int fusion_type_;  // ConvFusion's; kConvFusionUnknown for Conv
   // ConvFusion's activation (empty for Conv).
   EltwiseFn post_op_;
+  // Caffe2 ideep's training_mode 0: a forward-only use (an inference
+  // primitive on oneDNN).
+  bool inference_;
   Tensor col_buffer_;
   Tensor group_buffer_;  // NHWC with groups: one group's output before scattering
   std::unique_ptr<DnnlConvForward> dnnl_;

@@ -171,8 +171,9 @@ struct ConvDescs {
   // primitive stays exactly what training has always used.
   dnnl::convolution_forward::primitive_desc ForwardHint(bool with_bias,
                                                         const EltwiseFn& post_op = {},
-                                                        bool with_sum = false) const {
-    const bool inference = !post_op.empty() || with_sum;
+                                                        bool with_sum = false,
+                                                        bool for_inference = false) const {
+    const bool inference = !post_op.empty() || with_sum || for_inference;
     const dnnl::convolution_forward::desc desc(
         inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
         dnnl::algorithm::convolution_direct, AnyLike(src), AnyLike(weights),
@@ -188,10 +189,10 @@ struct ConvDescs {
 
 }  // namespace
 
-ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op,
-                                      bool with_sum) {
+ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op, bool with_sum,
+                                      bool inference) {
   const ConvDescs descs(p);
-  const memory::desc chosen = descs.ForwardHint(true, post_op, with_sum).src_desc();
+  const memory::desc chosen = descs.ForwardHint(true, post_op, with_sum, inference).src_desc();
   const ConvPoolGeometry& g = p.geometry;
   for (StorageOrder order : {StorageOrder::kNCHW, StorageOrder::kNHWC}) {
     if (chosen == ActivationDesc(order, g.batch, g.channels, g.input)) {
@@ -319,14 +320,15 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
   const std::vector<int64_t> key =
       ProblemKey(p, {bias != nullptr, static_cast<int64_t>(options.post_op.algorithm),
                      FloatBits(options.post_op.alpha), FloatBits(options.post_op.beta),
-                     options.constant_filter, options.sum != nullptr});
+                     options.constant_filter, options.sum != nullptr, options.inference});
   if (key != s.key) {
     s.key = key;
     s.supported = false;
     s.reordered_filter = nullptr;
     try {
       const ConvDescs descs(p);
-      const auto pd = descs.ForwardHint(bias != nullptr, options.post_op, options.sum != nullptr);
+      const auto pd = descs.ForwardHint(bias != nullptr, options.post_op, options.sum != nullptr,
+                                        options.inference);
       s.primitive = dnnl::convolution_forward(pd);
       s.scratchpad.Reset();
       s.scratchpad.Need(pd.scratchpad_desc());

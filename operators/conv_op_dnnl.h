@@ -35,13 +35,17 @@ struct DnnlConvForwardOptions {
   // ConvFusion's sum fusions: Y = conv + sum (then post_op), `sum` of Y's
   // shape in Y's layout; it may be Y itself (in place, as Caffe2's).
   const float* sum = nullptr;
+  // An inference primitive although nothing is fused (a Conv with Caffe2's
+  // training_mode 0): oneDNN may then pick other layouts (NHWC with AVX-512
+  // where a training primitive takes 16-channel blocks).
+  bool inference = false;
 };
 
 // The layout oneDNN's forward convolution reads X in for `p` on this
 // machine (its ISA and the shape decide): kNchw / kNhwc when it reads our
 // tensor of that order as it is, kOther when it reorders X into blocks.
-ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op,
-                                      bool with_sum);
+ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op, bool with_sum,
+                                      bool inference);
 
 class DnnlConvForward {
  public:

@@ -98,6 +98,7 @@ void DefineTransforms(py::module_& m, std::function<Workspace*()> current_worksp
         counts["matmul_bias"] = done.matmul_bias;
         counts["channels_last"] = done.channels_last;
         counts["conv_sum"] = done.conv_sum;
+        counts["conv_inference"] = done.conv_inference;
         counts["swish"] = done.swish;
         counts["conv_relu"] = done.conv_relu;
         counts["conv_activation"] = done.conv_activation;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/argument.h"
 #include "core/enforce.h"
 #include "transforms/channels_last.h"
 #include "transforms/fuse_activation.h"
@@ -20,6 +21,7 @@ std::string InferenceOptimizations::Summary() const {
          " in-place activation(s), " + std::to_string(conv_activation) +
          " Conv+other activation(s), " + std::to_string(swish) + " Sigmoid*x->Swish, " +
          std::to_string(matmul_bias) + " MatMul+bias, " + std::to_string(conv_sum) + " Conv+Add, " +
+         std::to_string(conv_inference) + " Conv(s) for inference, " +
          std::to_string(channels_last) + " op(s) in NHWC";
 }
 
@@ -29,8 +31,8 @@ InferencePasses InferencePasses::Parse(const std::string& list) {
     passes.channels_last_always = list == "all";
     return passes;
   }
-  passes.conv_bn = passes.matmul_bias = passes.activation = passes.conv_sum = passes.channels_last =
-      passes.inplace = false;
+  passes.conv_bn = passes.matmul_bias = passes.activation = passes.conv_sum =
+      passes.conv_inference = passes.channels_last = passes.inplace = false;
   if (list == "none" || list.empty()) return passes;
   size_t start = 0;
   while (start <= list.size()) {
@@ -44,6 +46,8 @@ InferencePasses InferencePasses::Parse(const std::string& list) {
       passes.activation = true;
     } else if (name == "conv_sum") {
       passes.conv_sum = true;
+    } else if (name == "conv_inference") {
+      passes.conv_inference = true;
     } else if (name == "channels_last") {
       passes.channels_last = true;
     } else if (name == "channels_last_always") {
@@ -52,16 +56,32 @@ InferencePasses InferencePasses::Parse(const std::string& list) {
       passes.inplace = true;
     } else if (name == "default") {
       passes.conv_bn = passes.matmul_bias = passes.activation = passes.conv_sum =
-          passes.channels_last = passes.inplace = true;
+          passes.conv_inference = passes.channels_last = passes.inplace = true;
     } else {
       DOPPIO_THROW("unknown inference pass '", name, "' in '", list,
-                   "'; the passes are conv_bn, matmul_bias, activation, conv_sum, channels_last, "
+                   "'; the passes are conv_bn, matmul_bias, activation, conv_sum, conv_inference, "
+                   "channels_last, "
                    "channels_last_always, inplace (or "
                    "default, all, none)");
     }
     start = comma + 1;
   }
   return passes;
+}
+
+NetDef MarkConvsForInference(const NetDef& input_net, int* marked) {
+  NetDef net = input_net;
+  int count = 0;
+  for (OperatorDef& op : *net.mutable_op()) {
+    if (op.type() != "Conv" || !RunsOnCpu(net, op)) continue;
+    bool has = false;
+    for (const Argument& arg : op.arg()) has = has || arg.name() == "training_mode";
+    if (has) continue;
+    SetArgument(&op, "training_mode", 0);
+    ++count;
+  }
+  if (marked != nullptr) *marked = count;
+  return net;
 }
 
 NetDef OptimizeForInference(const NetDef& input_net, Workspace* workspace,
@@ -99,6 +119,7 @@ NetDef OptimizeForInference(const NetDef& input_net, Workspace* workspace,
   if (passes.conv_sum && workspace != nullptr) {
     net = FuseConvSum(net, *workspace, &stats.conv_sum);
   }
+  if (passes.conv_inference) net = MarkConvsForInference(net, &stats.conv_inference);
   if ((passes.channels_last || passes.channels_last_always) && workspace != nullptr) {
     ChannelsLastOptions options;
     options.always = passes.channels_last_always;

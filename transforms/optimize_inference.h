@@ -2,7 +2,9 @@
 // feed the next: FuseConvBN (Conv + SpatialBN -> Conv), FuseMatMulBias
 // (MatMul + bias Add -> FCTransposed), FuseActivation (Sigmoid * x -> Swish,
 // Conv + activation / FC + Relu -> fused op), FuseConvSum (a residual
-// Conv + Add (+ Relu) -> ConvFusion), ChannelsLast (the
+// Conv + Add (+ Relu) -> ConvFusion), conv_inference (the remaining CPU Convs
+// get Caffe2 ideep's training_mode 0: forward-only, so oneDNN may pick the
+// layouts of an inference primitive), ChannelsLast (the
 // convolutional regions in NHWC), InplaceActivation (what activations remain
 // reuse their input's storage). FC needs no pass to reach oneDNN: float32
 // FC runs there always (operators/fc_op_dnnl.h).
@@ -34,6 +36,7 @@ struct InferenceOptimizations {
   int conv_activation = 0;
   int fc_relu = 0;
   int conv_sum = 0;
+  int conv_inference = 0;
   int inplace = 0;
   // "2 Conv+SpatialBN, 2 Conv+Relu, 1 FC+Relu, 0 in-place activation(s)"
   std::string Summary() const;
@@ -50,15 +53,20 @@ struct InferencePasses {
   bool matmul_bias = true;
   bool activation = true;
   bool conv_sum = true;
+  bool conv_inference = true;
   bool channels_last = true;
   bool channels_last_always = false;
   bool inplace = true;
   // A comma-separated list of conv_bn, matmul_bias, activation, conv_sum,
-  // channels_last, channels_last_always, inplace and "default" (the default
+  // conv_inference, channels_last, channels_last_always, inplace and "default" (the default
   // set); or "all" (every pass, so channels_last_always), "default", "none".
   // An unknown name throws an Error naming it.
   static InferencePasses Parse(const std::string& list);
 };
+
+// The conv_inference phase: every CPU Conv without a training_mode argument
+// gets training_mode 0; `marked` receives how many.
+NetDef MarkConvsForInference(const NetDef& net, int* marked = nullptr);
 
 NetDef OptimizeForInference(const NetDef& net, Workspace* workspace,
                             const std::vector<std::string>& keep = {},

@@ -50,7 +50,8 @@ def optimizeForInference(net, keep=(), passes='default'):
     """fuseConvBN, MatMul + bias -> FCTransposed, fuseActivation and
     inplaceActivation, in that order; blobs in `keep` are left as the net
     computes them. `passes`: a comma-separated subset of
-    conv_bn,matmul_bias,activation,conv_sum,channels_last,channels_last_always,inplace,
+    conv_bn,matmul_bias,activation,conv_sum,conv_inference,channels_last,
+    channels_last_always,inplace,
     or 'default' (all but channels_last_always: channels_last runs a
     convolutional region in NHWC only where oneDNN's layout choices on this CPU
     say it saves reorders), 'all', 'none'. Returns the counts
@@ -75,7 +76,8 @@ def optimizeForMKLDNN(net, training_mode=False):
     is inference-only."""
     if training_mode:
         return {'conv_bn': 0, 'matmul_bias': 0, 'swish': 0, 'conv_relu': 0, 'conv_activation': 0,
-                'fc_relu': 0, 'conv_sum': 0, 'channels_last': 0, 'inplace': 0}
+                'fc_relu': 0, 'conv_sum': 0, 'conv_inference': 0, 'channels_last': 0,
+                'inplace': 0}
     return optimizeForInference(net)
 
 

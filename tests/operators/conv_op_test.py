@@ -241,6 +241,25 @@ def test_conv_reference_cnn_shape_float32():
         np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("group", [1, 16])
+def test_conv_training_mode_0_matches_numpy(group):
+    """Caffe2 ideep's training_mode 0 (set by the inference passes) runs an
+    inference primitive, whose layouts may differ; the values may not."""
+    rng = np.random.RandomState(group)
+    x = rng.uniform(-1, 1, (8, 16, 14, 14)).astype(np.float32)
+    w = rng.uniform(-0.2, 0.2, (32, 16 // group, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, (32,)).astype(np.float32)
+    want = conv_reference(x, w, b, [1, 1], [1] * 4, [1, 1], group, "NCHW")
+    for order in ("NCHW", "NHWC"):
+        xs, ws = (x, w) if order == "NCHW" else (x.transpose(0, 2, 3, 1), w.transpose(0, 2, 3, 1))
+        op = h.make_op("Conv", ["X", "w", "b"], ["Y"], kernel=3, pad=1, group=group,
+                       order=order, training_mode=0)
+        got = h.run_op(op, [np.ascontiguousarray(xs), np.ascontiguousarray(ws), b])[0]
+        if order == "NHWC":
+            got = got.transpose(0, 3, 1, 2)
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("channels", [1, 3])
 def test_conv_first_layer_gradient_float32(channels):
     """The reference CNN's first layer (few input channels, where oneDNN's

@@ -8,6 +8,7 @@
 
 #include <random>
 
+#include "core/argument.h"
 #include "core/workspace.h"
 #include "tests/test_util.h"
 #include "tests/transforms/transform_test_util.h"
@@ -146,6 +147,41 @@ TEST(OptimizeForInferenceTest, UndeclaredOutputsAreKept) {
   EXPECT_EQ(optimized.external_output_size(), 0);
   ws.RunNetOnce(optimized);
   EXPECT_LT(MaxRelativeDiff(Values(ws, "prob"), Values(given_ws, "prob")), 1e-5);
+}
+
+// conv_inference: plain CPU Convs get training_mode 0 (an inference
+// primitive); fused, CUDA and already-marked ones are left; the marked net
+// computes the same.
+TEST(OptimizeForInferenceTest, PlainCpuConvsAreMarkedForInference) {
+  std::mt19937 rng(6);
+  Workspace ws;
+  FeedUniform(&ws, "x", {2, 3, 6, 6}, -1, 1, &rng);
+  FeedUniform(&ws, "w", {4, 3, 3, 3}, -0.5, 0.5, &rng);
+  OperatorDef cuda = MakeOp("Conv", {"x", "w"}, {"on_gpu"}, {IntArg("kernel", 3)});
+  cuda.mutable_device_option()->set_device_type(1);
+  const NetDef net = MakeNet(
+      "convs",
+      {MakeOp("Conv", {"x", "w"}, {"a"}, {IntArg("kernel", 3), IntArg("pad", 1)}),
+       MakeOp("Conv", {"x", "w"}, {"b"}, {IntArg("kernel", 3), IntArg("training_mode", 1)}),
+       MakeOp("ConvFusion", {"x", "w"}, {"c"}, {IntArg("kernel", 3), IntArg("fusion_type", 1)}),
+       cuda},
+      {"a", "b", "c", "on_gpu"});
+  int marked = 0;
+  const NetDef out = transforms::MarkConvsForInference(net, &marked);
+  EXPECT_EQ(marked, 1);
+  EXPECT_EQ(ArgumentHelper(out.op(0)).GetSingle<int>("training_mode", -1), 0);
+  EXPECT_EQ(ArgumentHelper(out.op(1)).GetSingle<int>("training_mode", -1), 1);
+  EXPECT_FALSE(ArgumentHelper(out.op(2)).Has("training_mode"));
+  EXPECT_FALSE(ArgumentHelper(out.op(3)).Has("training_mode"));
+  Workspace given_ws;
+  CopyTensors(ws, &given_ws);
+  NetDef cpu_only = net;
+  cpu_only.mutable_op()->RemoveLast();
+  given_ws.RunNetOnce(cpu_only);
+  NetDef marked_cpu = out;
+  marked_cpu.mutable_op()->RemoveLast();
+  ws.RunNetOnce(marked_cpu);
+  EXPECT_LT(MaxRelativeDiff(Values(ws, "a"), Values(given_ws, "a")), 1e-5);
 }
 
 TEST(OptimizeForInferenceTest, PassSelection) {

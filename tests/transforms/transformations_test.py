@@ -89,15 +89,18 @@ class TransformationsTest(unittest.TestCase):
         proto = self.make_net().Proto()
         counts = transformations.optimizeForInference(proto)
         self.assertEqual(counts, {"conv_bn": 1, "matmul_bias": 0, "channels_last": 0, "swish": 0, "conv_relu": 1,
-                                  "conv_activation": 0, "fc_relu": 1, "conv_sum": 0, "inplace": 0})
+                                  "conv_activation": 0, "fc_relu": 1, "conv_sum": 0, "conv_inference": 0,
+                                  "inplace": 0})
         np.testing.assert_allclose(self.run_and_fetch(proto), self.expected(), atol=1e-5)
 
     def test_kept_blobs_are_left_alone(self):
         net = self.make_net()
         counts = transformations.optimizeForInference(net, keep=["c", "h"])
-        # c is wanted, so the BN stays; h is wanted, so FC + Relu stays apart.
+        # c is wanted, so the BN stays (and the Conv, marked for inference
+        # only); h is wanted, so FC + Relu stays apart.
         self.assertEqual(counts, {"conv_bn": 0, "matmul_bias": 0, "channels_last": 0, "swish": 0, "conv_relu": 0,
-                                  "conv_activation": 0, "fc_relu": 0, "conv_sum": 0, "inplace": 0})
+                                  "conv_activation": 0, "fc_relu": 0, "conv_sum": 0, "conv_inference": 1,
+                                  "inplace": 0})
         self.assertEqual([op.engine for op in net.Proto().op if op.type == "FC"], [""])
         np.testing.assert_allclose(self.run_and_fetch(net), self.expected(), atol=1e-5)
         self.assertEqual(transformations.optimizeForMKLDNN(net, training_mode=True)["conv_bn"], 0)
