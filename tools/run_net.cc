@@ -45,7 +45,8 @@ DEFINE_bool(optimize, true,
             "external outputs and --output blobs are kept as the net computes them");
 DEFINE_string(optimize_passes, "default",
               "which inference passes run, a comma-separated subset of "
-              "conv_bn,matmul_bias,activation,conv_sum,channels_last,channels_last_always,inplace, "
+              "conv_bn,matmul_bias,activation,conv_sum,conv_inference,channels_last,"
+              "channels_last_always,inplace, "
               "\"default\" (all but channels_last_always; channels_last switches a "
               "convolutional region to NHWC only where the kernels say it pays on this "
               "CPU), or all, none");
