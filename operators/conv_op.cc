@@ -182,30 +182,37 @@ template void SumPerChannel<double>(StorageOrder, int64_t, int64_t, int64_t, con
 namespace {
 
 // ConvFusion must say what it fuses (Caffe2 refuses it without
-// fusion_type); Conv ignores the argument, as Caffe2's CPU Conv does.
-int ReadFusionType(const OperatorBase& op) {
-  if (op.type() != "ConvFusion") return kConvFusionUnknown;
-  DOPPIO_ENFORCE(op.HasArgument("fusion_type"),
+// fusion_type); Conv ignores the argument, as Caffe2's CPU Conv does. Read
+// from the def, so the kernel and its layout advisor agree.
+int ReadFusionType(const OperatorDef& def) {
+  if (def.type() != "ConvFusion") return kConvFusionUnknown;
+  const ArgumentHelper args(def);
+  DOPPIO_ENFORCE(args.Has("fusion_type"),
                  "ConvFusion needs the argument fusion_type (1: Conv + activation, 2: Conv + "
                  "sum, 3: Conv + sum + activation)");
-  const int fusion_type = op.GetSingleArgument<int>("fusion_type", kConvFusionUnknown);
+  const int fusion_type = args.GetSingle<int>("fusion_type", kConvFusionUnknown);
   DOPPIO_ENFORCE(fusion_type == kConvFusionRelu || fusion_type == kConvFusionSum ||
                      fusion_type == kConvFusionSumRelu,
                  "fusion_type ", fusion_type,
                  " is not supported; 1 (Conv + activation), 2 (Conv + sum) and 3 (Conv + sum + "
                  "activation) are");
   if (fusion_type != kConvFusionRelu) {
-    DOPPIO_ENFORCE(op.InputSize() >= 3, "fusion_type ", fusion_type,
+    DOPPIO_ENFORCE(def.input_size() >= 3, "fusion_type ", fusion_type,
                    " needs the tensor to sum into as its last input (X, filter[, bias], S)");
   }
   return fusion_type;
 }
 
-EltwiseFn ReadFusedActivation(const OperatorBase& op, int fusion_type) {
+bool SumsInto(int fusion_type) {
+  return fusion_type == kConvFusionSum || fusion_type == kConvFusionSumRelu;
+}
+
+EltwiseFn ReadFusedActivation(const OperatorDef& def, int fusion_type) {
   if (fusion_type != kConvFusionRelu && fusion_type != kConvFusionSumRelu) return {};
-  const std::string activation = op.GetSingleArgument<std::string>("activation", "Relu");
+  const ArgumentHelper args(def);
+  const std::string activation = args.GetSingle<std::string>("activation", "Relu");
   const EltwiseFn fn = EltwiseOfActivation(activation, [&](const std::string& name, float d) {
-    return op.GetSingleArgument<float>("activation_" + name, d);
+    return args.GetSingle<float>("activation_" + name, d);
   });
   DOPPIO_ENFORCE(!fn.empty(), "activation '", activation,
                  "' cannot be fused; ConvFusion fuses Relu, LeakyRelu, Clip, Sigmoid, Tanh, "
@@ -215,6 +222,12 @@ EltwiseFn ReadFusedActivation(const OperatorBase& op, int fusion_type) {
                    ") is greater than 'activation_max' (", fn.beta, ")");
   }
   return fn;
+}
+
+// Caffe2 ideep's training_mode 0: a forward-only use.
+bool ReadInferenceMode(const OperatorDef& def) {
+  const ArgumentHelper args(def);
+  return args.Has("training_mode") && args.GetSingle<int>("training_mode", 1) == 0;
 }
 
 // The activation over Y after the im2col path: oneDNN's kernel where it has
@@ -233,13 +246,13 @@ void ActivationInPlace(const EltwiseFn& fn, int64_t count, T* y) {
 
 ConvOp::ConvOp(const OperatorDef& def, Workspace* workspace)
     : ConvOpBase(def, workspace),
-      fusion_type_(ReadFusionType(*this)),
-      post_op_(ReadFusedActivation(*this, fusion_type_)),
-      inference_(HasArgument("training_mode") && GetSingleArgument<int>("training_mode", 1) == 0) {}
+      fusion_type_(ReadFusionType(def)),
+      post_op_(ReadFusedActivation(def, fusion_type_)),
+      inference_(ReadInferenceMode(def)) {}
 ConvOp::~ConvOp() = default;
 
 const Tensor* ConvOp::Summand(const Tensor& X, const std::vector<int64_t>& out_dims) const {
-  if (fusion_type_ != kConvFusionSum && fusion_type_ != kConvFusionSumRelu) return nullptr;
+  if (!SumsInto(fusion_type_)) return nullptr;
   const int last = InputSize() - 1;
   const Tensor& S = Input(last);
   DOPPIO_ENFORCE(S.dims() == out_dims && S.dtype() == X.dtype(), "the tensor to sum into, '",
@@ -250,7 +263,7 @@ const Tensor* ConvOp::Summand(const Tensor& X, const std::vector<int64_t>& out_d
 }
 
 void ConvOp::RunOnDevice() {
-  const bool sums = fusion_type_ == kConvFusionSum || fusion_type_ == kConvFusionSumRelu;
+  const bool sums = SumsInto(fusion_type_);
   const Tensor& X = Input(0);
   const Tensor& filter = Input(1);
   const Tensor* bias = InputSize() - (sums ? 1 : 0) == 3 ? &Input(2) : nullptr;
@@ -342,7 +355,6 @@ namespace {
 // this def and these shapes (4-D float X, NCHW or NHWC filter as the order
 // says). ConvFusion's activation is a post-op, which may change oneDNN's pick.
 ActivationLayout AdviseConvLayout(const OperatorDef& def, const std::vector<TensorShape>& in) {
-  const ArgumentHelper args(def);
   if (in.size() < 2 || in[0].data_type() != TensorProto::FLOAT || in[0].dims_size() != 4 ||
       in[1].dims_size() != 4 || def.engine() == "IM2COL") {
     return ActivationLayout::kNoPreference;
@@ -357,17 +369,11 @@ ActivationLayout AdviseConvLayout(const OperatorDef& def, const std::vector<Tens
   if (g.kernel != kernel || g.channels % group != 0 || w[0] % group != 0) {
     return ActivationLayout::kNoPreference;
   }
-  const int fusion = def.type() == "ConvFusion" ? args.GetSingle<int>("fusion_type", 0) : 0;
-  EltwiseFn post_op;
-  if (fusion == kConvFusionRelu || fusion == kConvFusionSumRelu) {
-    post_op = EltwiseOfActivation(args.GetSingle<std::string>("activation", "Relu"),
-                                  [&](const std::string& name, float fallback) {
-                                    return args.GetSingle<float>("activation_" + name, fallback);
-                                  });
-  }
-  const bool with_sum = fusion == kConvFusionSum || fusion == kConvFusionSumRelu;
-  const bool inference = args.Has("training_mode") && args.GetSingle<int>("training_mode", 1) == 0;
-  return DnnlConvSourceLayout(ConvProblemOf(g, w[0], group), post_op, with_sum, inference);
+  // The op's own readers: a def it would refuse throws, which AdviseLayout
+  // answers with no preference.
+  const int fusion = ReadFusionType(def);
+  return DnnlConvSourceLayout(ConvProblemOf(g, w[0], group), ReadFusedActivation(def, fusion),
+                              SumsInto(fusion), ReadInferenceMode(def));
 }
 
 [[maybe_unused]] const bool kConvLayoutAdvice =

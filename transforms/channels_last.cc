@@ -30,13 +30,6 @@ bool IsBinary(const std::string& type) {
   return type == "Add" || type == "Sub" || type == "Mul" || type == "Div" || type == "Sum";
 }
 
-bool HasArg(const OperatorDef& op, const std::string& name) {
-  for (const Argument& arg : op.arg()) {
-    if (arg.name() == name) return true;
-  }
-  return false;
-}
-
 // The 4-D float filter of a Conv, when it is a constant of the workspace.
 const Tensor* ConstantFilter(const NetDef& net, const Workspace& workspace, const BlobUses& uses,
                              const OperatorDef& op) {
@@ -82,7 +75,7 @@ std::vector<int> DataInputs(const NetDef& net, const OperatorDef& op) {
     if (type == "Dropout" && IntArg(op, "is_test", 0) == 0) return {};
     return {0};
   }
-  if (IsBinary(type) && !HasArg(op, "axis") && !HasArg(op, "axis_str")) {
+  if (IsBinary(type) && !HasLegacyBroadcastAxis(op)) {
     std::vector<int> all(op.input_size());
     for (int i = 0; i < op.input_size(); ++i) all[i] = i;
     return all;

@@ -21,13 +21,6 @@ struct ConvSum {
   int conv = -1, add = -1, relu = -1, operand = 0;
 };
 
-bool HasAxisArgument(const OperatorDef& op) {
-  for (const Argument& arg : op.arg()) {
-    if (arg.name() == "axis" || arg.name() == "axis_str") return true;
-  }
-  return false;
-}
-
 bool SameShape(const std::map<std::string, TensorShape>& shapes, const std::string& a,
                const std::string& b) {
   const auto x = shapes.find(a), y = shapes.find(b);
@@ -89,7 +82,7 @@ std::vector<ConvSum> PlanConvSums(const NetDef& net, const Workspace& workspace)
   for (int j = 0; j < net.op_size(); ++j) {
     const OperatorDef& add = net.op(j);
     if ((add.type() != "Add" && add.type() != "Sum") || add.input_size() != 2 ||
-        add.output_size() != 1 || HasAxisArgument(add) || !RunsOnCpu(net, add) ||
+        add.output_size() != 1 || HasLegacyBroadcastAxis(add) || !RunsOnCpu(net, add) ||
         add.input(0) == add.input(1) || !SameShape(shapes, add.input(0), add.input(1))) {
       continue;
     }

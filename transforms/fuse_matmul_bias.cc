@@ -38,9 +38,7 @@ std::string BiasOfAdd(const NetDef& net, const OperatorDef& add, const std::stri
       !RunsOnCpu(net, add)) {
     return "";
   }
-  for (const Argument& arg : add.arg()) {
-    if (arg.name() == "axis" || arg.name() == "axis_str") return "";
-  }
+  if (HasLegacyBroadcastAxis(add)) return "";
   if (add.input(0) == link && add.input(1) != link) return add.input(1);
   if (add.input(1) == link && add.input(0) != link) return add.input(0);
   return "";

@@ -84,6 +84,12 @@ bool RunsOnCpu(const NetDef& net, const OperatorDef& op) {
   return device.device_type() == 0;  // PROTO_CPU, also when unset
 }
 
+bool HasArg(const OperatorDef& op, const std::string& name) { return ArgumentHelper(op).Has(name); }
+
+bool HasLegacyBroadcastAxis(const OperatorDef& op) {
+  return HasArg(op, "axis") || HasArg(op, "axis_str");
+}
+
 int IntArg(const OperatorDef& op, const std::string& name, int default_value) {
   return ArgumentHelper(op).GetSingle<int>(name, default_value);
 }

@@ -50,6 +50,10 @@ class BlobUses {
 // Whether the op runs on the CPU (its own device option, else the net's).
 bool RunsOnCpu(const NetDef& net, const OperatorDef& op);
 
+bool HasArg(const OperatorDef& op, const std::string& name);
+// A binary op with Caffe2's legacy broadcast axis ("axis" / "axis_str"):
+// its operands do not broadcast as numpy's do, so the passes leave it.
+bool HasLegacyBroadcastAxis(const OperatorDef& op);
 int IntArg(const OperatorDef& op, const std::string& name, int default_value);
 float FloatArg(const OperatorDef& op, const std::string& name, float default_value);
 std::string StringArg(const OperatorDef& op, const std::string& name,

@@ -73,10 +73,7 @@ NetDef MarkConvsForInference(const NetDef& input_net, int* marked) {
   NetDef net = input_net;
   int count = 0;
   for (OperatorDef& op : *net.mutable_op()) {
-    if (op.type() != "Conv" || !RunsOnCpu(net, op)) continue;
-    bool has = false;
-    for (const Argument& arg : op.arg()) has = has || arg.name() == "training_mode";
-    if (has) continue;
+    if (op.type() != "Conv" || !RunsOnCpu(net, op) || HasArg(op, "training_mode")) continue;
     SetArgument(&op, "training_mode", 0);
     ++count;
   }
