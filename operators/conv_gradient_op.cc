@@ -33,7 +33,7 @@ void ConvGradientOp::RunOnDevice() {
     if (dnnl_->Run(p, X.data<float>(), filter.data<float>(), dY.data<float>(),
                    out.dfilter->mutable_data<float>(),
                    out.dbias != nullptr ? out.dbias->mutable_data<float>() : nullptr,
-                   out.dX != nullptr ? out.dX->mutable_data<float>() : nullptr)) {
+                   out.dX != nullptr ? out.dX->mutable_data<float>() : nullptr, conv_algorithm())) {
       return;
     }
   }
@@ -144,17 +144,20 @@ std::vector<TensorShape> InferConvGradient(const OperatorDef& def,
 void ConvGradientSchemaCommon(OpSchema& schema) {
   schema.NumInputs(3)
       .NumOutputs(1, 3)
-      .Arg("no_bias", "(int, default 0) 1 when the forward Conv had no bias: then output 1 "
-                      "is dX")
+      .Arg("no_bias",
+           "(int, default 0) 1 when the forward Conv had no bias: then output 1 "
+           "is dX")
       .Arg("kernel", "as for Conv (and stride, pad, dilation, group, order, legacy_pad)")
+      .Arg("conv_algorithm", "as for Conv: the forward's, which the gradient maker copies")
       .Input(0, "X", "the forward input")
       .Input(1, "filter", "the forward filter")
       .Input(2, "dY", "gradient of the forward output")
       .Output(0, "dfilter", "gradient of the filter")
       .Output(1, "dbias", "gradient of the bias (or dX when no_bias)")
       .Output(2, "dX", "gradient of X (optional)")
-      .Doc("Gradients of Conv: dfilter, then dbias unless no_bias, then dX if one more "
-           "output is given.");
+      .Doc(
+          "Gradients of Conv: dfilter, then dbias unless no_bias, then dX if one more "
+          "output is given.");
 }
 
 }  // namespace

@@ -33,11 +33,20 @@ bool EngineListHas(const std::string& engines, const std::string& engine) {
 }  // namespace
 
 ConvOpBase::ConvOpBase(const OperatorDef& def, Workspace* workspace)
-    : ConvPoolOpBase(def, workspace), force_im2col_(EngineListHas(def.engine(), "IM2COL")) {
+    : ConvPoolOpBase(def, workspace),
+      force_im2col_(EngineListHas(def.engine(), "IM2COL")),
+      conv_algorithm_(ReadConvAlgorithm(def)) {
   DOPPIO_ENFORCE(!conv_args().global_pooling(),
                  "global_pooling applies to pooling ops, not convolution");
   DOPPIO_ENFORCE(conv_args().legacy_pad() != LegacyPadding::kCaffeLegacyPooling,
                  "legacy_pad CAFFE_LEGACY_POOLING applies to pooling ops, not convolution");
+}
+
+ConvAlgorithm ReadConvAlgorithm(const OperatorDef& def) {
+  const int value = ArgumentHelper(def).GetSingle<int>("conv_algorithm", 0);
+  DOPPIO_ENFORCE(value >= 0 && value <= 2, "conv_algorithm ", value,
+                 " is not one of 0 (auto), 1 (Winograd), 2 (direct)");
+  return static_cast<ConvAlgorithm>(value);
 }
 
 void CheckConvInputAndFilter(const OperatorBase& op, StorageOrder order, const Tensor& X,
@@ -276,12 +285,14 @@ void ConvOp::RunOnDevice() {
   if (!in_place) Y->Resize(out_dims);
   if (X.dtype() == DataType::kFloat && !force_im2col() && Y->numel() > 0) {
     if (dnnl_ == nullptr) dnnl_ = std::make_unique<DnnlConvForward>();
-    // ConvFusion is inference-only: its filter is a constant.
+    // ConvFusion and training_mode 0 are inference: the filter is a constant
+    // (as Caffe2 ideep's), so a Winograd filter transform is done once.
     DnnlConvForwardOptions options;
     options.post_op = post_op_;
-    options.constant_filter = fusion_type_ != kConvFusionUnknown;
+    options.constant_filter = fusion_type_ != kConvFusionUnknown || inference_;
     options.sum = S != nullptr ? S->data<float>() : nullptr;
     options.inference = inference_;
+    options.algorithm = conv_algorithm();
     if (dnnl_->Run(p, X.data<float>(), filter.data<float>(),
                    bias != nullptr ? bias->data<float>() : nullptr, Y->mutable_data<float>(),
                    options)) {
@@ -373,7 +384,7 @@ ActivationLayout AdviseConvLayout(const OperatorDef& def, const std::vector<Tens
   // answers with no preference.
   const int fusion = ReadFusionType(def);
   return DnnlConvSourceLayout(ConvProblemOf(g, w[0], group), ReadFusedActivation(def, fusion),
-                              SumsInto(fusion), ReadInferenceMode(def));
+                              SumsInto(fusion), ReadInferenceMode(def), ReadConvAlgorithm(def));
 }
 
 [[maybe_unused]] const bool kConvLayoutAdvice =
@@ -414,8 +425,14 @@ void ConvSchemaCommon(OpSchema& schema) {
       .Arg("shared_buffer", "(int, default 0) accepted for compatibility; buffers are per op")
       .Arg("training_mode",
            "(int) Caffe2 ideep's: 0 marks a forward-only (inference) use, "
-           "which may pick faster layouts on oneDNN; the inference passes set "
-           "it; results are the same")
+           "which may pick faster layouts on oneDNN and, as ideep, keeps the "
+           "filter's oneDNN layout between runs (redone when the filter's "
+           "storage or the shape changes); the inference passes set it")
+      .Arg("conv_algorithm",
+           "(int, default 0) Caffe2 ideep's, CPU float32: 0 auto (Winograd F(4x4, 3x3) for "
+           "3x3 unit-stride convolutions of >= 32 channels where oneDNN has it, which "
+           "measured faster; else direct), 1 Winograd wherever oneDNN has it, 2 direct "
+           "only (Doppio's). Winograd's values differ from direct ones by rounding")
       .Arg("ws_nbytes_limit",
            "(int, default 64 MiB) CUDA (cuDNN): the most workspace "
            "bytes a chosen algorithm may use")

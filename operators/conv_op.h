@@ -38,6 +38,16 @@ struct ConvProblem {
   int64_t kernel_dim = 0;     // C / group * prod(kernel): the GEMM's K
 };
 
+// Which oneDNN algorithm a float32 convolution runs: Caffe2 ideep's
+// conv_algorithm argument (0 auto, 1 Winograd) plus Doppio's 2, direct only.
+// Auto takes Winograd where it measured faster (conv_op_dnnl.cc says where);
+// Winograd falls back to direct where oneDNN has no Winograd kernel (AVX2,
+// strides, kernels other than 3x3, channels not a multiple of 16).
+enum class ConvAlgorithm : int { kAuto = 0, kWinograd = 1, kDirect = 2 };
+
+// The def's conv_algorithm; anything but 0, 1 or 2 is refused, naming it.
+ConvAlgorithm ReadConvAlgorithm(const OperatorDef& def);
+
 // The problem of a checked geometry: channels and out_channels divide by
 // group.
 ConvProblem ConvProblemOf(const ConvPoolGeometry& geometry, int64_t out_channels, int64_t group);
@@ -53,9 +63,11 @@ class ConvOpBase : public ConvPoolOpBase {
   ConvProblem ResolveConv(const Tensor& X, const Tensor& filter, const Tensor* bias) const;
   // Whether the def asks for the im2col backend (engine "IM2COL").
   bool force_im2col() const { return force_im2col_; }
+  ConvAlgorithm conv_algorithm() const { return conv_algorithm_; }
 
  private:
   bool force_im2col_ = false;
+  ConvAlgorithm conv_algorithm_;
 };
 
 // Caffe2's ConvFusion fusion types (ideep's FusionType): Conv + activation

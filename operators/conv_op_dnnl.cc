@@ -148,6 +148,48 @@ std::vector<int64_t> ProblemKey(const ConvProblem& p, std::initializer_list<int6
   return key;
 }
 
+// Winograd F(4x4, 3x3) computes a 3x3 convolution with about a quarter of
+// direct's multiplications, in 6x6 input tiles; oneDNN has it for AVX-512
+// only. Against oneDNN's direct kernels on a 2-core AVX-512 machine (batch 1,
+// 8 and 64; forward, data and filter gradients) it was 1.2-3.6x faster from
+// 32 channels with outputs of 8x8 or more and from 64 channels with 4x4 or
+// more (the gradients of 128-512 channels at 4x4: data 0.8-1.2x, filter
+// 1.9-2.6x); slower at 2x2, where a tile is mostly padding, and with 16
+// channels, too few for its tile products. oneDNN's own convolution_auto
+// takes it for those 16-channel layers and never for inference, where it
+// gained most. Batch plays no part, so every device count takes the same
+// algorithm.
+bool WinogradPays(const ConvProblem& p) {
+  const ConvPoolGeometry& g = p.geometry;
+  if (g.num_spatial() != 2 || p.group != 1) return false;
+  for (int d = 0; d < 2; ++d) {
+    if (g.kernel[d] != 3 || g.stride[d] != 1 || g.dilation[d] != 1) return false;
+  }
+  const int64_t channels = std::min(g.channels, p.out_channels);
+  const int64_t side = std::min(g.output[0], g.output[1]);
+  return (channels >= 32 && side >= 8) || (channels >= 64 && side >= 4);
+}
+
+dnnl::algorithm ChosenAlgorithm(const ConvProblem& p, ConvAlgorithm requested) {
+  const bool winograd = requested == ConvAlgorithm::kWinograd ||
+                        (requested == ConvAlgorithm::kAuto && WinogradPays(p));
+  return winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+}
+
+// make(algorithm), or make(direct) where oneDNN has no Winograd kernel for
+// the case (AVX2, channels not a multiple of 16, an unsupported post-op).
+template <typename Make>
+auto WithDirectFallback(dnnl::algorithm algorithm, const Make& make) {
+  if (algorithm == dnnl::algorithm::convolution_winograd) {
+    try {
+      return make(algorithm);
+    } catch (const dnnl::error&) {
+      // no Winograd kernel: direct below
+    }
+  }
+  return make(dnnl::algorithm::convolution_direct);
+}
+
 // The descriptors of one problem in our layouts, plus its geometry in
 // oneDNN's terms (dilation 1 is oneDNN's 0).
 struct ConvDescs {
@@ -169,15 +211,14 @@ struct ConvDescs {
 
   // A post-op (ConvFusion, inference only) is appended; the unfused
   // primitive stays exactly what training has always used.
-  dnnl::convolution_forward::primitive_desc ForwardHint(bool with_bias,
-                                                        const EltwiseFn& post_op = {},
-                                                        bool with_sum = false,
-                                                        bool for_inference = false) const {
+  dnnl::convolution_forward::primitive_desc ForwardHint(bool with_bias, const EltwiseFn& post_op,
+                                                        bool with_sum, bool for_inference,
+                                                        dnnl::algorithm algorithm) const {
     const bool inference = !post_op.empty() || with_sum || for_inference;
     const dnnl::convolution_forward::desc desc(
         inference ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
-        dnnl::algorithm::convolution_direct, AnyLike(src), AnyLike(weights),
-        with_bias ? bias : memory::desc(), AnyLike(dst), strides, dilates, pad_l, pad_r);
+        algorithm, AnyLike(src), AnyLike(weights), with_bias ? bias : memory::desc(), AnyLike(dst),
+        strides, dilates, pad_l, pad_r);
     dnnl::primitive_attr attr = UserScratchpadAttr();
     dnnl::post_ops post_ops;
     if (with_sum) post_ops.append_sum(1.0f);
@@ -190,9 +231,12 @@ struct ConvDescs {
 }  // namespace
 
 ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op, bool with_sum,
-                                      bool inference) {
+                                      bool inference, ConvAlgorithm algorithm) {
   const ConvDescs descs(p);
-  const memory::desc chosen = descs.ForwardHint(true, post_op, with_sum, inference).src_desc();
+  const memory::desc chosen =
+      WithDirectFallback(ChosenAlgorithm(p, algorithm), [&](dnnl::algorithm a) {
+        return descs.ForwardHint(true, post_op, with_sum, inference, a);
+      }).src_desc();
   const ConvPoolGeometry& g = p.geometry;
   for (StorageOrder order : {StorageOrder::kNCHW, StorageOrder::kNHWC}) {
     if (chosen == ActivationDesc(order, g.batch, g.channels, g.input)) {
@@ -210,12 +254,12 @@ namespace {
 // layout is 1.5-4.5x faster, and dX needs no reorder. Should that layout get
 // only the reference implementation, the blocked one is used after all.
 dnnl::convolution_backward_data::primitive_desc DataGradientPrimitive(
-    const ConvProblem& p, const ConvDescs& descs,
+    const ConvProblem& p, const ConvDescs& descs, dnnl::algorithm algorithm,
     const dnnl::convolution_forward::primitive_desc& hint) {
   const auto make = [&](const memory::desc& diff_src) {
-    const dnnl::convolution_backward_data::desc desc(
-        dnnl::algorithm::convolution_direct, diff_src, AnyLike(descs.weights),
-        AnyLike(descs.dst), descs.strides, descs.dilates, descs.pad_l, descs.pad_r);
+    const dnnl::convolution_backward_data::desc desc(algorithm, diff_src, AnyLike(descs.weights),
+                                                     AnyLike(descs.dst), descs.strides,
+                                                     descs.dilates, descs.pad_l, descs.pad_r);
     return dnnl::convolution_backward_data::primitive_desc(desc, UserScratchpadAttr(),
                                                            DnnlCpuEngine(), hint);
   };
@@ -232,38 +276,58 @@ dnnl::convolution_backward_data::primitive_desc DataGradientPrimitive(
   return make(AnyLike(descs.src));
 }
 
+// A dense row-major descriptor of `desc`'s dims.
+memory::desc DenseDesc(const memory::desc& desc) {
+  const memory::dims dims = desc.dims();
+  memory::dims strides(dims.size());
+  memory::dim step = 1;
+  for (size_t d = dims.size(); d-- > 0;) {
+    strides[d] = step;
+    step *= dims[d];
+  }
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
 // One argument of a primitive: the user's buffer in our layout and, when the
 // primitive wants another layout, a buffer in the arena plus the reorder
-// between.
+// between. oneDNN converts into some layouts (Winograd's filter) only from a
+// dense one: then the data goes through a dense buffer in between.
 struct Operand {
   memory user;
   memory inner;
   bool reordered = false;
-  dnnl::reorder reorder;
 
   void Init(const memory::desc& user_desc, const memory::desc& inner_desc, bool is_input,
             Scratchpad* scratchpad) {
     user = memory(user_desc, DnnlCpuEngine(), nullptr);
     reordered = !(user_desc == inner_desc);
+    staged_ = false;
     if (!reordered) {
       inner = user;
       return;
     }
     inner = memory(inner_desc, DnnlCpuEngine(), nullptr);
-    const dnnl::reorder::primitive_desc pd =
-        is_input ? dnnl::reorder::primitive_desc(user, inner, UserScratchpadAttr())
-                 : dnnl::reorder::primitive_desc(inner, user, UserScratchpadAttr());
-    scratchpad->Need(pd.scratchpad_desc());
-    reorder = dnnl::reorder(pd);
     scratchpad_ = scratchpad;
+    const memory& from = is_input ? user : inner;
+    const memory& to = is_input ? inner : user;
+    try {
+      first_ = MakeReorder(from, to);
+    } catch (const dnnl::error&) {
+      staged_ = true;
+      staging_ = memory(DenseDesc(user_desc), DnnlCpuEngine(), nullptr);
+      first_ = MakeReorder(from, staging_);
+      second_ = MakeReorder(staging_, to);
+    }
   }
-  void Place(ArenaLayout* layout) {
-    if (reordered) offset_ = layout->Place(inner.get_desc().get_size());
+  // `inner_in_arena` false: the caller points inner at its own buffer.
+  void Place(ArenaLayout* layout, bool inner_in_arena = true) {
+    inner_placed_ = reordered && inner_in_arena;
+    if (inner_placed_) offset_ = layout->Place(inner.get_desc().get_size());
+    if (staged_) staging_offset_ = layout->Place(staging_.get_desc().get_size());
   }
-  // Also zeroes the padding of blocked layouts (channels not a multiple of
-  // the block): the block held another op's data before.
   void Bind(char* block) {
-    if (reordered) inner.set_data_handle(block + offset_);
+    if (inner_placed_) inner.set_data_handle(block + offset_);
+    if (staged_) staging_.set_data_handle(block + staging_offset_);
   }
   // Points at the caller's input and converts it to the primitive's layout.
   void In(dnnl::stream& stream, const float* data) {
@@ -283,11 +347,26 @@ struct Operand {
   }
 
  private:
-  void Reorder(dnnl::stream& stream, const memory& from, const memory& to) {
-    reorder.execute(stream, scratchpad_->With({{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}));
+  dnnl::reorder MakeReorder(const memory& from, const memory& to) {
+    const dnnl::reorder::primitive_desc pd(from, to, UserScratchpadAttr());
+    scratchpad_->Need(pd.scratchpad_desc());
+    return dnnl::reorder(pd);
   }
-  const Scratchpad* scratchpad_ = nullptr;
+  void Reorder(dnnl::stream& stream, const memory& from, const memory& to) {
+    if (!staged_) {
+      first_.execute(stream, scratchpad_->With({{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}));
+      return;
+    }
+    first_.execute(stream, scratchpad_->With({{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, staging_}}));
+    second_.execute(stream, scratchpad_->With({{DNNL_ARG_FROM, staging_}, {DNNL_ARG_TO, to}}));
+  }
+  Scratchpad* scratchpad_ = nullptr;
+  dnnl::reorder first_, second_;
+  bool staged_ = false;
+  memory staging_;
+  bool inner_placed_ = false;
   size_t offset_ = 0;
+  size_t staging_offset_ = 0;
 };
 
 }  // namespace
@@ -309,7 +388,47 @@ struct DnnlConvForward::State {
   bool cache_filter = false;
   Tensor filter_cache;
   const float* reordered_filter = nullptr;
+
+  void Build(const ConvProblem& p, bool with_bias, const DnnlConvForwardOptions& options,
+             dnnl::algorithm algorithm);
 };
+
+// Builds the primitives of one algorithm; throws dnnl::error where oneDNN
+// has none (a Winograd filter reorder from an NHWC filter, for one).
+void DnnlConvForward::State::Build(const ConvProblem& p, bool with_bias,
+                                   const DnnlConvForwardOptions& options,
+                                   dnnl::algorithm algorithm) {
+  const ConvDescs descs(p);
+  const auto pd = descs.ForwardHint(with_bias, options.post_op, options.sum != nullptr,
+                                    options.inference, algorithm);
+  primitive = dnnl::convolution_forward(pd);
+  scratchpad.Reset();
+  scratchpad.Need(pd.scratchpad_desc());
+  src.Init(descs.src, pd.src_desc(), true, &scratchpad);
+  weights.Init(descs.weights, pd.weights_desc(), true, &scratchpad);
+  dst.Init(descs.dst, pd.dst_desc(), false, &scratchpad);
+  // The sum post-op accumulates into dst: the summand goes in first.
+  has_sum = options.sum != nullptr;
+  if (has_sum) sum.Init(descs.dst, pd.dst_desc(), true, &scratchpad);
+  has_bias = with_bias;
+  if (has_bias) bias = memory(descs.bias, DnnlCpuEngine(), nullptr);
+  cache_filter = options.constant_filter && weights.reordered;
+  ArenaLayout layout;
+  scratchpad.Place(&layout);
+  src.Place(&layout);
+  dst.Place(&layout);
+  if (cache_filter) {
+    const int64_t bytes = static_cast<int64_t>(weights.inner.get_desc().get_size());
+    filter_cache.Resize({bytes});
+    // Zeroed once: blocked layouts pad the channels, and the padding
+    // must read as zeros.
+    uint8_t* cache = filter_cache.mutable_data<uint8_t>();
+    std::fill(cache, cache + bytes, uint8_t{0});
+    weights.inner.set_data_handle(cache);
+  }
+  weights.Place(&layout, /*inner_in_arena=*/!cache_filter);
+  arena_bytes = layout.total();
+}
 
 DnnlConvForward::DnnlConvForward() : state_(std::make_unique<State>()) {}
 DnnlConvForward::~DnnlConvForward() = default;
@@ -320,43 +439,17 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
   const std::vector<int64_t> key =
       ProblemKey(p, {bias != nullptr, static_cast<int64_t>(options.post_op.algorithm),
                      FloatBits(options.post_op.alpha), FloatBits(options.post_op.beta),
-                     options.constant_filter, options.sum != nullptr, options.inference});
+                     options.constant_filter, options.sum != nullptr, options.inference,
+                     static_cast<int64_t>(options.algorithm)});
   if (key != s.key) {
     s.key = key;
     s.supported = false;
     s.reordered_filter = nullptr;
     try {
-      const ConvDescs descs(p);
-      const auto pd = descs.ForwardHint(bias != nullptr, options.post_op, options.sum != nullptr,
-                                        options.inference);
-      s.primitive = dnnl::convolution_forward(pd);
-      s.scratchpad.Reset();
-      s.scratchpad.Need(pd.scratchpad_desc());
-      s.src.Init(descs.src, pd.src_desc(), true, &s.scratchpad);
-      s.weights.Init(descs.weights, pd.weights_desc(), true, &s.scratchpad);
-      s.dst.Init(descs.dst, pd.dst_desc(), false, &s.scratchpad);
-      // The sum post-op accumulates into dst: the summand goes in first.
-      s.has_sum = options.sum != nullptr;
-      if (s.has_sum) s.sum.Init(descs.dst, pd.dst_desc(), true, &s.scratchpad);
-      s.has_bias = bias != nullptr;
-      if (s.has_bias) s.bias = memory(descs.bias, DnnlCpuEngine(), nullptr);
-      s.cache_filter = options.constant_filter && s.weights.reordered;
-      ArenaLayout layout;
-      s.scratchpad.Place(&layout);
-      s.src.Place(&layout);
-      s.dst.Place(&layout);
-      if (s.cache_filter) {
-        const int64_t bytes = static_cast<int64_t>(s.weights.inner.get_desc().get_size());
-        s.filter_cache.Resize({bytes});
-        // Zeroed once: blocked layouts pad the channels, and the padding
-        // must read as zeros.
-        uint8_t* cache = s.filter_cache.mutable_data<uint8_t>();
-        std::fill(cache, cache + bytes, uint8_t{0});
-        s.weights.inner.set_data_handle(cache);
-      } else {
-        s.weights.Place(&layout);
-      }
-      s.arena_bytes = layout.total();
+      WithDirectFallback(ChosenAlgorithm(p, options.algorithm), [&](dnnl::algorithm a) {
+        s.Build(p, bias != nullptr, options, a);
+        return true;
+      });
       s.supported = true;
     } catch (const dnnl::error&) {
       return false;  // oneDNN has no implementation for this case
@@ -369,8 +462,8 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
     s.src.Bind(block);
     s.dst.Bind(block);
     s.src.In(s.stream, x);
+    s.weights.Bind(block);
     if (!s.cache_filter) {
-      s.weights.Bind(block);
       s.weights.In(s.stream, w);
     } else if (s.reordered_filter != w) {
       s.weights.In(s.stream, w);
@@ -460,6 +553,26 @@ void DepthwiseWeightGradient(const ConvProblem& p, const float* x, const float* 
 
 }  // namespace
 
+// The filter- and data-gradient primitives of one problem, of one algorithm.
+struct BackwardDescs {
+  dnnl::convolution_backward_weights::primitive_desc weights;
+  dnnl::convolution_backward_data::primitive_desc data;  // empty without dX
+};
+
+BackwardDescs BackwardPrimitives(const ConvProblem& p, const ConvDescs& descs, bool with_bias,
+                                 bool with_dx, dnnl::algorithm algorithm) {
+  const auto hint = descs.ForwardHint(with_bias, {}, false, false, algorithm);
+  const dnnl::convolution_backward_weights::desc weights_desc(
+      algorithm, AnyLike(descs.src), AnyLike(descs.weights),
+      with_bias ? descs.bias : memory::desc(), AnyLike(descs.dst), descs.strides, descs.dilates,
+      descs.pad_l, descs.pad_r);
+  BackwardDescs result;
+  result.weights = dnnl::convolution_backward_weights::primitive_desc(
+      weights_desc, UserScratchpadAttr(), DnnlCpuEngine(), hint);
+  if (with_dx) result.data = DataGradientPrimitive(p, descs, algorithm, hint);
+  return result;
+}
+
 struct DnnlConvBackward::State {
   std::vector<int64_t> key;
   bool supported = false;
@@ -475,73 +588,74 @@ struct DnnlConvBackward::State {
   bool share_diff_dst = false;
   bool own_depthwise_weights = false;  // dW (and dbias) by DepthwiseWeightGradient
   size_t arena_bytes = 0;
+
+  void Build(const ConvProblem& p, bool with_bias, bool with_dx, dnnl::algorithm algorithm);
 };
+
+// Builds the primitives of one algorithm; throws dnnl::error where oneDNN
+// has none.
+void DnnlConvBackward::State::Build(const ConvProblem& p, bool with_bias, bool with_dx,
+                                    dnnl::algorithm algorithm) {
+  const ConvDescs descs(p);
+  const BackwardDescs pds = BackwardPrimitives(p, descs, with_bias, with_dx, algorithm);
+  const auto& weights_pd = pds.weights;
+  weights_primitive = dnnl::convolution_backward_weights(weights_pd);
+  own_depthwise_weights = UseOwnDepthwiseWeightGradient(p, weights_pd);
+  scratchpad.Reset();
+  scratchpad.Need(weights_pd.scratchpad_desc());
+  w_src.Init(descs.src, weights_pd.src_desc(), true, &scratchpad);
+  w_diff_dst.Init(descs.dst, weights_pd.diff_dst_desc(), true, &scratchpad);
+  w_diff_weights.Init(descs.weights, weights_pd.diff_weights_desc(), false, &scratchpad);
+  has_bias = with_bias;
+  if (has_bias) diff_bias = memory(descs.bias, DnnlCpuEngine(), nullptr);
+  has_dx = with_dx;
+  share_diff_dst = false;
+  if (has_dx) {
+    const auto& data_pd = pds.data;
+    data_primitive = dnnl::convolution_backward_data(data_pd);
+    scratchpad.Need(data_pd.scratchpad_desc());
+    d_diff_dst.Init(descs.dst, data_pd.diff_dst_desc(), true, &scratchpad);
+    // Both primitives usually want dY in one layout: convert it once.
+    share_diff_dst = w_diff_dst.reordered && d_diff_dst.reordered &&
+                     data_pd.diff_dst_desc() == weights_pd.diff_dst_desc() &&
+                     !own_depthwise_weights;
+    d_weights.Init(descs.weights, data_pd.weights_desc(), true, &scratchpad);
+    d_diff_src.Init(descs.src, data_pd.diff_src_desc(), false, &scratchpad);
+  }
+  // The dW primitive's buffers are done with when the dX one starts;
+  // only a shared dY lives on into it.
+  ArenaLayout layout;
+  scratchpad.Place(&layout);
+  if (share_diff_dst) w_diff_dst.Place(&layout);
+  const size_t data_phase = layout.Mark();
+  if (!share_diff_dst) w_diff_dst.Place(&layout);
+  w_src.Place(&layout);
+  w_diff_weights.Place(&layout);
+  layout.Rewind(data_phase);
+  if (has_dx) {
+    if (!share_diff_dst) d_diff_dst.Place(&layout);
+    d_weights.Place(&layout);
+    d_diff_src.Place(&layout);
+  }
+  arena_bytes = layout.total();
+}
 
 DnnlConvBackward::DnnlConvBackward() : state_(std::make_unique<State>()) {}
 DnnlConvBackward::~DnnlConvBackward() = default;
 
 bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w, const float* dy,
-                           float* dw, float* dbias, float* dx) {
+                           float* dw, float* dbias, float* dx, ConvAlgorithm algorithm) {
   State& s = *state_;
-  const std::vector<int64_t> key = ProblemKey(p, {dbias != nullptr, dx != nullptr});
+  const std::vector<int64_t> key =
+      ProblemKey(p, {dbias != nullptr, dx != nullptr, static_cast<int64_t>(algorithm)});
   if (key != s.key) {
     s.key = key;
     s.supported = false;
     try {
-      const ConvDescs descs(p);
-      const auto hint = descs.ForwardHint(dbias != nullptr);
-      const dnnl::convolution_backward_weights::desc weights_desc =
-          dbias != nullptr
-              ? dnnl::convolution_backward_weights::desc(
-                    dnnl::algorithm::convolution_direct, AnyLike(descs.src),
-                    AnyLike(descs.weights), descs.bias, AnyLike(descs.dst), descs.strides,
-                    descs.dilates, descs.pad_l, descs.pad_r)
-              : dnnl::convolution_backward_weights::desc(
-                    dnnl::algorithm::convolution_direct, AnyLike(descs.src),
-                    AnyLike(descs.weights), AnyLike(descs.dst), descs.strides, descs.dilates,
-                    descs.pad_l, descs.pad_r);
-      const dnnl::convolution_backward_weights::primitive_desc weights_pd(
-          weights_desc, UserScratchpadAttr(), DnnlCpuEngine(), hint);
-      s.weights_primitive = dnnl::convolution_backward_weights(weights_pd);
-      s.own_depthwise_weights = UseOwnDepthwiseWeightGradient(p, weights_pd);
-      s.scratchpad.Reset();
-      s.scratchpad.Need(weights_pd.scratchpad_desc());
-      s.w_src.Init(descs.src, weights_pd.src_desc(), true, &s.scratchpad);
-      s.w_diff_dst.Init(descs.dst, weights_pd.diff_dst_desc(), true, &s.scratchpad);
-      s.w_diff_weights.Init(descs.weights, weights_pd.diff_weights_desc(), false,
-                            &s.scratchpad);
-      s.has_bias = dbias != nullptr;
-      if (s.has_bias) s.diff_bias = memory(descs.bias, DnnlCpuEngine(), nullptr);
-      s.has_dx = dx != nullptr;
-      s.share_diff_dst = false;
-      if (s.has_dx) {
-        const auto data_pd = DataGradientPrimitive(p, descs, hint);
-        s.data_primitive = dnnl::convolution_backward_data(data_pd);
-        s.scratchpad.Need(data_pd.scratchpad_desc());
-        s.d_diff_dst.Init(descs.dst, data_pd.diff_dst_desc(), true, &s.scratchpad);
-        // Both primitives usually want dY in one layout: convert it once.
-        s.share_diff_dst = s.w_diff_dst.reordered && s.d_diff_dst.reordered &&
-                           data_pd.diff_dst_desc() == weights_pd.diff_dst_desc() &&
-                           !s.own_depthwise_weights;
-        s.d_weights.Init(descs.weights, data_pd.weights_desc(), true, &s.scratchpad);
-        s.d_diff_src.Init(descs.src, data_pd.diff_src_desc(), false, &s.scratchpad);
-      }
-      // The dW primitive's buffers are done with when the dX one starts;
-      // only a shared dY lives on into it.
-      ArenaLayout layout;
-      s.scratchpad.Place(&layout);
-      if (s.share_diff_dst) s.w_diff_dst.Place(&layout);
-      const size_t data_phase = layout.Mark();
-      if (!s.share_diff_dst) s.w_diff_dst.Place(&layout);
-      s.w_src.Place(&layout);
-      s.w_diff_weights.Place(&layout);
-      layout.Rewind(data_phase);
-      if (s.has_dx) {
-        if (!s.share_diff_dst) s.d_diff_dst.Place(&layout);
-        s.d_weights.Place(&layout);
-        s.d_diff_src.Place(&layout);
-      }
-      s.arena_bytes = layout.total();
+      WithDirectFallback(ChosenAlgorithm(p, algorithm), [&](dnnl::algorithm a) {
+        s.Build(p, dbias != nullptr, dx != nullptr, a);
+        return true;
+      });
       s.supported = true;
     } catch (const dnnl::error&) {
       return false;

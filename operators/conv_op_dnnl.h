@@ -39,13 +39,14 @@ struct DnnlConvForwardOptions {
   // training_mode 0): oneDNN may then pick other layouts (NHWC with AVX-512
   // where a training primitive takes 16-channel blocks).
   bool inference = false;
+  ConvAlgorithm algorithm = ConvAlgorithm::kAuto;
 };
 
 // The layout oneDNN's forward convolution reads X in for `p` on this
 // machine (its ISA and the shape decide): kNchw / kNhwc when it reads our
 // tensor of that order as it is, kOther when it reorders X into blocks.
 ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op, bool with_sum,
-                                      bool inference);
+                                      bool inference, ConvAlgorithm algorithm);
 
 class DnnlConvForward {
  public:
@@ -67,7 +68,7 @@ class DnnlConvBackward {
   // dW (always), dbias (when non-null, summed over N and space) and dX (when
   // non-null) from X, W and dY.
   bool Run(const ConvProblem& p, const float* x, const float* w, const float* dy, float* dw,
-           float* dbias, float* dx);
+           float* dbias, float* dx, ConvAlgorithm algorithm = ConvAlgorithm::kAuto);
 
  private:
   struct State;

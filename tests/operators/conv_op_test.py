@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given
 
 import op_harness as h
+from doppio import workspace
+from doppio.proto import doppio_pb2
 
 
 # ------------------------------------------------------------------ references
@@ -258,6 +260,65 @@ def test_conv_training_mode_0_matches_numpy(group):
         if order == "NHWC":
             got = got.transpose(0, 3, 1, 2)
         np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("algorithm", [0, 1, 2])
+@pytest.mark.parametrize("order", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("shape", [(4, 32, 8, 8), (2, 64, 5, 7), (2, 24, 9, 9)])
+def test_conv_algorithm_matches_numpy(algorithm, order, shape):
+    """conv_algorithm 0 (auto), 1 (Winograd) and 2 (direct), for training
+    and inference (training_mode 0, whose filter is kept transformed): shapes
+    Winograd takes on AVX-512 and one it cannot (24 channels), forward and
+    gradients, against numpy and the float64 im2col path."""
+    rng = np.random.RandomState(shape[1] + algorithm)
+    n, c, height, width = shape
+    x = rng.uniform(-1, 1, shape).astype(np.float32)
+    w = rng.uniform(-0.2, 0.2, (c, c, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, (c,)).astype(np.float32)
+    dy = rng.uniform(-1, 1, shape).astype(np.float32)
+    want = conv_reference(x, w, b, [1, 1], [1] * 4, [1, 1], 1, "NCHW")
+    grad64 = h.make_op("ConvGradient", ["X", "w", "dY"], ["dw", "db", "dX"], kernel=3, pad=1,
+                       engine="IM2COL")
+    want_grads = h.run_op(grad64, [a.astype(np.float64) for a in (x, w, dy)])
+    nhwc = order == "NHWC"
+    to_order = (lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1))) if nhwc else (lambda a: a)
+    from_order = (lambda a: a.transpose(0, 3, 1, 2)) if nhwc else (lambda a: a)
+    for mode in ({}, {"training_mode": 0}):
+        op = h.make_op("Conv", ["X", "w", "b"], ["Y"], kernel=3, pad=1, order=order,
+                       conv_algorithm=algorithm, **mode)
+        got = h.run_op(op, [to_order(x), to_order(w), b])[0]
+        np.testing.assert_allclose(from_order(got), want, atol=1e-4, rtol=1e-4)
+    grad = h.make_op("ConvGradient", ["X", "w", "dY"], ["dw", "db", "dX"], kernel=3, pad=1,
+                     order=order, conv_algorithm=algorithm)
+    dw, db, dx = h.run_op(grad, [to_order(x), to_order(w), to_order(dy)])
+    np.testing.assert_allclose(from_order(dw), want_grads[0], atol=1e-3, rtol=1e-4)
+    np.testing.assert_allclose(db, want_grads[1], atol=1e-3, rtol=1e-4)
+    np.testing.assert_allclose(from_order(dx), want_grads[2], atol=1e-4, rtol=1e-4)
+
+
+def test_conv_inference_filter_follows_a_fed_filter():
+    """training_mode 0 keeps the filter in oneDNN's layout between runs (a
+    Winograd transform where that runs); a filter fed anew is used."""
+    rng = np.random.RandomState(7)
+    x = rng.uniform(-1, 1, (2, 32, 8, 8)).astype(np.float32)
+    net = doppio_pb2.NetDef(name="conv_fed_filter", external_input=["X", "w"])
+    net.op.append(h.make_op("Conv", ["X", "w"], ["Y"], kernel=3, pad=1, training_mode=0))
+    with h._FreshWorkspace():
+        workspace.FeedBlob("X", x)
+        for seed in range(3):
+            w = np.random.RandomState(seed).uniform(-0.2, 0.2, (32, 32, 3, 3)).astype(np.float32)
+            workspace.FeedBlob("w", w)
+            if seed == 0:
+                workspace.CreateNet(net)
+            workspace.RunNet(net.name)
+            want = conv_reference(x, w, None, [1, 1], [1] * 4, [1, 1], 1, "NCHW")
+            np.testing.assert_allclose(workspace.FetchBlob("Y"), want, atol=1e-4, rtol=1e-4)
+
+
+def test_conv_algorithm_bad_value():
+    op = h.make_op("Conv", ["X", "w"], ["Y"], kernel=3, conv_algorithm=3)
+    h.assert_op_error(op, [np.zeros((1, 1, 3, 3), np.float32), np.zeros((1, 1, 3, 3), np.float32)],
+                      "conv_algorithm 3", "0 (auto)")
 
 
 @pytest.mark.parametrize("channels", [1, 3])
