@@ -1,14 +1,49 @@
 #include "operators/sum_op.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
 #include "operators/math_functors.h"
 #include "operators/op_cost.h"
+#include "operators/parallel_for.h"
 
 namespace doppio {
+
+namespace {
+
+// y = x0 + x1 + ... in one pass, each element added in input order (the
+// order the bits depend on), across the intra-op threads. A block of the
+// sum is complete before it is written, so y may alias any input.
+template <typename T>
+void SumInputs(const std::vector<const T*>& x, int64_t count, T* y) {
+  constexpr int64_t kBlock = 1024;
+  const functors::SumTerm add;
+  ParallelFor(count, [&](int64_t begin, int64_t end) {
+    T block[kBlock];
+    for (int64_t start = begin; start < end; start += kBlock) {
+      const int64_t n = std::min(kBlock, end - start);
+      const T* x0 = x[0] + start;
+      if (x.size() == 1) {
+        std::copy(x0, x0 + n, y + start);
+        continue;
+      }
+      const T* x1 = x[1] + start;
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) block[i] = add(x0[i], x1[i]);
+      for (size_t k = 2; k < x.size(); ++k) {
+        const T* xk = x[k] + start;
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) block[i] = add(block[i], xk[i]);
+      }
+      std::copy(block, block + n, y + start);
+    }
+  });
+}
+
+}  // namespace
 
 void SumOp::RunOnDevice() {
   const Tensor& first = Input(0);
@@ -23,14 +58,14 @@ void SumOp::RunOnDevice() {
   }
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T* x0 = first.data<T>();
+    std::vector<const T*> x;
+    for (int i = 0; i < InputSize(); ++i) x.push_back(Input(i).data<T>());
     Tensor* output = Output(0);
     // In place (output is input 0) this keeps the storage and its values.
     output->Resize(first.dims());
     T* y = output->mutable_data<T>();
-    const int64_t count = first.numel();
-    if (y != x0) std::copy(x0, x0 + count, y);
-    for (int i = 1; i < InputSize(); ++i) functors::CpuSumInto(count, Input(i).data<T>(), y);
+    if (InputSize() == 1 && y == x[0]) return;
+    SumInputs<T>(x, first.numel(), y);
   };
   switch (first.dtype()) {
     case DataType::kFloat: return run(TypeTag<float>{});

@@ -55,6 +55,22 @@ def test_sum(count, shape, dtype, data):
     h.check_gradient(op, [x.astype(np.float64) for x in inputs], list(range(count)))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("count", [1, 2, 3, 5])
+def test_sum_large_adds_in_input_order(dtype, count):
+    """Past one block and one thread's share: each element is
+    ((x0 + x1) + x2) + ..., numpy's order, so the bits are equal."""
+    rng = np.random.RandomState(count)
+    inputs = [(rng.randn(100003) * 1000).astype(dtype) for _ in range(count)]
+    want = inputs[0].copy()
+    for x in inputs[1:]:
+        want = want + x
+    names = ["X%d" % i for i in range(count)]
+    np.testing.assert_array_equal(h.run_op(h.make_op("Sum", names, ["Y"]), inputs)[0], want)
+    in_place = h.run_op(h.make_op("Sum", names, ["X0"]), inputs)[0]
+    np.testing.assert_array_equal(in_place, want)
+
+
 @given(h.dims(0, 3), st.floats(-3, 3), h.float_dtypes, st.data())
 def test_scale(shape, scale, dtype, data):
     x = data.draw(h.arrays(tuple(shape), dtype))
