@@ -173,6 +173,40 @@ DOPPIO_BN_VECTOR_CLONES void GradientSums(const T* dy, const T* x, int64_t n, T 
   *sum_centred = total_centred;
 }
 
+// NHWC per-channel sums over `rows` rows of `channels` values: add_row(row,
+// s, q) adds one row's terms to s[c] and q[c] across the channels (a loop
+// the compiler vectorizes). Rows go in fixed chunks, each summed in T from
+// zero; the chunk partials are added in double in chunk order. The chunks
+// do not depend on the thread count, so neither do the results.
+constexpr int64_t kChunkRows = 128;
+
+template <typename T, typename AddRow>
+void ChannelsLastSums(int64_t rows, int64_t channels, const AddRow& add_row, double* first,
+                      double* second) {
+  const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+  std::vector<T> partial(chunks * 2 * channels, T(0));
+  ParallelFor(
+      chunks,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) {
+          T* s = partial.data() + k * 2 * channels;
+          T* q = s + channels;
+          const int64_t last = std::min(rows, (k + 1) * kChunkRows);
+          for (int64_t row = k * kChunkRows; row < last; ++row) add_row(row, s, q);
+        }
+      },
+      std::max<int64_t>(1, kParallelForMinPerThread / (kChunkRows * channels)));
+  std::fill(first, first + channels, 0.0);
+  std::fill(second, second + channels, 0.0);
+  for (int64_t k = 0; k < chunks; ++k) {
+    const T* s = partial.data() + k * 2 * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      first[c] += s[c];
+      second[c] += s[channels + c];
+    }
+  }
+}
+
 // The running statistic tensor (output `output`, the same blob as input
 // `output + 2`), made {C} and zero-filled when the blob is still empty, as
 // Caffe2 does for uninitialized running statistics.
@@ -232,14 +266,19 @@ void SpatialBNOp::BatchMoments(const Tensor& X, int64_t batch, int64_t channels,
   for (int64_t c = 0; c < channels; ++c) shift[c] = x[args_.channels_last ? c : c * inner];
   std::vector<double> sum(channels, 0.0), sumsq(channels, 0.0);
   if (args_.channels_last) {
-    for (int64_t row = 0; row < count; ++row) {
-      const T* xr = x + row * channels;
-      for (int64_t c = 0; c < channels; ++c) {
-        const T d = xr[c] - shift[c];
-        sum[c] += d;
-        sumsq[c] += d * d;
-      }
-    }
+    const T* shift_data = shift.data();
+    ChannelsLastSums<T>(
+        count, channels,
+        [&](int64_t row, T* s, T* q) {
+          const T* xr = x + row * channels;
+#pragma omp simd
+          for (int64_t c = 0; c < channels; ++c) {
+            const T d = xr[c] - shift_data[c];
+            s[c] += d;
+            q[c] += d * d;
+          }
+        },
+        sum.data(), sumsq.data());
   } else {
 #pragma omp parallel for schedule(static) if (count * channels >= kParallelMinValues)
     for (int64_t c = 0; c < channels; ++c) {
@@ -364,14 +403,18 @@ void SpatialBNGradientOp::Run() {
       dbias[c] = Input(6).data<T>()[c] / args_.num_batches;
     }
   } else if (args_.channels_last) {
-    for (int64_t row = 0; row < N * inner; ++row) {
-      const T* xr = x + row * C;
-      const T* dyr = dy + row * C;
-      for (int64_t c = 0; c < C; ++c) {
-        dbias[c] += dyr[c];
-        dscale[c] += dyr[c] * (xr[c] - mean[c]);
-      }
-    }
+    ChannelsLastSums<T>(
+        N * inner, C,
+        [&](int64_t row, T* s, T* q) {
+          const T* xr = x + row * C;
+          const T* dyr = dy + row * C;
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) {
+            s[c] += dyr[c];
+            q[c] += dyr[c] * (xr[c] - mean[c]);
+          }
+        },
+        dbias.data(), dscale.data());
     for (int64_t c = 0; c < C; ++c) dscale[c] *= inv_std[c];
   } else {
 #pragma omp parallel for schedule(static) if (N * C * inner >= kParallelMinValues)
@@ -407,12 +450,24 @@ void SpatialBNGradientOp::Run() {
   dX->Resize(X.dims());
   T* dx = dX->mutable_data<T>();
   if (args_.channels_last) {
-    for (int64_t row = 0; row < N * inner; ++row) {
-      const int64_t offset = row * C;
-      for (int64_t c = 0; c < C; ++c) {
-        dx[offset + c] = static_cast<T>(a[c] * dy[offset + c] + b[c] * x[offset + c] + g[c]);
-      }
-    }
+    // In T, as the NCHW rows below; rows are independent, so any split
+    // gives the same bits.
+    const std::vector<T> at(a.begin(), a.end()), bt(b.begin(), b.end()), gt(g.begin(), g.end());
+    const T* ap = at.data();
+    const T* bp = bt.data();
+    const T* gp = gt.data();
+    ParallelFor(
+        N * inner,
+        [&](int64_t begin, int64_t end) {
+          for (int64_t row = begin; row < end; ++row) {
+            const int64_t offset = row * C;
+#pragma omp simd
+            for (int64_t c = 0; c < C; ++c) {
+              dx[offset + c] = ap[c] * dy[offset + c] + bp[c] * x[offset + c] + gp[c];
+            }
+          }
+        },
+        std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, C)));
   } else {
 #pragma omp parallel for schedule(static) if (N * C * inner >= kParallelMinValues)
     for (int64_t row = 0; row < N * C; ++row) {

@@ -1,6 +1,7 @@
 """SpatialBN and SpatialBNGradient through the op harness, against numpy."""
 import hypothesis.strategies as st
 import numpy as np
+import pytest
 from hypothesis import given
 
 import op_harness as h
@@ -130,33 +131,38 @@ def test_rows_longer_than_a_vector_block(dtype, seed):
         h.check_gradient(train, inputs, [0, 1, 2], outputs_with_grad=[0])
 
 
-def test_large_nchw_matches_numpy():
+@pytest.mark.parametrize("order", ["NCHW", "NHWC"])
+def test_large_matches_numpy(order):
     # 4 * 8 * 33 * 33 values: enough for the kernels to split channels and
-    # rows across threads; the gradient is checked against the closed form.
+    # rows across threads (NHWC: 34 chunks of rows, the last one partial);
+    # the gradient is checked against the closed form.
     rng = np.random.RandomState(7)
     x = (rng.randn(4, 8, 33, 33) * 2 + 0.5).astype(np.float32)
+    if order == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    axes = reduce_axes(x, order)
     scale, var = (rng.uniform(0.5, 2, 8).astype(np.float32) for _ in range(2))
     bias, mean = (rng.randn(8).astype(np.float32) for _ in range(2))
     inputs = [x, scale, bias, mean, var]
-    train = h.make_op("SpatialBN", INPUTS, TRAIN_OUTPUTS, epsilon=1e-5, order="NCHW")
-    h.check_output(train, inputs, lambda *a: bn_train_mode(*a[:5], 1e-5, 0.9, "NCHW"))
+    train = h.make_op("SpatialBN", INPUTS, TRAIN_OUTPUTS, epsilon=1e-5, order=order)
+    h.check_output(train, inputs, lambda *a: bn_train_mode(*a[:5], 1e-5, 0.9, order))
     assert h.check_inplace(train, inputs) == 1
 
     _, _, _, saved_mean, saved_inv_std = h.run_op(train, inputs)
     dy = rng.randn(*x.shape).astype(np.float32)
     grad = h.make_op("SpatialBNGradient", ["X", "scale", "dY", "saved_mean", "saved_inv_std"],
-                     ["dX", "dscale", "dbias"], epsilon=1e-5, order="NCHW")
+                     ["dX", "dscale", "dbias"], epsilon=1e-5, order=order)
     dx, dscale, dbias = h.run_op(grad, [x, scale, dy, saved_mean, saved_inv_std])
     x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
-    mu = x64.mean(axis=(0, 2, 3))
-    inv_std = 1 / np.sqrt(x64.var(axis=(0, 2, 3)) + _f32(1e-5))
-    xhat = (x64 - per_channel(mu, x, "NCHW")) * per_channel(inv_std, x, "NCHW")
-    want_dbias = dy64.sum(axis=(0, 2, 3))
-    want_dscale = (dy64 * xhat).sum(axis=(0, 2, 3))
+    mu = x64.mean(axis=axes)
+    inv_std = 1 / np.sqrt(x64.var(axis=axes) + _f32(1e-5))
+    xhat = (x64 - per_channel(mu, x, order)) * per_channel(inv_std, x, order)
+    want_dbias = dy64.sum(axis=axes)
+    want_dscale = (dy64 * xhat).sum(axis=axes)
     count = x.size // 8
-    want_dx = per_channel(scale * inv_std / count, x, "NCHW") * (
-        count * dy64 - per_channel(want_dbias, x, "NCHW")
-        - xhat * per_channel(want_dscale, x, "NCHW"))
+    want_dx = per_channel(scale * inv_std / count, x, order) * (
+        count * dy64 - per_channel(want_dbias, x, order)
+        - xhat * per_channel(want_dscale, x, order))
     np.testing.assert_allclose(dbias, want_dbias, rtol=1e-4, atol=1e-2)
     np.testing.assert_allclose(dscale, want_dscale, rtol=1e-4, atol=1e-2)
     np.testing.assert_allclose(dx, want_dx, rtol=1e-4, atol=1e-4)

@@ -21,7 +21,12 @@ Models:
              halving transitions; 32x32 images, batch 64.
 
 Doppio runs one device with its default threads (every op on all cores);
-PyTorch eager with torch.set_num_threads(cores). The table also gives each
+PyTorch eager with torch.set_num_threads(cores). Each side runs in both of
+its layouts, Doppio's models built in NCHW and in NHWC (Caffe2's `order`,
+through the ModelHelper's arg_scope) and PyTorch's in contiguous and
+channels_last memory; each side's best layout counts. The first
+convolution computes no input gradient on either side (PyTorch's input
+needs none; Caffe2's `no_gradient_to_input`). The table also gives each
 side's convolution + FC FLOP rate as a share of the machine's measured
 sgemm rate (1024^3, the better of Doppio's MatMul and FC). Before timing, one step of
 each from the same weights must give the same loss (within 1e-4), so both
@@ -51,7 +56,7 @@ def doppio_resnet20(model, data, brew, resnet_builder):
     """Each doppio_* builder takes (model, data, brew, ResNetBuilder) and
     returns the logits; its parameters come in the order of its torch_*
     twin's, which copy_weights relies on."""
-    brew.conv(model, data, 'conv1', 3, 16, kernel=3, pad=1, no_bias=1)
+    brew.conv(model, data, 'conv1', 3, 16, kernel=3, pad=1, no_bias=1, no_gradient_to_input=1)
     brew.spatial_bn(model, 'conv1', 'conv1_bn', 16, epsilon=1e-5, momentum=0.9)
     brew.relu(model, 'conv1_bn', 'conv1_bn')
     builder = resnet_builder(model, 'conv1_bn', no_bias=1, is_test=False)
@@ -97,7 +102,8 @@ def _torch_resnet(nn, stem, channels, widths, blocks):
 
 
 def doppio_resnet18(model, data, brew, resnet_builder):
-    brew.conv(model, data, 'conv1', 3, 64, kernel=7, stride=2, pad=3, no_bias=1)
+    brew.conv(model, data, 'conv1', 3, 64, kernel=7, stride=2, pad=3, no_bias=1,
+              no_gradient_to_input=1)
     brew.spatial_bn(model, 'conv1', 'conv1_bn', 64, epsilon=1e-5, momentum=0.9)
     brew.relu(model, 'conv1_bn', 'conv1_bn')
     brew.max_pool(model, 'conv1_bn', 'pool1', kernel=3, stride=2, pad=1)
@@ -123,9 +129,10 @@ MOBILENET_V2 = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 
                 (6, 160, 3, 2), (6, 320, 1, 1)]
 
 
-def _doppio_conv_bn(model, brew, blob, name, cin, cout, kernel, stride=1, group=1, relu6=True):
+def _doppio_conv_bn(model, brew, blob, name, cin, cout, kernel, stride=1, group=1, relu6=True,
+                    **conv_args):
     brew.conv(model, blob, name, cin, cout, kernel=kernel, stride=stride, pad=kernel // 2,
-              group=group, no_bias=1)
+              group=group, no_bias=1, **conv_args)
     brew.spatial_bn(model, name, name + '_bn', cout, epsilon=1e-5, momentum=0.9)
     if relu6:
         return model.net.Clip(name + '_bn', name + '_relu6', min=0.0, max=6.0)
@@ -133,7 +140,8 @@ def _doppio_conv_bn(model, brew, blob, name, cin, cout, kernel, stride=1, group=
 
 
 def doppio_mobilenet_v2(model, data, brew, resnet_builder):
-    blob = _doppio_conv_bn(model, brew, data, 'stem', 3, 32, 3, stride=2)
+    blob = _doppio_conv_bn(model, brew, data, 'stem', 3, 32, 3, stride=2,
+                           no_gradient_to_input=1)
     channels, index = 32, 0
     for expansion, filters, repeats, first_stride in MOBILENET_V2:
         for repeat in range(repeats):
@@ -191,7 +199,8 @@ DENSENET_GROWTH, DENSENET_LAYERS, DENSENET_BLOCKS = 12, 6, 3
 
 def doppio_densenet(model, data, brew, resnet_builder):
     k = DENSENET_GROWTH
-    blob = brew.conv(model, data, 'stem', 3, 2 * k, kernel=3, pad=1, no_bias=1)
+    blob = brew.conv(model, data, 'stem', 3, 2 * k, kernel=3, pad=1, no_bias=1,
+                     no_gradient_to_input=1)
     channels = 2 * k
 
     def bn_relu_conv(blob, name, cin, cout, kernel):
@@ -205,7 +214,8 @@ def doppio_densenet(model, data, brew, resnet_builder):
             name = 'dense%d_%d' % (block, layer)
             h = bn_relu_conv(blob, name + '_a', channels, 4 * k, 1)
             h = bn_relu_conv(h, name + '_b', 4 * k, k, 3)
-            blob = brew.concat(model, [blob, h], name + '_cat', axis=1)
+            # The channel axis: the model's order (its arg_scope) decides.
+            blob = brew.concat(model, [blob, h], name + '_cat')
             channels += k
         if block < DENSENET_BLOCKS - 1:
             blob = bn_relu_conv(blob, 'transition%d' % block, channels, channels // 2, 1)
@@ -259,12 +269,18 @@ MODELS = {
 # ---- Doppio ----
 
 class DoppioTrainer:
-    def __init__(self, name, spec, x, labels):
+    """One model in one storage order, in a workspace of its own."""
+    def __init__(self, name, spec, x, labels, order='NCHW'):
         from doppio import brew, model_helper, optimizer, workspace
         from doppio.models.resnet import ResNetBuilder
         self.workspace = workspace
+        self.order = order
+        self.workspace_name = 'train_bench_%s_%s' % (name, order)
+        workspace.SwitchWorkspace(self.workspace_name, True)
         workspace.ResetWorkspace()
-        model = model_helper.ModelHelper(name='train_' + name)
+        if order == 'NHWC':
+            x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+        model = model_helper.ModelHelper(name='train_' + name, arg_scope={'order': order})
         logits = spec['doppio'](model, 'data', brew, ResNetBuilder)
         _, loss = model.net.SoftmaxWithLoss([logits, 'label'], ['softmax', 'loss'])
         model.AddGradientOperators([loss])
@@ -277,19 +293,33 @@ class DoppioTrainer:
         self.model = model
         self.net_name = model.net.Proto().name
 
-    def parameters(self):
-        """name -> array of the trainable parameters, in creation order."""
+    def parameters(self, nchw=False):
+        """(name, array) of the trainable parameters in creation order, as
+        the model holds them or (nchw) NHWC filters [M, kh, kw, C] turned
+        into PyTorch's [M, C, kh, kw]."""
+        self.workspace.SwitchWorkspace(self.workspace_name)
         trainable = {str(q) for q in self.model.GetParams()}
-        return [(str(p), self.workspace.FetchBlob(str(p))) for p in self.model.params
-                if str(p) in trainable]
+        turn = nchw and self.order == 'NHWC'
+        return [(str(p), self._turned(self.workspace.FetchBlob(str(p)), turn, (0, 3, 1, 2)))
+                for p in self.model.params if str(p) in trainable]
 
-    def set(self, name, value):
-        self.workspace.FeedBlob(name, value)
+    def set(self, name, value, nchw=False):
+        """Feeds a parameter as the model holds it or (nchw) as PyTorch
+        lays it out."""
+        self.workspace.SwitchWorkspace(self.workspace_name)
+        turn = nchw and self.order == 'NHWC'
+        self.workspace.FeedBlob(name, self._turned(value, turn, (0, 2, 3, 1)))
+
+    @staticmethod
+    def _turned(value, turn, axes):
+        return np.ascontiguousarray(value.transpose(axes)) if turn and value.ndim == 4 else value
 
     def step(self, iterations=1):
+        self.workspace.SwitchWorkspace(self.workspace_name)
         self.workspace.RunNet(self.net_name, iterations)
 
     def loss(self):
+        self.workspace.SwitchWorkspace(self.workspace_name)
         return float(self.workspace.FetchBlob('loss'))
 
     def step_flops(self):
@@ -297,6 +327,7 @@ class DoppioTrainer:
         layers: each forward product once for the forward, once for the
         input gradient (not for the first layer, whose input needs none) and
         once for the weight gradient."""
+        self.workspace.SwitchWorkspace(self.workspace_name)
         total = 0
         for op in self.model.net.Proto().op:
             if op.type not in ('Conv', 'FC'):
@@ -304,6 +335,7 @@ class DoppioTrainer:
             x = self.workspace.FetchBlob(op.input[0])
             w = self.workspace.FetchBlob(op.input[1])
             y = self.workspace.FetchBlob(op.output[0])
+            # Both orders: w.shape[1:] holds the kernel and C / group.
             forward = 2 * y.size * (int(np.prod(w.shape[1:])) if op.type == 'Conv'
                                     else x.size // x.shape[0])
             backward = 1 if op.input[0] == 'data' else 2
@@ -339,11 +371,15 @@ def measured_sgemm_gflops(size=1024, repeats=10):
 # ---- PyTorch ----
 
 class TorchTrainer:
-    def __init__(self, spec, x, labels):
+    def __init__(self, spec, x, labels, channels_last=False):
         import torch
         self.torch = torch
+        self.layout = 'channels_last' if channels_last else 'contiguous'
         self.model = spec['torch'](torch.nn).train()
         self.x = torch.from_numpy(x)
+        if channels_last:
+            self.model = self.model.to(memory_format=torch.channels_last)
+            self.x = self.x.contiguous(memory_format=torch.channels_last)
         self.labels = torch.from_numpy(labels.astype(np.int64))
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=LR, momentum=MOMENTUM,
                                          weight_decay=WEIGHT_DECAY)
@@ -358,17 +394,22 @@ class TorchTrainer:
         self.last_loss = float(loss)
 
 
-def copy_weights(doppio, torch_trainer):
-    """Gives the torch model Doppio's initial weights, matched by order and
-    shape (conv filters, BN scale/bias, FC weight/bias)."""
+def copy_weights(doppio, torch_trainers, other_doppios=()):
+    """Gives the torch models (and the other Doppio layouts) the first
+    Doppio model's initial weights, matched by order and shape (conv
+    filters, BN scale/bias, FC weight/bias)."""
     import torch
-    ours = doppio.parameters()
-    theirs = [p for p in torch_trainer.model.parameters()]
-    assert len(ours) == len(theirs), (len(ours), len(theirs))
-    with torch.no_grad():
-        for (name, value), param in zip(ours, theirs):
-            assert tuple(value.shape) == tuple(param.shape), (name, value.shape, param.shape)
-            param.copy_(torch.from_numpy(value))
+    ours = doppio.parameters(nchw=True)
+    for trainer in torch_trainers:
+        theirs = [p for p in trainer.model.parameters()]
+        assert len(ours) == len(theirs), (len(ours), len(theirs))
+        with torch.no_grad():
+            for (name, value), param in zip(ours, theirs):
+                assert tuple(value.shape) == tuple(param.shape), (name, value.shape, param.shape)
+                param.copy_(torch.from_numpy(value))
+    for other in other_doppios:
+        for name, value in ours:
+            other.set(name, value, nchw=True)
 
 
 def time_steps(trainer, iterations):
@@ -378,32 +419,49 @@ def time_steps(trainer, iterations):
 
 
 def bench_model(args, name):
+    """Every layout of each side from the same weights, rounds alternating
+    between all of them; each side's best layout and round count."""
     spec = MODELS[name]
     rng = np.random.RandomState(24)
     x = rng.randn(spec['batch'], 3, spec['image'], spec['image']).astype(np.float32)
     labels = rng.randint(0, 10, size=spec['batch']).astype(np.int32)
-    ours = DoppioTrainer(name, spec, x, labels)
-    theirs = TorchTrainer(spec, x, labels)
-    copy_weights(ours, theirs)
-    ours.step()
-    theirs.step()
-    agreement = abs(ours.loss() - theirs.last_loss)
-    row = dict(model=name, batch=spec['batch'], image=spec['image'], doppio_first_loss=ours.loss(),
-               torch_first_loss=theirs.last_loss, agrees=agreement <= 1e-4)
+    ours = [DoppioTrainer(name, spec, x, labels, order) for order in args.doppio_orders]
+    theirs = [TorchTrainer(spec, x, labels, layout == 'channels_last')
+              for layout in args.torch_layouts]
+    copy_weights(ours[0], theirs, ours[1:])
+    for trainer in ours + theirs:
+        trainer.step()
+    first = {t.order: t.loss() for t in ours}
+    first_torch = {t.layout: t.last_loss for t in theirs}
+    reference = theirs[0].last_loss
+    agrees = all(abs(v - reference) <= 1e-4 for v in list(first.values()) +
+                 list(first_torch.values()))
+    row = dict(model=name, batch=spec['batch'], image=spec['image'],
+               doppio_first_loss=first[ours[0].order], torch_first_loss=reference, agrees=agrees,
+               doppio_first_loss_by_layout=first, torch_first_loss_by_layout=first_torch)
     for _ in range(args.warmup):
-        ours.step()
-        theirs.step()
-    best = {'doppio': math.inf, 'torch': math.inf}
+        for trainer in ours + theirs:
+            trainer.step()
+    seconds = {id(t): math.inf for t in ours + theirs}
     for _ in range(args.rounds):
-        best['doppio'] = min(best['doppio'], time_steps(ours, args.iterations) / args.iterations)
-        best['torch'] = min(best['torch'], time_steps(theirs, args.iterations) / args.iterations)
-    gflops = ours.step_flops() / 1e9
+        for trainer in ours + theirs:
+            seconds[id(trainer)] = min(seconds[id(trainer)],
+                                       time_steps(trainer, args.iterations) / args.iterations)
+    best_ours = min(ours, key=lambda t: seconds[id(t)])
+    best_theirs = min(theirs, key=lambda t: seconds[id(t)])
+    best = {'doppio': seconds[id(best_ours)], 'torch': seconds[id(best_theirs)]}
+    gflops = ours[0].step_flops() / 1e9
     row.update(step_gflops=gflops, doppio_gflops_per_s=gflops / best['doppio'],
                torch_gflops_per_s=gflops / best['torch'])
+    row.update(doppio_layout=best_ours.order, torch_layout=best_theirs.layout,
+               doppio_images_per_s_by_layout={t.order: spec['batch'] / seconds[id(t)]
+                                              for t in ours},
+               torch_images_per_s_by_layout={t.layout: spec['batch'] / seconds[id(t)]
+                                             for t in theirs})
     row.update(doppio_images_per_s=spec['batch'] / best['doppio'],
                torch_images_per_s=spec['batch'] / best['torch'],
-               ratio=best['torch'] / best['doppio'], doppio_last_loss=ours.loss(),
-               torch_last_loss=theirs.last_loss)
+               ratio=best['torch'] / best['doppio'], doppio_last_loss=best_ours.loss(),
+               torch_last_loss=best_theirs.last_loss)
     return row
 
 
@@ -414,6 +472,10 @@ def main(argv=None):
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--iterations', type=int, default=20, help='steps per timed round')
     parser.add_argument('--warmup', type=int, default=3)
+    parser.add_argument('--doppio_orders', default='NCHW,NHWC',
+                        type=lambda v: v.split(','), help="Doppio's layouts to run")
+    parser.add_argument('--torch_layouts', default='contiguous,channels_last',
+                        type=lambda v: v.split(','), help="PyTorch's layouts to run")
     parser.add_argument('--out', default=os.path.join(HERE, 'results', 'train_bench.json'))
     args = parser.parse_args(argv)
     import torch
@@ -437,13 +499,14 @@ def main(argv=None):
              args.iterations))
     print('measured sgemm (1024^3, best of MatMul and FC): %.1f GFLOP/s' % sgemm)
     print()
-    print('| model | batch | Doppio img/s | PyTorch img/s | Doppio / PyTorch | Doppio % of '
-          'sgemm | PyTorch % of sgemm | first-step loss agrees |')
+    print('| model | batch | Doppio img/s (layout) | PyTorch img/s (layout) | Doppio / PyTorch '
+          '| Doppio % of sgemm | PyTorch % of sgemm | first-step loss agrees |')
     print('|---|---:|---:|---:|---:|---:|---:|---|')
     for r in rows:
-        print('| %s (%dx%d) | %d | %.0f | %.0f | %.2fx | %.0f%% | %.0f%% | %s |' % (
+        print('| %s (%dx%d) | %d | %.0f (%s) | %.0f (%s) | %.2fx | %.0f%% | %.0f%% | %s |' % (
             r['model'], r['image'], r['image'], r['batch'], r['doppio_images_per_s'],
-            r['torch_images_per_s'], r['ratio'], 100 * r['doppio_gflops_per_s'] / sgemm,
+            r['doppio_layout'], r['torch_images_per_s'], r['torch_layout'], r['ratio'],
+            100 * r['doppio_gflops_per_s'] / sgemm,
             100 * r['torch_gflops_per_s'] / sgemm,
             'yes' if r['agrees'] else 'NO (%.5f vs %.5f)' % (r['doppio_first_loss'],
                                                           r['torch_first_loss'])))
