@@ -31,15 +31,6 @@ int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   return product;
 }
 
-// Copies `rows` rows of `width` elements between strided buffers.
-template <typename T>
-void CopyRows(int64_t rows, int64_t width, const T* from, int64_t from_stride, T* to,
-              int64_t to_stride) {
-  for (int64_t r = 0; r < rows; ++r) {
-    std::copy(from + r * from_stride, from + r * from_stride + width, to + r * to_stride);
-  }
-}
-
 }  // namespace
 
 // ---- Concat ----
@@ -201,7 +192,8 @@ void SplitOp::RunOnDevice() {
   DispatchDataType(X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = X.data<T>();
-    int64_t offset = 0;
+    std::vector<T*> to;
+    std::vector<int64_t> widths;
     for (int i = 0; i < OutputSize(); ++i) {
       std::vector<int64_t> out_dims = dims;
       if (args_.add_axis) {
@@ -211,9 +203,26 @@ void SplitOp::RunOnDevice() {
       }
       Tensor* Y = Output(i);
       Y->Resize(out_dims);
-      const int64_t width = sizes[i] * after;
-      CopyRows(before, width, x + offset, dims[axis] * after, Y->mutable_data<T>(), width);
-      offset += width;
+      to.push_back(Y->mutable_data<T>());
+      widths.push_back(sizes[i] * after);
+    }
+    // Input row by input row, as Concat writes output rows: an NHWC split
+    // along the channels (Concat's gradient) has a row per pixel.
+    const int64_t row = dims[axis] * after;
+    const auto copy_rows = [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* from = x + r * row;
+        for (size_t i = 0; i < to.size(); ++i) {
+          std::copy(from, from + widths[i], to[i] + r * widths[i]);
+          from += widths[i];
+        }
+      }
+    };
+    if constexpr (std::is_arithmetic<T>::value) {
+      ParallelFor(before, copy_rows,
+                  std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, row)));
+    } else {
+      copy_rows(0, before);  // copying strings may throw: not in a thread region
     }
   });
 }

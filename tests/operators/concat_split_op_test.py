@@ -71,13 +71,18 @@ def test_concat_add_axis_stacks(shape, count, dtype, data):
 @pytest.mark.parametrize("dtype", [np.float32, np.int64])
 def test_concat_large_inputs_split_over_threads_match_numpy(axis, shapes, dtype):
     """Rows of >= 16k elements go to the intra-op threads (each a contiguous
-    range of output rows); a copy, so exactly numpy's."""
+    range of output rows), and back through Split; a copy, so exactly
+    numpy's."""
     rng = np.random.RandomState(axis)
     xs = [(rng.randn(*shape) * 100).astype(dtype) for shape in shapes]
     names = ["X%d" % i for i in range(len(xs))]
     y, info = h.run_op(h.make_op("Concat", names, ["Y", "info"], axis=axis), xs)
     np.testing.assert_array_equal(y, np.concatenate(xs, axis=axis))
     np.testing.assert_array_equal(info, [shape[axis] for shape in shapes])
+    # Split (Concat's gradient) takes input rows over the threads likewise.
+    outs = h.run_op(h.make_op("Split", ["Y", "info"], names, axis=axis), [y, info])
+    for got, want in zip(outs, xs):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_concat_order_argument_and_default():
