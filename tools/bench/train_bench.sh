@@ -6,6 +6,8 @@
 #
 #   tools/bench/train_bench.sh [--models resnet20] [--rounds K]
 #                              [--iterations N] [--warmup W] [--out FILE]
+#                              [--doppio_orders NCHW,NHWC]
+#                              [--torch_layouts contiguous,channels_last]
 #
 # It fails when one step from the same weights gives another loss on each side.
 set -euo pipefail
@@ -13,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 case "${1:-}" in
-  -h|--help) sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+  -h|--help) sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
 esac
 
 source tools/deps.sh
