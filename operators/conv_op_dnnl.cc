@@ -7,68 +7,19 @@
 #include <string>
 #include <unordered_map>
 
+#include "operators/conv_depthwise_gradient.h"
+#include "operators/dnnl_operand.h"
 #include "operators/dnnl_util.h"
-#include "operators/parallel_for.h"
-#include "operators/thread_arena.h"
 
 namespace doppio {
 
 namespace {
 
 using dnnl::memory;
-
-// Where an op's transient buffers (reordered operands, scratchpad) lie in
-// one block of the running thread's ThreadArena. They are needed only
-// during Run: weights change every step, activations every batch, so
-// nothing is worth keeping between runs. Buffers of primitives that run one
-// after another may share bytes: Rewind to a mark taken before the first.
-class ArenaLayout {
- public:
-  static constexpr size_t kAlignment = 64;  // what oneDNN's own buffers get
-  size_t Place(size_t bytes) {
-    const size_t offset = end_;
-    end_ += (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    total_ = std::max(total_, end_);
-    return offset;
-  }
-  size_t Mark() const { return end_; }
-  void Rewind(size_t mark) { end_ = mark; }
-  size_t total() const { return total_; }
-
- private:
-  size_t end_ = 0;
-  size_t total_ = 0;
-};
-
-char* ArenaBlock(size_t bytes) {
-  return static_cast<char*>(ThreadArena::ForThisThread().Reserve(bytes));
-}
-
-// One buffer for all primitives of an op: they run one after another.
-class Scratchpad {
- public:
-  void Reset() { bytes_ = 0; }
-  void Need(const memory::desc& desc) { bytes_ = std::max(bytes_, desc.get_size()); }
-  void Place(ArenaLayout* layout) {
-    const memory::dims dims{static_cast<memory::dim>(std::max<size_t>(bytes_, 1))};
-    buffer_ = memory(memory::desc(dims, memory::data_type::u8, memory::format_tag::x),
-                     DnnlCpuEngine(), nullptr);
-    offset_ = layout->Place(buffer_.get_desc().get_size());
-  }
-  void Bind(char* block) { buffer_.set_data_handle(block + offset_); }
-  void AddTo(std::unordered_map<int, memory>* args) const {
-    (*args)[DNNL_ARG_SCRATCHPAD] = buffer_;
-  }
-  std::unordered_map<int, memory> With(std::unordered_map<int, memory> args) const {
-    AddTo(&args);
-    return args;
-  }
-
- private:
-  size_t bytes_ = 0;
-  size_t offset_ = 0;
-  memory buffer_;
-};
+using dnnl_operand::ArenaBlock;
+using dnnl_operand::ArenaLayout;
+using dnnl_operand::Operand;
+using dnnl_operand::Scratchpad;
 
 memory::dims ToDims(const std::vector<int64_t>& values) {
   return memory::dims(values.begin(), values.end());
@@ -300,99 +251,6 @@ bool JitKernel(const char* impl) {
   return name.compare(0, 3, "ref") != 0 && name.find("gemm") == std::string::npos;
 }
 
-// A dense row-major descriptor of `desc`'s dims.
-memory::desc DenseDesc(const memory::desc& desc) {
-  const memory::dims dims = desc.dims();
-  memory::dims strides(dims.size());
-  memory::dim step = 1;
-  for (size_t d = dims.size(); d-- > 0;) {
-    strides[d] = step;
-    step *= dims[d];
-  }
-  return memory::desc(dims, memory::data_type::f32, strides);
-}
-
-// One argument of a primitive: the user's buffer in our layout and, when the
-// primitive wants another layout, a buffer in the arena plus the reorder
-// between. oneDNN converts into some layouts (Winograd's filter) only from a
-// dense one: then the data goes through a dense buffer in between.
-struct Operand {
-  memory user;
-  memory inner;
-  bool reordered = false;
-
-  void Init(const memory::desc& user_desc, const memory::desc& inner_desc, bool is_input,
-            Scratchpad* scratchpad) {
-    user = memory(user_desc, DnnlCpuEngine(), nullptr);
-    reordered = !(user_desc == inner_desc);
-    staged_ = false;
-    if (!reordered) {
-      inner = user;
-      return;
-    }
-    inner = memory(inner_desc, DnnlCpuEngine(), nullptr);
-    scratchpad_ = scratchpad;
-    const memory& from = is_input ? user : inner;
-    const memory& to = is_input ? inner : user;
-    try {
-      first_ = MakeReorder(from, to);
-    } catch (const dnnl::error&) {
-      staged_ = true;
-      staging_ = memory(DenseDesc(user_desc), DnnlCpuEngine(), nullptr);
-      first_ = MakeReorder(from, staging_);
-      second_ = MakeReorder(staging_, to);
-    }
-  }
-  // `inner_in_arena` false: the caller points inner at its own buffer.
-  void Place(ArenaLayout* layout, bool inner_in_arena = true) {
-    inner_placed_ = reordered && inner_in_arena;
-    if (inner_placed_) offset_ = layout->Place(inner.get_desc().get_size());
-    if (staged_) staging_offset_ = layout->Place(staging_.get_desc().get_size());
-  }
-  void Bind(char* block) {
-    if (inner_placed_) inner.set_data_handle(block + offset_);
-    if (staged_) staging_.set_data_handle(block + staging_offset_);
-  }
-  // Points at the caller's input and converts it to the primitive's layout.
-  void In(dnnl::stream& stream, const float* data) {
-    user.set_data_handle(const_cast<float*>(data));
-    if (reordered) Reorder(stream, user, inner);
-  }
-  void SetOut(float* data) { user.set_data_handle(data); }
-  // Converts the primitive's result into the caller's output.
-  void Out(dnnl::stream& stream) {
-    if (reordered) Reorder(stream, inner, user);
-  }
-  // Converts the caller's `data` into `target`, another operand's buffer of
-  // this one's inner layout (a sum post-op's summand into dst).
-  void InTo(dnnl::stream& stream, const float* data, const memory& target) {
-    user.set_data_handle(const_cast<float*>(data));
-    Reorder(stream, user, target);
-  }
-
- private:
-  dnnl::reorder MakeReorder(const memory& from, const memory& to) {
-    const dnnl::reorder::primitive_desc pd(from, to, UserScratchpadAttr());
-    scratchpad_->Need(pd.scratchpad_desc());
-    return dnnl::reorder(pd);
-  }
-  void Reorder(dnnl::stream& stream, const memory& from, const memory& to) {
-    if (!staged_) {
-      first_.execute(stream, scratchpad_->With({{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}));
-      return;
-    }
-    first_.execute(stream, scratchpad_->With({{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, staging_}}));
-    second_.execute(stream, scratchpad_->With({{DNNL_ARG_FROM, staging_}, {DNNL_ARG_TO, to}}));
-  }
-  Scratchpad* scratchpad_ = nullptr;
-  dnnl::reorder first_, second_;
-  bool staged_ = false;
-  memory staging_;
-  bool inner_placed_ = false;
-  size_t offset_ = 0;
-  size_t staging_offset_ = 0;
-};
-
 }  // namespace
 
 struct DnnlConvForward::State {
@@ -536,50 +394,6 @@ bool UseOwnDepthwiseWeightGradient(const ConvProblem& p,
   const bool depthwise = p.group > 1 && p.in_per_group == 1 && p.out_per_group == 1;
   return depthwise && g.order == StorageOrder::kNCHW && g.num_spatial() == 2 &&
          std::string(pd.impl_info_str()).find("gemm") != std::string::npos;
-}
-
-// dW[c, i, j] = sum over n, oh, ow of dY[n, c, oh, ow] * X[n, c, ih, iw] with
-// ih = oh * stride - pad + i * dilation (likewise iw); dbias[c] = sum of
-// dY[., c]. Channels split over the intra-op threads; each channel sums in
-// one fixed order, so the bits do not depend on the thread count.
-void DepthwiseWeightGradient(const ConvProblem& p, const float* x, const float* dy, float* dw,
-                             float* dbias) {
-  const ConvPoolGeometry& g = p.geometry;
-  const int64_t C = g.channels, IH = g.input[0], IW = g.input[1];
-  const int64_t OH = g.output[0], OW = g.output[1], KH = g.kernel[0], KW = g.kernel[1];
-  ParallelFor(
-      C,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) {
-          for (int64_t i = 0; i < KH; ++i) {
-            for (int64_t j = 0; j < KW; ++j) {
-              float sum = 0;
-              for (int64_t n = 0; n < g.batch; ++n) {
-                const float* xc = x + (n * C + c) * IH * IW;
-                const float* dyc = dy + (n * C + c) * OH * OW;
-                for (int64_t oh = 0; oh < OH; ++oh) {
-                  const int64_t ih = oh * g.stride[0] - g.pad_begin(0) + i * g.dilation[0];
-                  if (ih < 0 || ih >= IH) continue;
-                  for (int64_t ow = 0; ow < OW; ++ow) {
-                    const int64_t iw = ow * g.stride[1] - g.pad_begin(1) + j * g.dilation[1];
-                    if (iw >= 0 && iw < IW) sum += dyc[oh * OW + ow] * xc[ih * IW + iw];
-                  }
-                }
-              }
-              dw[(c * KH + i) * KW + j] = sum;
-            }
-          }
-          if (dbias != nullptr) {
-            float sum = 0;
-            for (int64_t n = 0; n < g.batch; ++n) {
-              const float* dyc = dy + (n * C + c) * OH * OW;
-              for (int64_t k = 0; k < OH * OW; ++k) sum += dyc[k];
-            }
-            dbias[c] = sum;
-          }
-        }
-      },
-      1);
 }
 
 }  // namespace
