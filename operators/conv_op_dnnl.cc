@@ -147,7 +147,7 @@ struct ConvDescs {
   memory::desc src, weights, bias, dst;
   memory::dims strides, dilates, pad_l, pad_r;
   // X and Y (and their gradients) go to oneDNN in our layout, not in one it
-  // picks (see TrainsOnNhwcAsIs).
+  // picks (see ReadsNhwcAsIs).
   bool as_is = false;
 
   explicit ConvDescs(const ConvProblem& p) {
@@ -184,20 +184,71 @@ struct ConvDescs {
   }
 };
 
+// NHWC tensors: oneDNN's direct kernels read and write NHWC as fast as its
+// blocked layouts (measured per shape with AVX2 and AVX-512; training:
+// forward and both gradients, inference: forward), yet asked to pick a
+// layout they often take the blocks, so every X, Y, dY and dX was
+// reordered (a quarter of a ResNet-20 step; on AVX2 inference the reorders
+// cost 0.4-2.5x the convolution itself in MobileNetV2's and ResNet-50's
+// layers at batch 8). So the primitives take our tensors as they are,
+// unless oneDNN has only a reference or GEMM kernel for that, or for dense
+// convolutions of outputs under 4x4, where the blocked kernels were
+// faster. Winograd reads its own blocks.
+bool ReadsNhwcAsIs(const ConvProblem& p, dnnl::algorithm algorithm) {
+  const ConvPoolGeometry& g = p.geometry;
+  const int64_t side = *std::min_element(g.output.begin(), g.output.end());
+  const bool small_dense = side < 4 && p.group == 1 && g.kernel_size() > 1;
+  return g.order == StorageOrder::kNHWC && algorithm == dnnl::algorithm::convolution_direct &&
+         !small_dense;
+}
+
+bool JitKernel(const char* impl) {
+  const std::string name(impl);
+  return name.compare(0, 3, "ref") != 0 && name.find("gemm") == std::string::npos;
+}
+
+// The forward primitive, on our NHWC tensors as they are where
+// ReadsNhwcAsIs says so and oneDNN has a JIT kernel for it (descs->as_is
+// tells which).
+dnnl::convolution_forward::primitive_desc ForwardPrimitive(const ConvProblem& p, ConvDescs* descs,
+                                                           bool with_bias, const EltwiseFn& post_op,
+                                                           bool with_sum, bool inference,
+                                                           dnnl::algorithm algorithm) {
+  descs->as_is = ReadsNhwcAsIs(p, algorithm);
+  auto pd = descs->ForwardHint(with_bias, post_op, with_sum, inference, algorithm);
+  if (descs->as_is && !JitKernel(pd.impl_info_str())) {
+    descs->as_is = false;
+    pd = descs->ForwardHint(with_bias, post_op, with_sum, inference, algorithm);
+  }
+  return pd;
+}
+
 }  // namespace
 
 ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& post_op, bool with_sum,
                                       bool inference, ConvAlgorithm algorithm) {
-  const ConvDescs descs(p);
+  dnnl::algorithm built = dnnl::algorithm::convolution_direct;
   const memory::desc chosen =
       WithDirectFallback(ChosenAlgorithm(p, algorithm), [&](dnnl::algorithm a) {
-        return descs.ForwardHint(true, post_op, with_sum, inference, a);
+        ConvDescs descs(p);
+        auto pd = ForwardPrimitive(p, &descs, true, post_op, with_sum, inference, a);
+        built = a;
+        return pd;
       }).src_desc();
   const ConvPoolGeometry& g = p.geometry;
   for (StorageOrder order : {StorageOrder::kNCHW, StorageOrder::kNHWC}) {
     if (chosen == ActivationDesc(order, g.batch, g.channels, g.input)) {
       return order == StorageOrder::kNCHW ? ActivationLayout::kNchw : ActivationLayout::kNhwc;
     }
+  }
+  // oneDNN reorders X into its blocks; as NHWC, the same convolution may
+  // read X as it is.
+  ConvProblem nhwc = p;
+  nhwc.geometry.order = StorageOrder::kNHWC;
+  if (g.order == StorageOrder::kNCHW && ReadsNhwcAsIs(nhwc, built)) {
+    ConvDescs descs(nhwc);
+    ForwardPrimitive(nhwc, &descs, true, post_op, with_sum, inference, built);
+    if (descs.as_is) return ActivationLayout::kNhwc;
   }
   return ActivationLayout::kOther;
 }
@@ -232,25 +283,6 @@ dnnl::convolution_backward_data::primitive_desc DataGradientPrimitive(
   return make(descs.Activation(descs.src));
 }
 
-// Training on NHWC tensors: oneDNN's direct kernels read and write NHWC as
-// fast as its 16-channel blocks (measured with AVX2 and AVX-512, forward and
-// both gradients), yet asked to pick it takes the blocks, and every X, Y, dY
-// and dX was reordered (a quarter of a ResNet-20 step). So the primitives
-// take our tensors as they are, unless oneDNN has only a reference or GEMM
-// kernel for that.
-bool TrainsOnNhwcAsIs(const ConvProblem& p, bool inference, dnnl::algorithm algorithm) {
-  const ConvPoolGeometry& g = p.geometry;
-  const int64_t side = *std::min_element(g.output.begin(), g.output.end());
-  const bool small_dense = side < 4 && p.group == 1 && g.kernel_size() > 1;
-  return g.order == StorageOrder::kNHWC && !inference &&
-         algorithm == dnnl::algorithm::convolution_direct && !small_dense;
-}
-
-bool JitKernel(const char* impl) {
-  const std::string name(impl);
-  return name.compare(0, 3, "ref") != 0 && name.find("gemm") == std::string::npos;
-}
-
 }  // namespace
 
 struct DnnlConvForward::State {
@@ -281,15 +313,8 @@ void DnnlConvForward::State::Build(const ConvProblem& p, bool with_bias,
                                    const DnnlConvForwardOptions& options,
                                    dnnl::algorithm algorithm) {
   ConvDescs descs(p);
-  const bool inference = !options.post_op.empty() || options.sum != nullptr || options.inference;
-  descs.as_is = TrainsOnNhwcAsIs(p, inference, algorithm);
-  auto pd = descs.ForwardHint(with_bias, options.post_op, options.sum != nullptr, options.inference,
-                              algorithm);
-  if (descs.as_is && !JitKernel(pd.impl_info_str())) {
-    descs.as_is = false;
-    pd = descs.ForwardHint(with_bias, options.post_op, options.sum != nullptr, options.inference,
-                           algorithm);
-  }
+  const auto pd = ForwardPrimitive(p, &descs, with_bias, options.post_op, options.sum != nullptr,
+                                   options.inference, algorithm);
   primitive = dnnl::convolution_forward(pd);
   scratchpad.Reset();
   scratchpad.Need(pd.scratchpad_desc());
@@ -442,7 +467,7 @@ struct DnnlConvBackward::State {
 void DnnlConvBackward::State::Build(const ConvProblem& p, bool with_bias, bool with_dx,
                                     dnnl::algorithm algorithm) {
   ConvDescs descs(p);
-  descs.as_is = TrainsOnNhwcAsIs(p, false, algorithm);
+  descs.as_is = ReadsNhwcAsIs(p, algorithm);
   BackwardDescs pds = BackwardPrimitives(p, descs, with_bias, with_dx, algorithm);
   if (descs.as_is && !(JitKernel(pds.weights.impl_info_str()) &&
                        (!with_dx || JitKernel(pds.data.impl_info_str())))) {
