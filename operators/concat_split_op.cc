@@ -124,8 +124,7 @@ void ConcatOp::RunOnDevice() {
       }
     };
     if constexpr (std::is_arithmetic<T>::value) {
-      ParallelFor(layout.before, copy_rows,
-                  std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, row)));
+      ParallelFor(layout.before, copy_rows, RowsPerThread(row));
     } else {
       copy_rows(0, layout.before);  // copying strings may throw: not in a thread region
     }
@@ -219,8 +218,7 @@ void SplitOp::RunOnDevice() {
       }
     };
     if constexpr (std::is_arithmetic<T>::value) {
-      ParallelFor(before, copy_rows,
-                  std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, row)));
+      ParallelFor(before, copy_rows, RowsPerThread(row));
     } else {
       copy_rows(0, before);  // copying strings may throw: not in a thread region
     }

@@ -165,8 +165,8 @@ struct ConvDescs {
 
   memory::desc Activation(const memory::desc& ours) const { return as_is ? ours : AnyLike(ours); }
 
-  // A post-op (ConvFusion, inference only) is appended; the unfused
-  // primitive stays exactly what training has always used.
+  // A post-op or sum (ConvFusion) makes it an inference primitive, as
+  // for_inference (training_mode 0) does.
   dnnl::convolution_forward::primitive_desc ForwardHint(bool with_bias, const EltwiseFn& post_op,
                                                         bool with_sum, bool for_inference,
                                                         dnnl::algorithm algorithm) const {
@@ -207,20 +207,34 @@ bool JitKernel(const char* impl) {
   return name.compare(0, 3, "ref") != 0 && name.find("gemm") == std::string::npos;
 }
 
-// The forward primitive, on our NHWC tensors as they are where
-// ReadsNhwcAsIs says so and oneDNN has a JIT kernel for it (descs->as_is
-// tells which).
+// make() with descs->as_is where ReadsNhwcAsIs says so, kept when jit(its
+// result) says oneDNN runs JIT kernels on our layout; otherwise, or when
+// oneDNN has nothing for our layout, make() with the layouts oneDNN picks.
+// descs->as_is tells which was kept.
+template <typename Make, typename Jit>
+auto PreferringNhwcAsIs(const ConvProblem& p, dnnl::algorithm algorithm, ConvDescs* descs,
+                        const Make& make, const Jit& jit) {
+  descs->as_is = ReadsNhwcAsIs(p, algorithm);
+  if (descs->as_is) {
+    try {
+      auto result = make();
+      if (jit(result)) return result;
+    } catch (const dnnl::error&) {
+      // nothing for our layout: oneDNN's pick below
+    }
+    descs->as_is = false;
+  }
+  return make();
+}
+
 dnnl::convolution_forward::primitive_desc ForwardPrimitive(const ConvProblem& p, ConvDescs* descs,
                                                            bool with_bias, const EltwiseFn& post_op,
                                                            bool with_sum, bool inference,
                                                            dnnl::algorithm algorithm) {
-  descs->as_is = ReadsNhwcAsIs(p, algorithm);
-  auto pd = descs->ForwardHint(with_bias, post_op, with_sum, inference, algorithm);
-  if (descs->as_is && !JitKernel(pd.impl_info_str())) {
-    descs->as_is = false;
-    pd = descs->ForwardHint(with_bias, post_op, with_sum, inference, algorithm);
-  }
-  return pd;
+  return PreferringNhwcAsIs(
+      p, algorithm, descs,
+      [&] { return descs->ForwardHint(with_bias, post_op, with_sum, inference, algorithm); },
+      [](const auto& pd) { return JitKernel(pd.impl_info_str()); });
 }
 
 }  // namespace
@@ -421,8 +435,6 @@ bool UseOwnDepthwiseWeightGradient(const ConvProblem& p,
          std::string(pd.impl_info_str()).find("gemm") != std::string::npos;
 }
 
-}  // namespace
-
 // The filter- and data-gradient primitives of one problem, of one algorithm.
 struct BackwardDescs {
   dnnl::convolution_backward_weights::primitive_desc weights;
@@ -442,6 +454,8 @@ BackwardDescs BackwardPrimitives(const ConvProblem& p, const ConvDescs& descs, b
   if (with_dx) result.data = DataGradientPrimitive(p, descs, algorithm, hint);
   return result;
 }
+
+}  // namespace
 
 struct DnnlConvBackward::State {
   std::vector<int64_t> key;
@@ -467,13 +481,13 @@ struct DnnlConvBackward::State {
 void DnnlConvBackward::State::Build(const ConvProblem& p, bool with_bias, bool with_dx,
                                     dnnl::algorithm algorithm) {
   ConvDescs descs(p);
-  descs.as_is = ReadsNhwcAsIs(p, algorithm);
-  BackwardDescs pds = BackwardPrimitives(p, descs, with_bias, with_dx, algorithm);
-  if (descs.as_is && !(JitKernel(pds.weights.impl_info_str()) &&
-                       (!with_dx || JitKernel(pds.data.impl_info_str())))) {
-    descs.as_is = false;
-    pds = BackwardPrimitives(p, descs, with_bias, with_dx, algorithm);
-  }
+  const BackwardDescs pds = PreferringNhwcAsIs(
+      p, algorithm, &descs,
+      [&] { return BackwardPrimitives(p, descs, with_bias, with_dx, algorithm); },
+      [&](const BackwardDescs& built) {
+        return JitKernel(built.weights.impl_info_str()) &&
+               (!with_dx || JitKernel(built.data.impl_info_str()));
+      });
   const auto& weights_pd = pds.weights;
   weights_primitive = dnnl::convolution_backward_weights(weights_pd);
   own_depthwise_weights = UseOwnDepthwiseWeightGradient(p, weights_pd);
@@ -560,8 +574,7 @@ bool DnnlConvBackward::Run(const ConvProblem& p, const float* x, const float* w,
       s.w_diff_weights.Out(s.stream);
     }
     if (s.has_dx) {
-      // Bound only now: their bytes were the dW primitive's, and binding
-      // zeroes the padding the dX primitive relies on.
+      // Bound only now: their bytes were the dW primitive's.
       if (!s.share_diff_dst) s.d_diff_dst.Bind(block);
       s.d_weights.Bind(block);
       s.d_diff_src.Bind(block);

@@ -174,8 +174,7 @@ void BroadcastRows(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
       }
     }
   };
-  ParallelFor(rows, run_rows,
-              std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, inner)));
+  ParallelFor(rows, run_rows, RowsPerThread(inner));
 }
 
 }  // namespace broadcast_detail

@@ -112,7 +112,7 @@ void LayerNormOp::Run() {
           }
         }
       },
-      std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, N)));
+      RowsPerThread(N));
 }
 
 // ---- LayerNormGradient ----

@@ -24,6 +24,12 @@ namespace doppio {
 // waking a second thread (~1-2 us to start an OpenMP region).
 constexpr int64_t kParallelForMinPerThread = 16 * 1024;
 
+// ParallelFor's min_per_thread for a loop over rows of `row_size` elements:
+// at least kParallelForMinPerThread elements per thread, and one row.
+constexpr int64_t RowsPerThread(int64_t row_size) {
+  return std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, row_size));
+}
+
 template <typename Body>
 void ParallelFor(int64_t n, Body&& body, int64_t min_per_thread = kParallelForMinPerThread) {
   if (n <= 0) return;

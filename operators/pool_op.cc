@@ -92,9 +92,7 @@ void ForEachInWindow(const Pool3& s, const Range& d, const Range& h, const Range
 // Planes (or NHWC images) of `plane_size` input values per intra-op
 // thread at least: each plane is pooled by one thread, into its own part of
 // the output (or, for the gradient, of dX), so any split gives the same bits.
-int64_t PlanesPerThread(int64_t plane_size) {
-  return std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, plane_size));
-}
+int64_t PlanesPerThread(int64_t plane_size) { return RowsPerThread(plane_size); }
 
 // The reference CNN's pooling: 2-D, 2x2 windows at stride 2, no padding,
 // every window inside the input. Its planes take the loops below instead of

@@ -107,7 +107,7 @@ void AffinePerChannel(const T* x, const std::vector<double>& alpha,
             for (int64_t c = 0; c < channels; ++c) yr[c] = ap[c] * xr[c] + bp[c];
           }
         },
-        std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, channels)));
+        RowsPerThread(channels));
     return;
   }
   const int64_t rows = batch * channels;
@@ -195,7 +195,7 @@ void ChannelsLastSums(int64_t rows, int64_t channels, const AddRow& add_row, dou
           for (int64_t row = k * kChunkRows; row < last; ++row) add_row(row, s, q);
         }
       },
-      std::max<int64_t>(1, kParallelForMinPerThread / (kChunkRows * channels)));
+      RowsPerThread(kChunkRows * channels));
   std::fill(first, first + channels, 0.0);
   std::fill(second, second + channels, 0.0);
   for (int64_t k = 0; k < chunks; ++k) {
@@ -467,7 +467,7 @@ void SpatialBNGradientOp::Run() {
             }
           }
         },
-        std::max<int64_t>(1, kParallelForMinPerThread / std::max<int64_t>(1, C)));
+        RowsPerThread(C));
   } else {
 #pragma omp parallel for schedule(static) if (N * C * inner >= kParallelMinValues)
     for (int64_t row = 0; row < N * C; ++row) {
