@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "operators/conv_depthwise_gradient.h"
+#include "operators/conv_winograd.h"
 #include "operators/dnnl_operand.h"
 #include "operators/dnnl_util.h"
 
@@ -141,6 +142,22 @@ auto WithDirectFallback(dnnl::algorithm algorithm, const Make& make) {
   return make(dnnl::algorithm::convolution_direct);
 }
 
+// Where oneDNN has no Winograd kernel (AVX2; channels not a multiple of 16),
+// our own (operators/conv_winograd.h) runs Winograd convolutions of a
+// constant (inference) filter. Against oneDNN's direct AVX2 kernels (in
+// ResNet-18 at batch 1, each filter cold as in a net) it was 1.5-2.3x faster
+// from 32 channels with outputs of 8x8 or more, but 0.8x at 7x7 with 512
+// channels: its filter, 4x the direct one, streams from memory for only 4
+// tiles an image. So auto takes it where WinogradPays and outputs are 8x8
+// or more. Training keeps oneDNN's direct kernels: ours has no gradients.
+bool OwnWinogradCandidate(const ConvProblem& p, bool constant_filter, ConvAlgorithm requested) {
+  if (!constant_filter || !WinogradF43Handles(p)) return false;
+  if (requested == ConvAlgorithm::kWinograd) return true;
+  const std::vector<int64_t>& out = p.geometry.output;
+  return requested == ConvAlgorithm::kAuto && WinogradPays(p) &&
+         *std::min_element(out.begin(), out.end()) >= 8;
+}
+
 // The descriptors of one problem in our layouts, plus its geometry in
 // oneDNN's terms (dilation 1 is oneDNN's 0).
 struct ConvDescs {
@@ -249,6 +266,13 @@ ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& pos
         built = a;
         return pd;
       }).src_desc();
+  ConvProblem nhwc = p;
+  nhwc.geometry.order = StorageOrder::kNHWC;
+  const bool constant_filter = inference || with_sum || !post_op.empty();
+  if (built != dnnl::algorithm::convolution_winograd &&
+      OwnWinogradCandidate(nhwc, constant_filter, algorithm)) {
+    return ActivationLayout::kNhwc;  // our Winograd reads NHWC as it is
+  }
   const ConvPoolGeometry& g = p.geometry;
   for (StorageOrder order : {StorageOrder::kNCHW, StorageOrder::kNHWC}) {
     if (chosen == ActivationDesc(order, g.batch, g.channels, g.input)) {
@@ -257,8 +281,6 @@ ActivationLayout DnnlConvSourceLayout(const ConvProblem& p, const EltwiseFn& pos
   }
   // oneDNN reorders X into its blocks; as NHWC, the same convolution may
   // read X as it is.
-  ConvProblem nhwc = p;
-  nhwc.geometry.order = StorageOrder::kNHWC;
   if (g.order == StorageOrder::kNCHW && ReadsNhwcAsIs(nhwc, built)) {
     ConvDescs descs(nhwc);
     ForwardPrimitive(nhwc, &descs, true, post_op, with_sum, inference, built);
@@ -316,10 +338,32 @@ struct DnnlConvForward::State {
   bool cache_filter = false;
   Tensor filter_cache;
   const float* reordered_filter = nullptr;
+  // Set where our own Winograd runs the case instead (see OwnWinogradCandidate).
+  std::unique_ptr<WinogradF43Conv> own_winograd;
 
+  // Picks and builds what runs p; throws dnnl::error where nothing can.
+  void Choose(const ConvProblem& p, bool with_bias, const DnnlConvForwardOptions& options);
   void Build(const ConvProblem& p, bool with_bias, const DnnlConvForwardOptions& options,
              dnnl::algorithm algorithm);
 };
+
+void DnnlConvForward::State::Choose(const ConvProblem& p, bool with_bias,
+                                    const DnnlConvForwardOptions& options) {
+  own_winograd.reset();
+  const dnnl::algorithm chosen = ChosenAlgorithm(p, options.algorithm);
+  if (OwnWinogradCandidate(p, options.constant_filter, options.algorithm)) {
+    try {  // oneDNN's Winograd where it has one
+      Build(p, with_bias, options, dnnl::algorithm::convolution_winograd);
+    } catch (const dnnl::error&) {
+      own_winograd = std::make_unique<WinogradF43Conv>();
+    }
+    return;
+  }
+  WithDirectFallback(chosen, [&](dnnl::algorithm a) {
+    Build(p, with_bias, options, a);
+    return true;
+  });
+}
 
 // Builds the primitives of one algorithm; throws dnnl::error where oneDNN
 // has none (a Winograd filter reorder from an NHWC filter, for one).
@@ -374,16 +418,17 @@ bool DnnlConvForward::Run(const ConvProblem& p, const float* x, const float* w,
     s.supported = false;
     s.reordered_filter = nullptr;
     try {
-      WithDirectFallback(ChosenAlgorithm(p, options.algorithm), [&](dnnl::algorithm a) {
-        s.Build(p, bias != nullptr, options, a);
-        return true;
-      });
+      s.Choose(p, bias != nullptr, options);
       s.supported = true;
     } catch (const dnnl::error&) {
       return false;  // oneDNN has no implementation for this case
     }
   }
   if (!s.supported) return false;
+  if (s.own_winograd != nullptr) {
+    s.own_winograd->Run(p, x, w, bias, options.sum, options.post_op, y);
+    return true;
+  }
   try {
     char* block = ArenaBlock(s.arena_bytes);
     s.scratchpad.Bind(block);

@@ -52,4 +52,20 @@ void ParallelFor(int64_t n, Body&& body, int64_t min_per_thread = kParallelForMi
   }
 }
 
+// For a few coarse tasks of about equal cost (a convolution's 36 tile
+// GEMMs): body(i) for i in [0, n), each thread taking a contiguous run of
+// about n / threads tasks (ParallelFor's 16-element ranges would give one
+// thread 32 of 36). Tasks must be independent; body must not throw.
+template <typename Body>
+void ParallelForTasks(int64_t n, Body&& body) {
+  if (n <= 0) return;
+  const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), n));
+  if (threads <= 1 || omp_in_parallel()) {
+    for (int64_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t i = 0; i < n; ++i) body(i);
+}
+
 }  // namespace doppio

@@ -611,3 +611,48 @@ def test_conv_transpose_bad_input():
 
 if __name__ == "__main__":
     h.run_main(__file__)
+
+
+_AVX2_WINOGRAD_SCRIPT = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import op_harness as h
+from conv_op_test import conv_reference
+
+rng = np.random.RandomState(5)
+worst = 0.0
+for c, side in ((32, 8), (64, 17), (48, 12)):
+    x = rng.uniform(-1, 1, (2, c, side, side)).astype(np.float32)
+    w = rng.uniform(-0.2, 0.2, (c, c, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, (c,)).astype(np.float32)
+    s = rng.uniform(-1, 1, (2, c, side, side)).astype(np.float32)
+    linear = conv_reference(x, w, b, [1, 1], [1] * 4, [1, 1], 1, "NCHW")
+    nhwc = lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1) if a.ndim == 4 else a)
+    plain = h.make_op("Conv", ["X", "w", "b"], ["Y"], kernel=3, pad=1, order="NHWC",
+                      training_mode=0)
+    fused = h.make_op("ConvFusion", ["X", "w", "b", "S"], ["S"], kernel=3, pad=1,
+                      order="NHWC", fusion_type=3)
+    for op, inputs, want in ((plain, [x, w, b], linear),
+                             (fused, [x, w, b, s], np.maximum(linear + s, 0))):
+        for _ in range(2):
+            got = h.run_op(op, [nhwc(a) for a in inputs])[0]
+            worst = max(worst, float(np.abs(got - nhwc(want)).max() / np.abs(want).max()))
+print(worst)
+"""
+
+
+def test_conv_inference_winograd_on_avx2():
+    """With oneDNN limited to AVX2 (no Winograd kernel there), inference
+    Convs and ConvFusions of 32-64 channels take Doppio's own Winograd
+    F(4x4, 3x3) (conv_algorithm 0, auto): their values match numpy. In a
+    subprocess, since oneDNN reads ONEDNN_MAX_CPU_ISA once."""
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2", DNNL_MAX_CPU_ISA="AVX2")
+    out = subprocess.run([sys.executable, "-c", _AVX2_WINOGRAD_SCRIPT, here], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert float(out.stdout.split()[-1]) < 2e-5
