@@ -430,9 +430,11 @@ void ConvSchemaCommon(OpSchema& schema) {
            "storage or the shape changes); the inference passes set it")
       .Arg("conv_algorithm",
            "(int, default 0) Caffe2 ideep's, CPU float32: 0 auto (Winograd F(4x4, 3x3) for "
-           "3x3 unit-stride convolutions of >= 32 channels where oneDNN has it, which "
-           "measured faster; else direct), 1 Winograd wherever oneDNN has it, 2 direct "
-           "only (Doppio's). Winograd's values differ from direct ones by rounding")
+           "3x3 unit-stride convolutions of >= 32 channels, where it measured faster: "
+           "oneDNN's (AVX-512), else for inference (training_mode 0, ConvFusion) in NHWC "
+           "Doppio's own with outputs of 8x8 or more; else direct), 1 Winograd wherever "
+           "either has it, 2 direct only (Doppio's). Winograd's values differ from direct "
+           "ones by rounding")
       .Arg("ws_nbytes_limit",
            "(int, default 64 MiB) CUDA (cuDNN): the most workspace "
            "bytes a chosen algorithm may use")

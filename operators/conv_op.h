@@ -38,11 +38,13 @@ struct ConvProblem {
   int64_t kernel_dim = 0;     // C / group * prod(kernel): the GEMM's K
 };
 
-// Which oneDNN algorithm a float32 convolution runs: Caffe2 ideep's
-// conv_algorithm argument (0 auto, 1 Winograd) plus Doppio's 2, direct only.
-// Auto takes Winograd where it measured faster (conv_op_dnnl.cc says where);
-// Winograd falls back to direct where oneDNN has no Winograd kernel (AVX2,
-// strides, kernels other than 3x3, channels not a multiple of 16).
+// Which algorithm a float32 convolution runs: Caffe2 ideep's conv_algorithm
+// argument (0 auto, 1 Winograd) plus Doppio's 2, direct only. Auto takes
+// Winograd where it measured faster (conv_op_dnnl.cc says where). Where
+// oneDNN has no Winograd kernel (AVX2, channels not a multiple of 16), an
+// inference convolution in NHWC runs Doppio's own (operators/conv_winograd.h);
+// otherwise Winograd falls back to direct (training on AVX2, strides,
+// kernels other than 3x3).
 enum class ConvAlgorithm : int { kAuto = 0, kWinograd = 1, kDirect = 2 };
 
 // The def's conv_algorithm; anything but 0, 1 or 2 is refused, naming it.

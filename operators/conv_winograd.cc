@@ -157,6 +157,37 @@ DOPPIO_WINOGRAD_CLONES void TransformOutputTile(int64_t M, const float* m, int64
   }
 }
 
+// u[point][m] (points `stride` floats apart) = G g G^T for one input
+// channel, g[tap][m] (taps `stride` floats apart), vectorized over m.
+DOPPIO_WINOGRAD_CLONES void TransformFilterChannel(int64_t M, const float* g, float* u,
+                                                   int64_t stride) {
+  static const float G[kPatch][3] = {
+      {1.f / 4, 0.f, 0.f},           {-1.f / 6, -1.f / 6, -1.f / 6}, {-1.f / 6, 1.f / 6, -1.f / 6},
+      {1.f / 24, 1.f / 12, 1.f / 6}, {1.f / 24, -1.f / 12, 1.f / 6}, {0.f, 0.f, 1.f}};
+  alignas(64) float gg[kPatch][3][kChannelBlock];  // G g: [G row][kx][channel]
+  for (int64_t m0 = 0; m0 < M; m0 += kChannelBlock) {
+    const int64_t n = std::min(kChannelBlock, M - m0);
+    for (int a = 0; a < kPatch; ++a) {
+      for (int kx = 0; kx < 3; ++kx) {
+        const float *g0 = g + kx * stride + m0, *g1 = g0 + 3 * stride, *g2 = g0 + 6 * stride;
+        float* out = gg[a][kx];
+#pragma omp simd
+        for (int64_t m = 0; m < n; ++m)
+          out[m] = G[a][0] * g0[m] + G[a][1] * g1[m] + G[a][2] * g2[m];
+      }
+    }
+    for (int a = 0; a < kPatch; ++a) {
+      for (int b = 0; b < kPatch; ++b) {
+        float* out = u + (a * kPatch + b) * stride + m0;
+        const float *t0 = gg[a][0], *t1 = gg[a][1], *t2 = gg[a][2];
+#pragma omp simd
+        for (int64_t m = 0; m < n; ++m)
+          out[m] = t0[m] * G[b][0] + t1[m] * G[b][1] + t2[m] * G[b][2];
+      }
+    }
+  }
+}
+
 // Where tile t lies: image n, tile row and column.
 struct TileGrid {
   int64_t rows, cols;  // tiles per image
@@ -198,34 +229,29 @@ bool WinogradF43Handles(const ConvProblem& p) {
 }
 
 void WinogradF43Conv::TransformFilter(int64_t C, int64_t M, const float* w) {
-  static const float G[kPatch][3] = {
-      {1.f / 4, 0.f, 0.f},           {-1.f / 6, -1.f / 6, -1.f / 6}, {-1.f / 6, 1.f / 6, -1.f / 6},
-      {1.f / 24, 1.f / 12, 1.f / 6}, {1.f / 24, -1.f / 12, 1.f / 6}, {0.f, 0.f, 1.f}};
+  // The NHWC filter [M][tap][C] as [tap][C][M] first (in the arena until
+  // Run reserves it again), so the transform reads and writes along M.
+  float* taps =
+      static_cast<float*>(ThreadArena::ForThisThread().Reserve(sizeof(float) * 9 * C * M));
+  ParallelFor(
+      9 * C,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {  // row = tap * C + c
+          const float* from = w + row / C * C + row % C;
+          float* to = taps + row * M;
+          for (int64_t m = 0; m < M; ++m) to[m] = from[m * 9 * C];
+        }
+      },
+      RowsPerThread(M));
   filter_.Resize({kPoints, C, M});
   float* u = filter_.mutable_data<float>();
   ParallelFor(
       C,
       [&](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) {
-          for (int64_t m = 0; m < M; ++m) {
-            const float* g = w + m * 9 * C + c;  // g[(ky * 3 + kx) * C]
-            float gt[kPatch][3];                 // G g
-            for (int a = 0; a < kPatch; ++a) {
-              for (int kx = 0; kx < 3; ++kx) {
-                gt[a][kx] =
-                    G[a][0] * g[kx * C] + G[a][1] * g[(3 + kx) * C] + G[a][2] * g[(6 + kx) * C];
-              }
-            }
-            for (int a = 0; a < kPatch; ++a) {
-              for (int b = 0; b < kPatch; ++b) {
-                const float value = gt[a][0] * G[b][0] + gt[a][1] * G[b][1] + gt[a][2] * G[b][2];
-                u[((a * kPatch + b) * C + c) * M + m] = value;
-              }
-            }
-          }
-        }
+        for (int64_t c = begin; c < end; ++c)
+          TransformFilterChannel(M, taps + c * M, u + c * M, C * M);
       },
-      RowsPerThread(M * 9));
+      RowsPerThread(9 * M));
   filter_source_ = w;
   filter_c_ = C;
   filter_m_ = M;
