@@ -1,0 +1,108 @@
+"""BoxWithNMSLimit against numpy NMS / soft-NMS (and torchvision.ops.nms
+without legacy_plus_one), the per-image limit, batch splits and outputs,
+and the error paths."""
+import numpy as np
+import pytest
+
+import detection_reference as ref
+import op_harness as h
+
+
+def _case(rng, n, classes):
+    xy = rng.uniform(0, 100, (n, classes, 2))
+    wh = rng.uniform(5, 60, (n, classes, 2))
+    boxes = np.concatenate([xy, xy + wh], axis=2).reshape(n, 4 * classes).astype(np.float32)
+    scores = rng.uniform(0, 1, (n, classes)).astype(np.float32)
+    return scores, boxes
+
+
+def _reference(scores, boxes, splits, thresh, nms, limit, soft, plus_one):
+    out = {"scores": [], "boxes": [], "classes": [], "splits": [], "keeps": [], "sizes": []}
+    start = 0
+    classes = scores.shape[1]
+    for count in splits:
+        s, b = scores[start:start + count], boxes[start:start + count]
+        work = s.astype(np.float64).copy()
+        keeps = [[]]
+        for j in range(1, classes):
+            above = [i for i in range(count) if s[i, j] > thresh]
+            cb = b[:, 4 * j:4 * j + 4].astype(np.float64)
+            if soft:
+                keep, decayed = ref.soft_nms(cb, s[:, j], above, 0.5, nms, 0.001, soft, plus_one)
+                work[:, j] = decayed
+            else:
+                order = sorted(above, key=lambda i: -s[i, j])
+                keep = ref.nms(cb, order, nms, plus_one)
+            keeps.append(keep)
+        kept = sorted(work[i, j] for j in range(1, classes) for i in keeps[j])
+        if limit > 0 and len(kept) > limit:
+            cut = kept[len(kept) - limit]
+            keeps = [[i for i in k if work[i, j] >= cut] for j, k in enumerate(keeps)]
+        for j, keep in enumerate(keeps):
+            for i in keep:
+                out["scores"].append(work[i, j])
+                out["boxes"].append(b[i, 4 * j:4 * j + 4])
+                out["classes"].append(j)
+                out["keeps"].append(i)
+            out["sizes"].append(len(keep))
+        out["splits"].append(sum(len(k) for k in keeps))
+        start += count
+    return out
+
+
+@pytest.mark.parametrize("soft", [None, "linear", "gaussian", "hard"])
+@pytest.mark.parametrize("limit", [100, 7, 0])
+@pytest.mark.parametrize("plus_one", [True, False])
+def test_box_with_nms_limit_matches_numpy(soft, limit, plus_one):
+    rng = np.random.RandomState(limit + (3 if soft else 0) + plus_one)
+    scores, boxes = _case(rng, 40, 4)
+    splits = np.array([25, 0, 15], np.float32)
+    args = dict(score_thresh=0.2, nms=0.4, detections_per_im=limit,
+                legacy_plus_one=int(plus_one))
+    if soft:
+        args.update(soft_nms_enabled=1, soft_nms_method=soft)
+    op = h.make_op("BoxWithNMSLimit", ["s", "b", "n"],
+                   ["os", "ob", "oc", "on", "ok", "oz"], **args)
+    got = h.run_op(op, [scores, boxes, splits])
+    want = _reference(scores, boxes, [25, 0, 15], 0.2, 0.4, limit, soft, float(plus_one))
+    np.testing.assert_array_equal(got[4], want["keeps"])
+    np.testing.assert_array_equal(got[2], want["classes"])
+    np.testing.assert_allclose(got[0], want["scores"], rtol=1e-5)
+    np.testing.assert_array_equal(got[1], np.array(want["boxes"]).reshape(-1, 4))
+    np.testing.assert_array_equal(got[3], want["splits"])
+    np.testing.assert_array_equal(got[5], np.array(want["sizes"]).reshape(3, 4))
+
+
+def test_box_with_nms_limit_matches_torchvision_nms():
+    torch = pytest.importorskip("torch")
+    tv_ops = pytest.importorskip("torchvision.ops")
+    rng = np.random.RandomState(9)
+    scores, boxes = _case(rng, 60, 2)
+    op = h.make_op("BoxWithNMSLimit", ["s", "b"], ["os", "ob", "oc"], score_thresh=0.0, nms=0.5,
+                   detections_per_im=0, legacy_plus_one=0)
+    got_scores, got_boxes, _ = h.run_op(op, [scores, boxes])
+    keep = tv_ops.nms(torch.from_numpy(boxes[:, 4:]), torch.from_numpy(scores[:, 1]), 0.5).numpy()
+    np.testing.assert_array_equal(got_boxes, boxes[keep, 4:])
+    np.testing.assert_array_equal(got_scores, scores[keep, 1])
+
+
+def test_box_with_nms_limit_nan_and_empty():
+    scores = np.array([[0.1, np.nan], [0.2, 0.9], [0.3, 0.8]], np.float32)
+    boxes = np.tile(np.array([0, 0, 10, 10], np.float32), (3, 2))
+    boxes[2, 4:] = [50, 50, 60, 60]
+    op = h.make_op("BoxWithNMSLimit", ["s", "b"], ["os", "ob", "oc"])
+    got_scores, got_boxes, got_classes = h.run_op(op, [scores, boxes])
+    np.testing.assert_array_equal(got_scores, np.float32([0.9, 0.8]))  # NaN never scores above
+    empty = h.run_op(op, [np.zeros((0, 2), np.float32), np.zeros((0, 8), np.float32)])
+    assert empty[0].shape == (0,) and empty[1].shape == (0, 4)
+
+
+def test_box_with_nms_limit_bad_input():
+    scores, boxes = _case(np.random.RandomState(1), 4, 3)
+    op = h.make_op("BoxWithNMSLimit", ["s", "b", "n"], ["os", "ob", "oc"])
+    h.assert_op_error(op, [scores, boxes[:, :8], np.array([4], np.float32)], "'b'", "4 columns")
+    h.assert_op_error(op, [scores, boxes, np.array([3], np.float32)], "add up to 3")
+    h.assert_op_error(op, [scores, boxes, np.array([2.5, 1.5], np.float32)], "batch_splits[0]")
+    h.assert_op_error(op, [scores, boxes[:3], np.array([4], np.float32)], "'b'")
+    h.assert_op_error(h.make_op("BoxWithNMSLimit", ["s", "b"], ["os", "ob", "oc"],
+                                soft_nms_method="cubic"), [scores, boxes], "cubic")

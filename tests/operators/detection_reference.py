@@ -1,0 +1,84 @@
+"""numpy references for the detection ops' tests, written from Detectron's
+lib/utils/boxes.py formulas (boxes x1, y1, x2, y2; plus_one 1 is Caffe2's
+legacy_plus_one)."""
+import numpy as np
+
+CLIP = np.log(1000.0 / 16.0)
+
+
+def bbox_transform(boxes, deltas, weights=(1.0, 1.0, 1.0, 1.0), correct=False, plus_one=1.0):
+    boxes, deltas = boxes.astype(np.float64), deltas.astype(np.float64)
+    widths = boxes[:, 2] - boxes[:, 0] + plus_one
+    heights = boxes[:, 3] - boxes[:, 1] + plus_one
+    ctr_x = boxes[:, 0] + 0.5 * widths
+    ctr_y = boxes[:, 1] + 0.5 * heights
+    wx, wy, ww, wh = weights
+    dx, dy = deltas[:, 0::4] / wx, deltas[:, 1::4] / wy
+    dw = np.minimum(deltas[:, 2::4] / ww, CLIP)
+    dh = np.minimum(deltas[:, 3::4] / wh, CLIP)
+    px = dx * widths[:, None] + ctr_x[:, None]
+    py = dy * heights[:, None] + ctr_y[:, None]
+    pw = np.exp(dw) * widths[:, None]
+    ph = np.exp(dh) * heights[:, None]
+    off = plus_one if correct else 0.0
+    out = np.zeros(deltas.shape)
+    out[:, 0::4] = px - 0.5 * pw
+    out[:, 1::4] = py - 0.5 * ph
+    out[:, 2::4] = px + 0.5 * pw - off
+    out[:, 3::4] = py + 0.5 * ph - off
+    return out
+
+
+def clip_boxes(boxes, height, width, plus_one=1.0):
+    out = boxes.copy()
+    out[:, 0::4] = np.clip(boxes[:, 0::4], 0, width - plus_one)
+    out[:, 1::4] = np.clip(boxes[:, 1::4], 0, height - plus_one)
+    out[:, 2::4] = np.clip(boxes[:, 2::4], 0, width - plus_one)
+    out[:, 3::4] = np.clip(boxes[:, 3::4], 0, height - plus_one)
+    return out
+
+
+def iou(box, others, plus_one):
+    w = np.maximum(np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0]) + plus_one, 0)
+    h = np.maximum(np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1]) + plus_one, 0)
+    inter = w * h
+    area = lambda b: (b[..., 2] - b[..., 0] + plus_one) * (b[..., 3] - b[..., 1] + plus_one)
+    return inter / (area(box) + area(others) - inter)
+
+
+def nms(boxes, order, threshold, plus_one, top_n=-1):
+    """Greedy NMS over `order` (best first), as Detectron's py_cpu_nms."""
+    order = list(order)
+    keep = []
+    while order and (top_n < 0 or len(keep) < top_n):
+        i = order.pop(0)
+        keep.append(i)
+        if order:
+            overlaps = iou(boxes[i], boxes[order], plus_one)
+            order = [k for k, o in zip(order, overlaps) if o <= threshold]
+    return keep
+
+
+def soft_nms(boxes, scores, indices, sigma, threshold, min_score, method, plus_one):
+    """Detectron's cython soft-NMS; returns (keep, decayed scores)."""
+    scores = scores.astype(np.float64).copy()
+    pending, keep = list(indices), []
+    while pending:
+        best = max(range(len(pending)), key=lambda j: (scores[pending[j]], -j))
+        i = pending[best]
+        keep.append(i)
+        pending[0], pending[best] = pending[best], pending[0]
+        rest = []
+        for k in pending[1:]:
+            o = iou(boxes[i], boxes[k:k + 1], plus_one)[0]
+            if method == "linear":
+                w = 1 - o if o > threshold else 1.0
+            elif method == "gaussian":
+                w = np.exp(-o * o / sigma)
+            else:
+                w = 0.0 if o > threshold else 1.0
+            scores[k] *= w
+            if scores[k] >= min_score:
+                rest.append(k)
+        pending = rest
+    return keep, scores
