@@ -201,6 +201,64 @@ void ResizeNearestGradientOp::RunOnDevice() {
   });
 }
 
+namespace {
+
+int64_t ReadIntegerScale(const OperatorBase& op) {
+  const int64_t scale = op.GetSingleArgument<int64_t>("scale", 2);
+  DOPPIO_ENFORCE(scale >= 1 && scale <= 4096, "scale ", scale,
+                 " must be an integer from 1 to 4096");
+  return scale;
+}
+
+// ResizeNearest's NCHW shape for UpsampleNearest's X (input `index`).
+ResizeShape UpsampleShape(const OperatorBase& op, int index, const Tensor& x, int64_t scale) {
+  DOPPIO_ENFORCE(x.ndim() == 4, "X '", op.input_name(index), "' must be 4-D (NCHW), not ",
+                 x.dims());
+  return {x.dim(0), x.dim(1), x.dim(2), x.dim(3), x.dim(2) * scale, x.dim(3) * scale, true};
+}
+
+}  // namespace
+
+UpsampleNearestOp::UpsampleNearestOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), scale_(ReadIntegerScale(*this)) {}
+
+void UpsampleNearestOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const ResizeShape s = UpsampleShape(*this, 0, X, scale_);
+  Tensor* Y = Output(0);
+  Y->Resize(OutputDims(s));
+  const float scale = static_cast<float>(scale_);
+  const std::vector<int64_t> rows = SourceOf(s.out_h, s.in_h, scale);
+  const std::vector<int64_t> cols = SourceOf(s.out_w, s.in_w, scale);
+  DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Upsample<T>(s, rows, cols, X.data<T>(), Y->template mutable_data<T>());
+  });
+}
+
+UpsampleNearestGradientOp::UpsampleNearestGradientOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace), scale_(ReadIntegerScale(*this)) {}
+
+void UpsampleNearestGradientOp::RunOnDevice() {
+  const Tensor& X = Input(0);
+  const Tensor& dY = Input(1);
+  const ResizeShape s = UpsampleShape(*this, 0, X, scale_);
+  DOPPIO_ENFORCE(dY.dims() == OutputDims(s) && dY.dtype() == X.dtype(), "dY '", input_name(1), "' ",
+                 dY.DebugString(), " must have UpsampleNearest's output shape ", OutputDims(s),
+                 " and X's type");
+  Tensor* dX = Output(0);
+  dX->ResizeLike(X);
+  const float scale = static_cast<float>(scale_);
+  const std::vector<int64_t> rows = SourceOf(s.out_h, s.in_h, scale);
+  const std::vector<int64_t> cols = SourceOf(s.out_w, s.in_w, scale);
+  DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* dx = dX->template mutable_data<T>();
+    std::fill(dx, dx + dX->numel(), T(0));
+    Downsum<T>(s, rows, cols, dY.data<T>(), dx);
+  });
+}
+
 REGISTER_CPU_OPERATOR(ResizeNearest, ResizeNearestOp);
 REGISTER_CPU_OPERATOR(ResizeNearestGradient, ResizeNearestGradientOp);
 
@@ -260,6 +318,40 @@ OPERATOR_SCHEMA(ResizeNearestGradient)
     .Output(0, "dX", "each X pixel's sum of the dY pixels that copied it")
     .Doc("Gradient of ResizeNearest with respect to X (the scales get none).");
 
+OPERATOR_SCHEMA(UpsampleNearest)
+    .NumInputs(1)
+    .NumOutputs(1)
+    .Arg("scale", "(int, default 2) the integer upsampling factor of both sides")
+    .Input(0, "X", "[N, C, H, W], float32 or float64")
+    .Output(0, "Y", "[N, C, scale H, scale W]: Y[y, x] = X[y / scale, x / scale]")
+    .Doc("Detectron's nearest-neighbour upsampling by an integer factor.");
+
+OPERATOR_SCHEMA(UpsampleNearestGradient)
+    .NumInputs(2)
+    .NumOutputs(1)
+    .Arg("scale", "as UpsampleNearest's")
+    .Input(0, "X", "UpsampleNearest's X")
+    .Input(1, "dY", "gradient of Y")
+    .Output(0, "dX", "each X pixel's sum over its scale x scale copies")
+    .Doc("Gradient of UpsampleNearest.");
+
+REGISTER_CPU_OPERATOR(UpsampleNearest, UpsampleNearestOp);
+REGISTER_CPU_OPERATOR(UpsampleNearestGradient, UpsampleNearestGradientOp);
+
+namespace {
+
+class GetUpsampleNearestGradient final : public GradientMakerBase {
+  using GradientMakerBase::GradientMakerBase;
+  std::vector<OperatorDef> GetGradientDefs() override {
+    return SingleGradientDef("UpsampleNearestGradient", "", {I(0), GO(0)}, {GI(0)}, Def().arg());
+  }
+};
+
+}  // namespace
+
+REGISTER_GRADIENT(UpsampleNearest, GetUpsampleNearestGradient);
+SHOULD_NOT_DO_GRADIENT(UpsampleNearestGradient,
+                       "it is a gradient op; second derivatives are not supported");
 REGISTER_GRADIENT(ResizeNearest, GetResizeNearestGradient);
 SHOULD_NOT_DO_GRADIENT(ResizeNearestGradient,
                        "it is a gradient op; second derivatives are not supported");

@@ -41,4 +41,25 @@ class ResizeNearestGradientOp final : public Operator<CPUContext> {
   float height_scale_, width_scale_;
 };
 
+// UpsampleNearest and UpsampleNearestGradient (Detectron's, FPN's top-down
+// path): ResizeNearest of an NCHW tensor by an integer `scale` (default 2)
+// on both sides; the gradient takes (X, dY).
+class UpsampleNearestOp final : public Operator<CPUContext> {
+ public:
+  UpsampleNearestOp(const OperatorDef& def, Workspace* workspace);
+  void RunOnDevice() override;
+
+ private:
+  int64_t scale_;
+};
+
+class UpsampleNearestGradientOp final : public Operator<CPUContext> {
+ public:
+  UpsampleNearestGradientOp(const OperatorDef& def, Workspace* workspace);
+  void RunOnDevice() override;
+
+ private:
+  int64_t scale_;
+};
+
 }  // namespace doppio

@@ -101,3 +101,30 @@ def test_resize_nearest_bad_input():
     h.assert_op_error(op, [x.astype(np.int32)], "'X'", "int32")
     grad = h.make_op("ResizeNearestGradient", ["dY", "X"], ["dX"], height_scale=2.0)
     h.assert_op_error(grad, [np.ones((1, 2, 3, 3), np.float32), x], "'dY'", "[1, 2, 6, 3]")
+
+
+@pytest.mark.parametrize("scale", [1, 2, 3])
+def test_upsample_nearest(scale):
+    rng = np.random.RandomState(scale)
+    x = rng.randn(2, 3, 4, 5)
+    want = x.repeat(scale, axis=2).repeat(scale, axis=3)
+    op = h.make_op("UpsampleNearest", ["X"], ["Y"], scale=scale)
+    np.testing.assert_array_equal(h.run_op(op, [x])[0], want)
+    np.testing.assert_array_equal(h.run_op(op, [x.astype(np.float32)])[0],
+                                  want.astype(np.float32))
+    dy = rng.randn(*want.shape)
+    grad = h.make_op("UpsampleNearestGradient", ["X", "dY"], ["dX"], scale=scale)
+    summed = dy.reshape(2, 3, 4, scale, 5, scale).sum(axis=(3, 5))
+    np.testing.assert_allclose(h.run_op(grad, [x, dy])[0], summed, rtol=1e-12)
+    h.check_gradient(op, [x], [0])
+    grad_ops, _ = h.gradient_ops(op)
+    assert grad_ops[0].type == "UpsampleNearestGradient"
+    assert list(grad_ops[0].input) == ["X", "Y_grad"]
+
+
+def test_upsample_nearest_bad_input():
+    x = np.ones((1, 2, 3, 3), np.float32)
+    h.assert_op_error(h.make_op("UpsampleNearest", ["X"], ["Y"], scale=0), [x], "scale 0")
+    h.assert_op_error(h.make_op("UpsampleNearest", ["X"], ["Y"]), [x[0]], "'X'", "4-D")
+    grad = h.make_op("UpsampleNearestGradient", ["X", "dY"], ["dX"])
+    h.assert_op_error(grad, [x, np.ones((1, 2, 3, 3), np.float32)], "'dY'", "[1, 2, 6, 6]")
