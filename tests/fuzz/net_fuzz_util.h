@@ -34,6 +34,10 @@ inline const std::set<std::string>& RunnableOps() {
       "Slice",      "Softmax",      "Softplus",   "Split",     "Sqrt",
       "Squeeze",    "StopGradient", "Sub",        "Sum",       "SumElements",
       "Tanh",       "Transpose",    "Xor",
+      // Detection ops whose outputs are bounded by their inputs (RoIAlign,
+      // RoIPool and the resizes take output sizes from arguments).
+      "AffineChannel", "BBoxTransform", "BoxWithNMSLimit", "GenerateProposals",
+      "HasElements", "IsEmpty", "SpatialNarrowAs",
   };
   return ops;
 }

@@ -1,5 +1,5 @@
 
-	op_Conv1D×
+	op_Conv1Dþ
 in0
 in1out0"Conv1D*
 
@@ -12,7 +12,9 @@
 order*
 
 legacy_pad*
-shared_buffer*
+shared_buffer*
+training_mode*
+conv_algorithm*
 ws_nbytes_limit*
 deterministic*
 exhaustive_search*

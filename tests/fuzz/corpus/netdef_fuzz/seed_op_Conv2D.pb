@@ -1,5 +1,5 @@
 
-	op_Conv2D×
+	op_Conv2Dþ
 in0
 in1out0"Conv2D*
 
@@ -12,7 +12,9 @@
 order*
 
 legacy_pad*
-shared_buffer*
+shared_buffer*
+training_mode*
+conv_algorithm*
 ws_nbytes_limit*
 deterministic*
 exhaustive_search*

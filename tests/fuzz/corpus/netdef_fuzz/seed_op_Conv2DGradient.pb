@@ -1,8 +1,9 @@
 
-op_Conv2DGradient>
+op_Conv2DGradientR
 in0
 in1
 in2out0"Conv2DGradient*
 no_bias*
 
-kernel:in0:in1:in2
+kernel*
+conv_algorithm:in0:in1:in2

@@ -1,8 +1,9 @@
 
-op_Conv3DGradient>
+op_Conv3DGradientR
 in0
 in1
 in2out0"Conv3DGradient*
 no_bias*
 
-kernel:in0:in1:in2
+kernel*
+conv_algorithm:in0:in1:in2

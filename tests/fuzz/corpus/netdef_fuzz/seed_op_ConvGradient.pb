@@ -1,8 +1,9 @@
 
-op_ConvGradient<
+op_ConvGradientP
 in0
 in1
 in2out0"ConvGradient*
 no_bias*
 
-kernel:in0:in1:in2
+kernel*
+conv_algorithm:in0:in1:in2

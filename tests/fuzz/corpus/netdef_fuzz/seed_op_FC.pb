@@ -1,9 +1,10 @@
 
-op_FCD
+op_FCU
 in0
 in1
 in2out0"FC*
 axis*
 
 axis_w*
-float16_compute:in0:in1:in2
+float16_compute*
+fusion_type:in0:in1:in2

@@ -1,5 +1,5 @@
 
-op_FCGradientR
+op_FCGradientc
 in0
 in1
 in2out0out1"
@@ -7,4 +7,5 @@ FCGradient*
 axis*
 
 axis_w*
-float16_compute:in0:in1:in2
+float16_compute*
+fusion_type:in0:in1:in2

@@ -1,9 +1,10 @@
 
-op_FCTransposedN
+op_FCTransposed_
 in0
 in1
 in2out0"FCTransposed*
 axis*
 
 axis_w*
-float16_compute:in0:in1:in2
+float16_compute*
+fusion_type:in0:in1:in2

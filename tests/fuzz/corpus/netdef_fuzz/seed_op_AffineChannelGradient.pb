@@ -1,0 +1,6 @@
+
+op_AffineChannelGradientD
+in0
+in1out0"AffineChannelGradient*	
+order*
+is_learnable:in0:in1

@@ -1,0 +1,3 @@
+
+op_CheckCounterDone
+in0out0"CheckCounterDone:in0

@@ -1,0 +1,3 @@
+
+op_CountDown
+in0out0"	CountDown:in0

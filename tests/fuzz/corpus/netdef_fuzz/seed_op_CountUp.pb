@@ -1,0 +1,4 @@
+
+
+op_CountUp
+in0out0"CountUp:in0

@@ -1,0 +1,4 @@
+
+op_CreateCounter%out0"CreateCounter*
+
+init_count

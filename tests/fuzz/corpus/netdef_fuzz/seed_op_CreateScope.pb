@@ -1,0 +1,2 @@
+
+op_CreateScopeout0"CreateScope

@@ -1,0 +1,7 @@
+
+op_DiagonalFillZout0"DiagonalFill*	
+value*	
+dtype*	
+shape*
+extra_shape*
+input_as_shape

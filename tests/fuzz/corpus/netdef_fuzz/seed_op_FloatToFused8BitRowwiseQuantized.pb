@@ -1,0 +1,3 @@
+
+#op_FloatToFused8BitRowwiseQuantized-
+in0out0" FloatToFused8BitRowwiseQuantized:in0

@@ -1,0 +1,4 @@
+
+op_FloatToHalf"
+in0out0"FloatToHalf*
+clip:in0

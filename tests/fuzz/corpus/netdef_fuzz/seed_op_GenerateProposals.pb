@@ -1,0 +1,14 @@
+
+op_GenerateProposals¼
+in0
+in1
+in2
+in3out0out1"GenerateProposals*
+spatial_scale*
+pre_nms_topN*
+post_nms_topN*
+
+nms_thresh*
+min_size*
+correct_transform_coords*
+legacy_plus_one:in0:in1:in2:in3

@@ -1,0 +1,3 @@
+
+op_HalfToFloat
+in0out0"HalfToFloat:in0

@@ -1,0 +1,3 @@
+
+op_HardSwish
+in0out0"	HardSwish:in0

@@ -1,0 +1,4 @@
+
+op_HardSwishGradient#
+in0
+in1out0"HardSwishGradient:in0:in1

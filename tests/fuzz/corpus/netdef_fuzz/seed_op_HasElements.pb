@@ -1,0 +1,3 @@
+
+op_HasElements
+in0out0"HasElements:in0

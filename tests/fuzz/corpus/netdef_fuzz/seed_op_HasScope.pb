@@ -1,0 +1,3 @@
+
+op_HasScope
+in0out0"HasScope:in0

@@ -1,0 +1,4 @@
+
+
+op_IsEmpty
+in0out0"IsEmpty:in0

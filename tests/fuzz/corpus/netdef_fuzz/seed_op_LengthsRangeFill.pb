@@ -1,0 +1,3 @@
+
+op_LengthsRangeFill
+in0out0"LengthsRangeFill:in0

@@ -1,0 +1,3 @@
+
+op_LengthsToShape
+in0out0"LengthsToShape:in0

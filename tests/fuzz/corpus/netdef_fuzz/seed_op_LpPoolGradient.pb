@@ -1,0 +1,15 @@
+
+op_LpPoolGradient|
+in0
+in1
+in2out0"LpPoolGradient*
+
+kernel*
+
+stride*
+pad*	
+order*
+
+legacy_pad*
+global_pooling*
+p:in0:in1:in2

@@ -1,0 +1,3 @@
+
+op_MakeTwoClass
+in0out0"MakeTwoClass:in0

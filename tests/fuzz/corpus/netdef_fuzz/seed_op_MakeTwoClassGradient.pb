@@ -1,0 +1,3 @@
+
+op_MakeTwoClassGradient!
+in0out0"MakeTwoClassGradient:in0

@@ -1,0 +1,3 @@
+
+op_NanCheck
+in0out0"NanCheck:in0

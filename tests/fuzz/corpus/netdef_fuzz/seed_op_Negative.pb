@@ -1,0 +1,3 @@
+
+op_Negative
+in0out0"Negative:in0

@@ -1,0 +1,3 @@
+
+op_Range
+in0out0"Range:in0

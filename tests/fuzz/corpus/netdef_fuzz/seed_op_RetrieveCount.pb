@@ -1,0 +1,3 @@
+
+op_RetrieveCount
+in0out0"RetrieveCount:in0

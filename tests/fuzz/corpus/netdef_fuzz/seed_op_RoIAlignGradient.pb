@@ -1,0 +1,11 @@
+
+op_RoIAlignGradient‚
+in0
+in1
+in2out0"RoIAlignGradient*
+spatial_scale*
+pooled_h*
+pooled_w*
+sampling_ratio*
+aligned*	
+order:in0:in1:in2

@@ -1,0 +1,3 @@
+
+op_Size
+in0out0"Size:in0

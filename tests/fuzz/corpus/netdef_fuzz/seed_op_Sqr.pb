@@ -1,0 +1,3 @@
+
+op_Sqr
+in0out0"Sqr:in0

@@ -1,0 +1,3 @@
+
+op_Swish
+in0out0"Swish:in0

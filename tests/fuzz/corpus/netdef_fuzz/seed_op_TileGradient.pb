@@ -1,0 +1,3 @@
+
+op_TileGradient
+in0out0"TileGradient:in0

@@ -1,0 +1,4 @@
+
+op_UpsampleNearest'
+in0out0"UpsampleNearest*	
+scale:in0

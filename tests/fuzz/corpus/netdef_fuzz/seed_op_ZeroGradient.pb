@@ -1,0 +1,3 @@
+
+op_ZeroGradient
+in0out0"ZeroGradient:in0
