@@ -65,3 +65,7 @@ def test_affine_channel_bad_input():
     h.assert_op_error(op, [x.astype(np.int32)] + [np.ones(3, np.int32)] * 2, "int32")
     grad = h.make_op("AffineChannelGradient", ["dY", "s"], ["dX"], is_learnable=1)
     h.assert_op_error(grad, [x, np.ones(3, np.float32)], "is_learnable 1", "(dY, X, scale)")
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

@@ -76,3 +76,7 @@ def test_bbox_transform_bad_input():
     h.assert_op_error(h.make_op("BBoxTransform", ["r", "d", "i"], ["b"], weights=[1.0, 0.0, 1.0,
                                                                                  1.0]),
                       [rois, deltas, im_info], "weights[1]")
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

@@ -106,3 +106,7 @@ def test_box_with_nms_limit_bad_input():
     h.assert_op_error(op, [scores, boxes[:3], np.array([4], np.float32)], "'b'")
     h.assert_op_error(h.make_op("BoxWithNMSLimit", ["s", "b"], ["os", "ob", "oc"],
                                 soft_nms_method="cubic"), [scores, boxes], "cubic")
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

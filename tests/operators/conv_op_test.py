@@ -609,9 +609,6 @@ def test_conv_transpose_bad_input():
                       [x, w, np.zeros((3,), np.float32)], "'b'", "[2]")
 
 
-if __name__ == "__main__":
-    h.run_main(__file__)
-
 
 _AVX2_WINOGRAD_SCRIPT = r"""
 import sys
@@ -656,3 +653,7 @@ def test_conv_inference_winograd_on_avx2():
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert float(out.stdout.split()[-1]) < 2e-5
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

@@ -91,3 +91,7 @@ def test_fpn_proposals_bad_input():
     bad = rois[0].copy()
     bad[1, 3] = bad[1, 1] - 50
     h.assert_op_error(dist, [bad], "RoI 1", "negative area")
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

@@ -81,3 +81,7 @@ def test_generate_proposals_bad_input():
     h.assert_op_error(h.make_op("GenerateProposals", ["s", "d", "i", "a"], ["r", "p"],
                                 spatial_scale=0.0), [scores, deltas, im_info, anchors],
                       "spatial_scale")
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

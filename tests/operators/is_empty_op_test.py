@@ -20,3 +20,7 @@ def test_is_empty_has_no_gradient():
     import pytest
     with pytest.raises(RuntimeError, match="IsEmpty"):
         h.gradient_ops(h.make_op("IsEmpty", ["X"], ["E"]))
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

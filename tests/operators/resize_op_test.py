@@ -128,3 +128,7 @@ def test_upsample_nearest_bad_input():
     h.assert_op_error(h.make_op("UpsampleNearest", ["X"], ["Y"]), [x[0]], "'X'", "4-D")
     grad = h.make_op("UpsampleNearestGradient", ["X", "dY"], ["dX"])
     h.assert_op_error(grad, [x, np.ones((1, 2, 3, 3), np.float32)], "'dY'", "[1, 2, 6, 6]")
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

@@ -135,3 +135,7 @@ def test_roi_align_bad_input():
     h.assert_op_error(_op(grad=True), [x, good, np.zeros((1, 3, 2, 2), np.float32)],
                       "'dY'", "[1, 3, 2, 3]")
     h.assert_op_error(_op(), [x.astype(np.int32), good.astype(np.int32)], "'X'", "int32")
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

@@ -70,3 +70,7 @@ def test_roi_pool_bad_input():
     dy = np.ones((2, 3, 1, 1), np.float32)
     h.assert_op_error(grad, [x, rois, np.full((2, 3, 1, 1), 63, np.int32), dy], "argmaxes[0]")
     h.assert_op_error(grad, [x, rois, np.zeros((2, 3, 1, 1), np.int64), dy], "'A'", "int32")
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)

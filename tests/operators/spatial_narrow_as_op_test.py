@@ -36,3 +36,7 @@ def test_spatial_narrow_as_bad_input():
     grad = h.make_op("SpatialNarrowAsGradient", ["A", "B", "dC"], ["dA"])
     h.assert_op_error(grad, [a, np.zeros((2, 3, 2, 2)), np.zeros((2, 3, 2, 3), np.float32)],
                       "'dC'")
+
+
+if __name__ == "__main__":
+    h.run_main(__file__)
