@@ -16,40 +16,6 @@ def _case(rng, n, classes):
     return scores, boxes
 
 
-def _reference(scores, boxes, splits, thresh, nms, limit, soft, plus_one):
-    out = {"scores": [], "boxes": [], "classes": [], "splits": [], "keeps": [], "sizes": []}
-    start = 0
-    classes = scores.shape[1]
-    for count in splits:
-        s, b = scores[start:start + count], boxes[start:start + count]
-        work = s.astype(np.float64).copy()
-        keeps = [[]]
-        for j in range(1, classes):
-            above = [i for i in range(count) if s[i, j] > thresh]
-            cb = b[:, 4 * j:4 * j + 4].astype(np.float64)
-            if soft:
-                keep, decayed = ref.soft_nms(cb, s[:, j], above, 0.5, nms, 0.001, soft, plus_one)
-                work[:, j] = decayed
-            else:
-                order = sorted(above, key=lambda i: -s[i, j])
-                keep = ref.nms(cb, order, nms, plus_one)
-            keeps.append(keep)
-        kept = sorted(work[i, j] for j in range(1, classes) for i in keeps[j])
-        if limit > 0 and len(kept) > limit:
-            cut = kept[len(kept) - limit]
-            keeps = [[i for i in k if work[i, j] >= cut] for j, k in enumerate(keeps)]
-        for j, keep in enumerate(keeps):
-            for i in keep:
-                out["scores"].append(work[i, j])
-                out["boxes"].append(b[i, 4 * j:4 * j + 4])
-                out["classes"].append(j)
-                out["keeps"].append(i)
-            out["sizes"].append(len(keep))
-        out["splits"].append(sum(len(k) for k in keeps))
-        start += count
-    return out
-
-
 @pytest.mark.parametrize("soft", [None, "linear", "gaussian", "hard"])
 @pytest.mark.parametrize("limit", [100, 7, 0])
 @pytest.mark.parametrize("plus_one", [True, False])
@@ -64,7 +30,7 @@ def test_box_with_nms_limit_matches_numpy(soft, limit, plus_one):
     op = h.make_op("BoxWithNMSLimit", ["s", "b", "n"],
                    ["os", "ob", "oc", "on", "ok", "oz"], **args)
     got = h.run_op(op, [scores, boxes, splits])
-    want = _reference(scores, boxes, [25, 0, 15], 0.2, 0.4, limit, soft, float(plus_one))
+    want = ref.box_with_nms_limit(scores, boxes, [25, 0, 15], 0.2, 0.4, limit, soft, float(plus_one))
     np.testing.assert_array_equal(got[4], want["keeps"])
     np.testing.assert_array_equal(got[2], want["classes"])
     np.testing.assert_allclose(got[0], want["scores"], rtol=1e-5)

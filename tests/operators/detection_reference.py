@@ -82,3 +82,66 @@ def soft_nms(boxes, scores, indices, sigma, threshold, min_score, method, plus_o
                 rest.append(k)
         pending = rest
     return keep, scores
+
+
+def generate_proposals(scores, deltas, im_info, anchors, stride, pre, post, thresh, min_size,
+                       correct, plus_one):
+    """Detectron's RPN proposal step (GenerateProposals): rois [n, 5], probs."""
+    n_img, A, H, W = scores.shape
+    sx, sy = np.meshgrid(np.arange(W) * stride, np.arange(H) * stride)
+    shifts = np.stack([sx.ravel(), sy.ravel(), sx.ravel(), sy.ravel()], axis=1)
+    all_anchors = (anchors[None, :, :] + shifts[:, None, :]).reshape(-1, 4)
+    rois, probs = [], []
+    for n in range(n_img):
+        height, width, scale = im_info[n].astype(np.float64)
+        d = deltas[n].reshape(A, 4, H, W).transpose(2, 3, 0, 1).reshape(-1, 4)
+        s = scores[n].transpose(1, 2, 0).reshape(-1)
+        boxes = clip_boxes(bbox_transform(all_anchors, d, correct=correct, plus_one=plus_one),
+                           height, width, plus_one)
+        ws = boxes[:, 2] - boxes[:, 0] + plus_one
+        hs = boxes[:, 3] - boxes[:, 1] + plus_one
+        keep = np.where((ws >= min_size * scale) & (hs >= min_size * scale) &
+                        (boxes[:, 0] + ws / 2 < width) & (boxes[:, 1] + hs / 2 < height))[0]
+        order = keep[np.argsort(-s[keep], kind="stable")]
+        if 0 < pre < len(order):
+            order = order[:pre]
+        kept = nms(boxes, list(order), thresh, plus_one, post if post > 0 else -1)
+        rois += [[n] + list(boxes[i]) for i in kept]
+        probs += [s[i] for i in kept]
+    return np.array(rois).reshape(-1, 5), np.array(probs)
+
+
+def box_with_nms_limit(scores, boxes, splits, thresh, nms_threshold, limit, soft, plus_one):
+    """BoxWithNMSLimit: dict of scores, boxes, classes, splits, keeps, sizes."""
+    out = {"scores": [], "boxes": [], "classes": [], "splits": [], "keeps": [], "sizes": []}
+    start = 0
+    classes = scores.shape[1]
+    for count in splits:
+        s, b = scores[start:start + count], boxes[start:start + count]
+        work = s.astype(np.float64).copy()
+        keeps = [[]]
+        for j in range(1, classes):
+            above = [i for i in range(count) if s[i, j] > thresh]
+            cb = b[:, 4 * j:4 * j + 4].astype(np.float64)
+            if soft:
+                keep, decayed = soft_nms(cb, s[:, j], above, 0.5, nms_threshold, 0.001, soft,
+                                         plus_one)
+                work[:, j] = decayed
+            else:
+                order = sorted(above, key=lambda i: -s[i, j])
+                keep = nms(cb, order, nms_threshold, plus_one)
+            keeps.append(keep)
+        kept = sorted(work[i, j] for j in range(1, classes) for i in keeps[j])
+        if limit > 0 and len(kept) > limit:
+            cut = kept[len(kept) - limit]
+            keeps = [[i for i in k if work[i, j] >= cut] for j, k in enumerate(keeps)]
+        for j, keep in enumerate(keeps):
+            for i in keep:
+                out["scores"].append(work[i, j])
+                out["boxes"].append(b[i, 4 * j:4 * j + 4])
+                out["classes"].append(j)
+                out["keeps"].append(i)
+            out["sizes"].append(len(keep))
+        out["splits"].append(sum(len(k) for k in keeps))
+        start += count
+    return out

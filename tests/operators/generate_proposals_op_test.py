@@ -7,32 +7,6 @@ import detection_reference as ref
 import op_harness as h
 
 
-def _reference(scores, deltas, im_info, anchors, stride, pre, post, thresh, min_size, correct,
-               plus_one):
-    n_img, A, H, W = scores.shape
-    sx, sy = np.meshgrid(np.arange(W) * stride, np.arange(H) * stride)
-    shifts = np.stack([sx.ravel(), sy.ravel(), sx.ravel(), sy.ravel()], axis=1)
-    all_anchors = (anchors[None, :, :] + shifts[:, None, :]).reshape(-1, 4)
-    rois, probs = [], []
-    for n in range(n_img):
-        height, width, scale = im_info[n].astype(np.float64)
-        d = deltas[n].reshape(A, 4, H, W).transpose(2, 3, 0, 1).reshape(-1, 4)
-        s = scores[n].transpose(1, 2, 0).reshape(-1)
-        boxes = ref.clip_boxes(ref.bbox_transform(all_anchors, d, correct=correct,
-                                                  plus_one=plus_one), height, width, plus_one)
-        ws = boxes[:, 2] - boxes[:, 0] + plus_one
-        hs = boxes[:, 3] - boxes[:, 1] + plus_one
-        keep = np.where((ws >= min_size * scale) & (hs >= min_size * scale) &
-                        (boxes[:, 0] + ws / 2 < width) & (boxes[:, 1] + hs / 2 < height))[0]
-        order = keep[np.argsort(-s[keep], kind="stable")]
-        if 0 < pre < len(order):
-            order = order[:pre]
-        kept = ref.nms(boxes, list(order), thresh, plus_one, post if post > 0 else -1)
-        rois += [[n] + list(boxes[i]) for i in kept]
-        probs += [s[i] for i in kept]
-    return np.array(rois).reshape(-1, 5), np.array(probs)
-
-
 def _case(rng, n, A, H, W):
     sizes = rng.uniform(8, 64, (A, 2))
     anchors = np.concatenate([-sizes / 2, sizes / 2], axis=1).astype(np.float32)
@@ -52,7 +26,7 @@ def test_generate_proposals_matches_numpy(pre, post, correct, plus_one):
                        pre_nms_topN=pre, post_nms_topN=post, nms_thresh=0.6, min_size=4.0,
                        correct_transform_coords=int(correct), legacy_plus_one=int(plus_one))
         rois, probs = h.run_op(op, [scores, deltas, im_info, anchors])
-        want_rois, want_probs = _reference(scores, deltas, im_info, anchors, 16.0, pre, post,
+        want_rois, want_probs = ref.generate_proposals(scores, deltas, im_info, anchors, 16.0, pre, post,
                                            0.6, 4.0, correct, float(plus_one))
         np.testing.assert_allclose(rois, want_rois, rtol=1e-5, atol=1e-3)
         np.testing.assert_array_equal(probs, want_probs.astype(np.float32))
