@@ -80,6 +80,11 @@ constexpr const char* kUsage =
     "outputs are written last.\n"
     "With --plan, the plan runs once in place of the net (same order otherwise).\n"
     "Net files may be binary or text protobuf (detected from their content).\n"
+    "Detection nets (Detectron's Faster R-CNN export) take the image and\n"
+    "im_info and leave their detections in score_nms, bbox_nms, class_nms:\n"
+    "  run_net --init_net=model_init.pb --net=model.pb --input data=img.npy \\\n"
+    "          --input im_info=info.npy --output score_nms=s.npy \\\n"
+    "          --output bbox_nms=b.npy --output class_nms=c.npy\n"
     "Exit status: 0 success, 1 failure (one line on stderr names the file, op\n"
     "or blob), 2 command-line error.";
 
