@@ -85,6 +85,13 @@ void BBoxTransformOp::RunOnDevice() {
     const float scale = info[image * 3 + 2];
     DOPPIO_ENFORCE(std::isfinite(scale) && scale > 0, "im_info row ", image, " has scale ", scale,
                    "; it must be positive");
+    // Beyond 2^30 pixels Caffe2's int image size would overflow.
+    for (int k = 0; k < 2; ++k) {
+      const float side = info[image * 3 + k] / scale;
+      DOPPIO_ENFORCE(std::isfinite(side) && std::fabs(side) < 1073741824.f, "im_info row ", image,
+                     " has ", k == 0 ? "height " : "width ", info[image * 3 + k],
+                     ", out of range for scale ", scale);
+    }
     const float after = apply_scale_ ? scale : 1.f;
     // Caffe2's int(height / scale + 0.5): the unscaled image's size.
     const float height = static_cast<float>(static_cast<int64_t>(info[image * 3] / scale + 0.5f));

@@ -135,6 +135,9 @@ void AddRoI(const RoIAlignArgs& a, const FeatureShape& s, int64_t r, const T* ro
   const T scale = static_cast<T>(a.spatial_scale), offset = a.aligned ? T(0.5) : T(0);
   const T start_w = roi[0] * scale - offset, start_h = roi[1] * scale - offset;
   T roi_w = roi[2] * scale - offset - start_w, roi_h = roi[3] * scale - offset - start_h;
+  DOPPIO_ENFORCE(std::isfinite(start_w) && std::isfinite(start_h) && std::isfinite(roi_w) &&
+                     std::isfinite(roi_h),
+                 "RoI ", r, " is out of range once scaled by spatial_scale ", a.spatial_scale);
   if (!a.aligned) {  // Caffe2's: at least one pixel
     roi_w = std::max<T>(roi_w, 1);
     roi_h = std::max<T>(roi_h, 1);

@@ -71,6 +71,10 @@ def test_bbox_transform_bad_input():
     zero = im_info.copy()
     zero[1, 2] = 0
     h.assert_op_error(op, [rois, deltas, zero], "im_info row 1", "scale")
+    for bad in (np.nan, np.inf, 1e30):
+        info = im_info.copy()
+        info[0, 1] = bad
+        h.assert_op_error(op, [rois, deltas, info], "im_info row 0", "width")
     h.assert_op_error(op, [np.ascontiguousarray(rois[:, 1:]), deltas, im_info], "one image")
     h.assert_op_error(op, [rois.astype(np.float64), deltas, im_info], "'r'", "float32")
     h.assert_op_error(h.make_op("BBoxTransform", ["r", "d", "i"], ["b"], weights=[1.0, 0.0, 1.0,

@@ -125,6 +125,8 @@ def test_roi_align_bad_input():
         rois = good.copy()
         rois[0, 3] = bad
         h.assert_op_error(_op(), [x, rois], "RoI 0", "non-finite")
+    overflow = np.array([[0, -3e38, 0, 3e38, 3]], np.float32)
+    h.assert_op_error(_op(scale=100.0), [x, overflow], "RoI 0", "out of range")
     huge = np.array([[0, 0, 0, 3e9, 3e9]], np.float32)
     h.assert_op_error(_op(scale=1.0), [x, huge], "RoI 0", "sampling grid")
     h.assert_op_error(_op(), [x, good[:, :3]], "'R'", "[R, 5]")
