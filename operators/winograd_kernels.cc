@@ -15,8 +15,14 @@ namespace winograd {
 // channels: d[i] is the i-th row (or column) of channel vectors.
 
 // The transforms are compiled twice, for AVX2 and for the baseline, and
-// picked at load time; their row helpers inline into each.
+// picked at load time; their row helpers inline into each. Not under
+// ThreadSanitizer, whose instrumented ifunc resolvers crash while the
+// library loads (as SpatialBN's clones).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define DOPPIO_WINOGRAD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DOPPIO_WINOGRAD_CLONES
+#endif
 #define DOPPIO_WINOGRAD_INLINE inline __attribute__((always_inline))
 
 // r = B^T d for one column of 6 channel vectors of n floats; r's rows are

@@ -6,9 +6,7 @@
 // This library alone is built with -fno-trapping-math: without it GCC keeps
 // the epilogue's compare-and-selects as branches (a comparison may raise FP
 // flags nobody reads here), and the epilogue was then half of the
-// convolution's time. An optimize attribute on the functions instead would
-// make GCC instrument their ifunc resolvers under ThreadSanitizer, which
-// then crash before the sanitizer starts.
+// convolution's time.
 //
 // Thread-safety: pure functions; any thread may call.
 #pragma once
