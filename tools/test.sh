@@ -99,12 +99,13 @@ if ((${#targets[@]} == 0)); then targets=(//...); fi
 # Two cores: let Bazel use both, and keep test output to failures.
 bazel build --jobs=2 -- "${targets[@]}"
 status=0
+failed_checks=()
 # The layering is a build rule: dependencies pointing down it must fail.
-tools/check_layering.sh || status=$?
+tools/check_layering.sh || { status=$?; failed_checks+=(layering); }
 # The size rule: short functions, measured with ctags.
-tools/check_function_length.sh || status=$?
+tools/check_function_length.sh || { status=$?; failed_checks+=(function-length); }
 # Python test files must run their cases when Bazel runs them as main.
-tools/check_test_entry_points.sh || status=$?
+tools/check_test_entry_points.sh || { status=$?; failed_checks+=(test-entry-points); }
 run_bazel_test -- "${targets[@]}" || status=$?
 # Bazel says PASSED for a target whose cases passed or were skipped: list
 # the skipped cases (no GPU here, ...) with their reasons, so a check that
@@ -113,6 +114,7 @@ mapfile -t ran < <(grep -oE '^//[^ ]+' "$log" | sort -u)
 if ((${#ran[@]})); then
   /usr/bin/python3 tools/skipped_tests.py "$(bazel info bazel-testlogs 2>/dev/null)" "${ran[@]}"
 fi
-# One closing line CI can read: test targets passed and failed.
-echo "tests: $(count_results)"
+# One closing line CI can read: test targets passed and failed, and any
+# failed check (which fails the run although every test passed).
+echo "tests: $(count_results)${failed_checks[*]:+; FAILED checks: ${failed_checks[*]}}"
 exit "$status"
