@@ -37,6 +37,12 @@ FpnLevels ReadLevels(const OperatorBase& op) {
 int64_t RpnLevelCount(const FpnLevels& l) { return l.rpn_max - l.rpn_min + 1; }
 int64_t RoILevelCount(const FpnLevels& l) { return l.roi_max - l.roi_min + 1; }
 
+// RoIs of 5 floats each into `out`, as [n, 5].
+void WriteRois(const std::vector<float>& rois, Tensor* out) {
+  out->Resize({static_cast<int64_t>(rois.size() / 5), 5});
+  std::copy(rois.begin(), rois.end(), out->mutable_data<float>());
+}
+
 // The best post_nms_top_n RoIs of all levels' inputs (rois, then probs).
 std::vector<float> Collect(const OperatorBase& op, const FpnLevels& l,
                            const std::vector<const Tensor*>& inputs) {
@@ -96,9 +102,7 @@ void Distribute(const FpnLevels& l, const std::vector<float>& rois, int first,
       picked.insert(picked.end(), &rois[5 * i], &rois[5 * i] + 5);
       restore[i] = position++;
     }
-    Tensor* out = output(first + static_cast<int>(k));
-    out->Resize({static_cast<int64_t>(picked.size() / 5), 5});
-    std::copy(picked.begin(), picked.end(), out->mutable_data<float>());
+    WriteRois(picked, output(first + static_cast<int>(k)));
   }
   Tensor* out = output(first + static_cast<int>(RoILevelCount(l)));
   out->Resize({static_cast<int64_t>(restore.size())});
@@ -114,9 +118,7 @@ void CollectRpnProposalsOp::RunOnDevice() {
   std::vector<const Tensor*> inputs;
   for (int i = 0; i < InputSize(); ++i) inputs.push_back(&Input(i));
   const std::vector<float> rois = Collect(*this, levels_, inputs);
-  Tensor* out = Output(0);
-  out->Resize({static_cast<int64_t>(rois.size() / 5), 5});
-  std::copy(rois.begin(), rois.end(), out->mutable_data<float>());
+  WriteRois(rois, Output(0));
 }
 
 DistributeFpnProposalsOp::DistributeFpnProposalsOp(const OperatorDef& def, Workspace* workspace)
@@ -152,9 +154,7 @@ void CollectAndDistributeFpnRpnProposalsOp::RunOnDevice() {
   std::vector<const Tensor*> inputs;
   for (int i = 0; i < InputSize(); ++i) inputs.push_back(&Input(i));
   const std::vector<float> rois = Collect(*this, levels_, inputs);
-  Tensor* out = Output(0);
-  out->Resize({static_cast<int64_t>(rois.size() / 5), 5});
-  std::copy(rois.begin(), rois.end(), out->mutable_data<float>());
+  WriteRois(rois, Output(0));
   Distribute(levels_, rois, 1, [this](int i) { return Output(i); });
 }
 

@@ -13,6 +13,7 @@ import unittest
 import numpy as np
 
 import detection_reference as ref
+import op_harness as h
 from doppio.proto import doppio_pb2
 from tool_paths import runfile
 
@@ -28,23 +29,6 @@ CLASSES = 4
 ANCHORS = np.array([[-6, -6, 9, 9], [-14, -6, 17, 9], [-6, -14, 9, 17]], np.float32)
 STAGES = ["res4", "rpn_cls_probs", "rpn_bbox_pred", "rois", "roi_feat", "pool", "cls_prob",
           "bbox_pred", "pred_bbox", "batch_splits", "score_nms", "bbox_nms", "class_nms"]
-
-
-def _op(op_type, inputs, outputs, **args):
-    op = doppio_pb2.OperatorDef(type=op_type, input=inputs, output=outputs)
-    for name, value in args.items():
-        arg = op.arg.add(name=name)
-        if isinstance(value, (bool, int)):
-            arg.i = int(value)
-        elif isinstance(value, float):
-            arg.f = value
-        elif isinstance(value, str):
-            arg.s = value.encode()
-        elif all(isinstance(v, int) for v in value):
-            arg.ints.extend(value)
-        else:
-            arg.floats.extend(value)
-    return op
 
 
 def _weights(rng):
@@ -63,39 +47,39 @@ def _weights(rng):
 def _nets(w):
     init = doppio_pb2.NetDef(name="init")
     for name, value in sorted(w.items()):
-        init.op.append(_op("GivenTensorFill", [], [name], shape=list(value.shape),
+        init.op.append(h.make_op("GivenTensorFill", [], [name], shape=list(value.shape),
                            values=[float(v) for v in value.flat]))
-    init.op.append(_op("GivenTensorFill", [], ["anchors"], shape=[3, 4],
+    init.op.append(h.make_op("GivenTensorFill", [], ["anchors"], shape=[3, 4],
                        values=[float(v) for v in ANCHORS.flat]))
     net = doppio_pb2.NetDef(name="faster_rcnn", external_input=["data", "im_info", "anchors"] +
                             sorted(w))
     net.external_output.extend(["score_nms", "bbox_nms", "class_nms"])
     net.op.extend([
-        _op("Conv", ["data", "c1_w"], ["c1"], kernel=3, pad=1, stride=2, no_bias=1),
-        _op("AffineChannel", ["c1", "c1_s", "c1_b"], ["c1"]),
-        _op("Relu", ["c1"], ["c1"]),
-        _op("Conv", ["c1", "c2_w"], ["c2"], kernel=3, pad=1, stride=2, no_bias=1),
-        _op("AffineChannel", ["c2", "c2_s", "c2_b"], ["c2"]),
-        _op("Relu", ["c2"], ["res4"]),
-        _op("Conv", ["res4", "rpn_w", "rpn_b"], ["rpn"], kernel=3, pad=1),
-        _op("Relu", ["rpn"], ["rpn"]),
-        _op("Conv", ["rpn", "cls_w", "cls_b"], ["rpn_cls_logits"], kernel=1),
-        _op("Sigmoid", ["rpn_cls_logits"], ["rpn_cls_probs"]),
-        _op("Conv", ["rpn", "box_w", "box_b"], ["rpn_bbox_pred"], kernel=1),
-        _op("GenerateProposals", ["rpn_cls_probs", "rpn_bbox_pred", "im_info", "anchors"],
+        h.make_op("Conv", ["data", "c1_w"], ["c1"], kernel=3, pad=1, stride=2, no_bias=1),
+        h.make_op("AffineChannel", ["c1", "c1_s", "c1_b"], ["c1"]),
+        h.make_op("Relu", ["c1"], ["c1"]),
+        h.make_op("Conv", ["c1", "c2_w"], ["c2"], kernel=3, pad=1, stride=2, no_bias=1),
+        h.make_op("AffineChannel", ["c2", "c2_s", "c2_b"], ["c2"]),
+        h.make_op("Relu", ["c2"], ["res4"]),
+        h.make_op("Conv", ["res4", "rpn_w", "rpn_b"], ["rpn"], kernel=3, pad=1),
+        h.make_op("Relu", ["rpn"], ["rpn"]),
+        h.make_op("Conv", ["rpn", "cls_w", "cls_b"], ["rpn_cls_logits"], kernel=1),
+        h.make_op("Sigmoid", ["rpn_cls_logits"], ["rpn_cls_probs"]),
+        h.make_op("Conv", ["rpn", "box_w", "box_b"], ["rpn_bbox_pred"], kernel=1),
+        h.make_op("GenerateProposals", ["rpn_cls_probs", "rpn_bbox_pred", "im_info", "anchors"],
             ["rois", "rois_probs"], spatial_scale=0.25, pre_nms_topN=200, post_nms_topN=30,
             nms_thresh=0.7, min_size=0.0, correct_transform_coords=1),
-        _op("RoIAlign", ["res4", "rois"], ["roi_feat"], spatial_scale=0.25, pooled_h=7,
+        h.make_op("RoIAlign", ["res4", "rois"], ["roi_feat"], spatial_scale=0.25, pooled_h=7,
             pooled_w=7, sampling_ratio=2),
-        _op("Conv", ["roi_feat", "head_w", "head_b"], ["head"], kernel=3, pad=1, stride=2),
-        _op("Relu", ["head"], ["head"]),
-        _op("AveragePool", ["head"], ["pool"], global_pooling=1),
-        _op("FC", ["pool", "fc_cls_w", "fc_cls_b"], ["cls_score"]),
-        _op("Softmax", ["cls_score"], ["cls_prob"]),
-        _op("FC", ["pool", "fc_box_w", "fc_box_b"], ["bbox_pred"]),
-        _op("BBoxTransform", ["rois", "bbox_pred", "im_info"], ["pred_bbox", "batch_splits"],
+        h.make_op("Conv", ["roi_feat", "head_w", "head_b"], ["head"], kernel=3, pad=1, stride=2),
+        h.make_op("Relu", ["head"], ["head"]),
+        h.make_op("AveragePool", ["head"], ["pool"], global_pooling=1),
+        h.make_op("FC", ["pool", "fc_cls_w", "fc_cls_b"], ["cls_score"]),
+        h.make_op("Softmax", ["cls_score"], ["cls_prob"]),
+        h.make_op("FC", ["pool", "fc_box_w", "fc_box_b"], ["bbox_pred"]),
+        h.make_op("BBoxTransform", ["rois", "bbox_pred", "im_info"], ["pred_bbox", "batch_splits"],
             weights=[10.0, 10.0, 5.0, 5.0], apply_scale=0, correct_transform_coords=1),
-        _op("BoxWithNMSLimit", ["cls_prob", "pred_bbox", "batch_splits"],
+        h.make_op("BoxWithNMSLimit", ["cls_prob", "pred_bbox", "batch_splits"],
             ["score_nms", "bbox_nms", "class_nms"], score_thresh=0.05, nms=0.5,
             detections_per_im=20),
     ])
