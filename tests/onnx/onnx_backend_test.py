@@ -51,6 +51,8 @@ INCLUDED = [
     r'^test_(cast|castlike)_', r'^test_identity_cpu', r'^test_constant(_|ofshape_)',
     r'^test_(constant|edge|reflect)_pad', r'^test_eyelike_', r'^test_range_[a-z0-9_]*delta_cpu',
     r'^test_(depthtospace|spacetodepth)_', r'^test_tri[lu]_', r'^test_(resize|upsample)_',
+    # detection
+    r'^test_roialign_',
     # models converted from PyTorch modules and operators
     r'^test_(AvgPool|BatchNorm|Conv|ConvTranspose|MaxPool|PReLU|Embedding|Linear|GLU)',
     r'^test_(ELU|LeakyReLU|ReLU|SELU|Sigmoid|Tanh|Softmax|Softmin|Softplus|Softsign)_',
@@ -94,7 +96,7 @@ UNSUPPORTED = {
     r'^test_(basic_convinteger|convinteger|matmulinteger|qlinear|quantizelinear|'
     r'dequantizelinear|dynamicquantizelinear)': 'quantized operators',
     r'^test_(gather_elements|gathernd|scatter|scatternd|compress|nonzero|unique|top_k|'
-    r'onehot|cumsum|reversesequence|maxunpool|nonmaxsuppression|roialign)':
+    r'onehot|cumsum|reversesequence|maxunpool|nonmaxsuppression)':
         'index and selection operators Doppio has no op for',
     r'^test_(det|einsum|mod|reduce_prod|gridsample)_':
         'operators Doppio has no op for',

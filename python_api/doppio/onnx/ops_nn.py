@@ -1,5 +1,6 @@
 """Converters of ONNX neural-network ops: convolution, pooling,
-normalization, Gemm/MatMul, Softmax, Dropout, PRelu, nearest Resize/Upsample."""
+normalization, Gemm/MatMul, Softmax, Dropout, PRelu, nearest Resize/Upsample,
+RoiAlign."""
 
 import math
 
@@ -495,3 +496,32 @@ def convert_gelu(ctx):
         raise ctx.invalid("attribute approximate is {!r}; it must be 'none' or "
                           "'tanh'".format(approximate))
     ctx.op('Gelu', [ctx.input(0)], [ctx.output(0)], fast_gelu=int(approximate == 'tanh'))
+
+
+@converts('RoiAlign')
+def convert_roi_align(ctx):
+    """Caffe2's RoIAlign, its RoIs [n, 5] made of batch_indices and rois.
+    ONNX's half_pixel (opset 16's default) is RoIAlign's aligned; opset 10's
+    behaviour, output_half_pixel, is Caffe2's own."""
+    ctx.check_inputs(3)
+    ctx.check_outputs(1)
+    if ctx.attrs.string('mode', 'avg') != 'avg':
+        raise ctx.unsupported("mode 'max' is not supported: RoIAlign averages its samples")
+    transform = 'output_half_pixel'
+    if ctx.opset >= 16:
+        transform = ctx.attrs.string('coordinate_transformation_mode', 'half_pixel')
+    if transform not in ('half_pixel', 'output_half_pixel'):
+        raise ctx.invalid('coordinate_transformation_mode %r is not half_pixel or '
+                          'output_half_pixel' % transform)
+    x, rois, indices = ctx.inputs()
+    dtype = ctx.dtype(rois)
+    column = ctx.temp('roi_batch_index')
+    ctx.op('ExpandDims', [common.cast_to(ctx, indices, dtype, 'roi_batch_index_cast')], [column],
+           dims=[1])
+    five = ctx.temp('rois5')
+    ctx.op('Concat', [column, rois], [five, ctx.temp('rois5_split')], axis=1)
+    ctx.op('RoIAlign', [x, five], [ctx.output(0)],
+           pooled_h=ctx.attrs.int('output_height', 1), pooled_w=ctx.attrs.int('output_width', 1),
+           sampling_ratio=ctx.attrs.int('sampling_ratio', 0),
+           spatial_scale=ctx.attrs.float('spatial_scale', 1.0),
+           aligned=int(transform == 'half_pixel'))
