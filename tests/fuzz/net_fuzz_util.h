@@ -92,6 +92,7 @@ inline const std::set<std::string>& RunnableOps() {
       "CollectRpnProposals",
       "DistributeFpnProposals",
       "CollectAndDistributeFpnRpnProposals",
+      "GatherElements",
   };
   return ops;
 }

@@ -48,6 +48,7 @@ INCLUDED = [
     # tensor manipulation and creation
     r'^test_(reshape|flatten|transpose|squeeze|unsqueeze|concat|split)_',
     r'^test_(slice|gather_\d|gather_2d|gather_negative|shape|size)', r'^test_(expand_dim|tile)',
+    r'^test_gather_elements_',
     r'^test_(cast|castlike)_', r'^test_identity_cpu', r'^test_constant(_|ofshape_)',
     r'^test_(constant|edge|reflect)_pad', r'^test_eyelike_', r'^test_range_[a-z0-9_]*delta_cpu',
     r'^test_(depthtospace|spacetodepth)_', r'^test_tri[lu]_', r'^test_(resize|upsample)_',
@@ -95,7 +96,7 @@ UNSUPPORTED = {
         'signal-processing operators',
     r'^test_(basic_convinteger|convinteger|matmulinteger|qlinear|quantizelinear|'
     r'dequantizelinear|dynamicquantizelinear)': 'quantized operators',
-    r'^test_(gather_elements|gathernd|scatter|scatternd|compress|nonzero|unique|top_k|'
+    r'^test_(gathernd|scatter|scatternd|compress|nonzero|unique|top_k|'
     r'onehot|cumsum|reversesequence|maxunpool|nonmaxsuppression)':
         'index and selection operators Doppio has no op for',
     r'^test_(det|einsum|mod|reduce_prod|gridsample)_':

@@ -370,6 +370,8 @@ std::vector<Case> Cases() {
       {MakeOp("NCHW2NHWC", {"x"}, {"y"}), {{{2, 3, 4, 5}, f32}}},
       {MakeOp("AffineChannel", {"x", "s", "b"}, {"y"}), {{{2, 3, 4}, f32}, {{3}, f32}, {{3}, f32}}},
       {MakeOp("IsEmpty", {"x"}, {"e"}), {{{2, 0}, f32}}},
+      {MakeOp("GatherElements", {"x", "i"}, {"y"}, {IntArg("axis", 1)}),
+       {{{2, 3, 4}, f32}, {{2, 5, 4}, i64}}},
       {MakeOp("HasElements", {"x", "z"}, {"e"}), {{{2, 3}, f64}, {{0}, f32}}},
       {MakeOp("RoIAlign", {"x", "r"}, {"y"}, {IntArg("pooled_h", 2), IntArg("pooled_w", 3)}),
        {{{1, 2, 5, 6}, f32}, {{3, 5}, f32}}},

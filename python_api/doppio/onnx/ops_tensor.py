@@ -147,6 +147,15 @@ def convert_gather(ctx):
     gather_axis(ctx, data, indices, axis, out)
 
 
+@converts('GatherElements')
+def convert_gather_elements(ctx):
+    ctx.check_inputs(2)
+    ctx.check_outputs(1)
+    data, indices = ctx.input(0), ctx.input(1)
+    axis = ctx.attrs.int('axis', 0)
+    ctx.op('GatherElements', [data, indices], [ctx.output(0)], axis=axis)
+
+
 def gather_axis(ctx, data, indices, axis, out):
     """ONNX Gather of `indices` along `axis` of `data` into `out`."""
     if axis == 0:
