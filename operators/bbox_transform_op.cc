@@ -30,10 +30,7 @@ std::vector<int64_t> RoIsPerImage(const OperatorBase& op, const Tensor& rois, in
   const float* r = rois.data<float>();
   int64_t last = 0;
   for (int64_t i = 0; i < M; ++i) {
-    const float index = r[i * 5];
-    DOPPIO_ENFORCE(index >= 0 && index < images && index == std::floor(index), "RoI ", i,
-                   " has image index ", index, ", not one of im_info's ", images, " images");
-    const int64_t image = static_cast<int64_t>(index);
+    const int64_t image = boxes::ImageIndex(r[i * 5], i, images, "im_info");
     DOPPIO_ENFORCE(image >= last, "RoI ", i, " of image ", image, " follows one of image ", last,
                    ": RoIs must be grouped by image in increasing order");
     last = image;
@@ -80,6 +77,7 @@ void BBoxTransformOp::RunOnDevice() {
   const float* d = deltas.data<float>();
   const float* info = im_info.data<float>();
   float* o = out->mutable_data<float>();
+  const float clip = boxes::DefaultDeltaClip();
   int64_t row = 0;
   for (int64_t image = 0; image < images; ++image) {
     const float scale = info[image * 3 + 2];
@@ -101,9 +99,8 @@ void BBoxTransformOp::RunOnDevice() {
       const float* p = r + row * cols + (cols - 4);
       const boxes::Box box{p[0] / scale, p[1] / scale, p[2] / scale, p[3] / scale};
       for (int64_t k = 0; k < classes; ++k) {
-        const boxes::Box moved =
-            boxes::ApplyDeltas(box, d + (row * classes + k) * 4, weights_,
-                               boxes::DefaultDeltaClip(), correct_transform_coords_, plus_one_);
+        const boxes::Box moved = boxes::ApplyDeltas(box, d + (row * classes + k) * 4, weights_,
+                                                    clip, correct_transform_coords_, plus_one_);
         const boxes::Box clipped = boxes::ClipToImage(moved, height, width, plus_one_);
         float* q = o + (row * classes + k) * 4;
         q[0] = clipped.x1 * after;

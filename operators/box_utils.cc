@@ -4,8 +4,17 @@
 #include <cmath>
 #include <limits>
 
+#include "core/enforce.h"
+
 namespace doppio {
 namespace boxes {
+
+int64_t ImageIndex(double value, int64_t roi, int64_t images, const char* images_of) {
+  DOPPIO_ENFORCE(value >= 0 && value < static_cast<double>(images) && value == std::floor(value),
+                 "RoI ", roi, " has batch index ", value, ", not one of the ", images,
+                 " images of ", images_of);
+  return static_cast<int64_t>(value);
+}
 
 float DefaultDeltaClip() { return std::log(1000.0f / 16.0f); }
 
@@ -66,10 +75,11 @@ std::vector<int64_t> Nms(const float* boxes, int64_t stride, const std::vector<i
     keep.push_back(order[i]);
     const Box kept = BoxAt(boxes + order[i] * stride);
     for (size_t j = i + 1; j < order.size(); ++j) {
+      if (suppressed[j]) continue;
       // A NaN IoU (degenerate boxes) fails Caffe2's "keep where IoU <=
       // threshold", so that box is dropped here too.
       const float iou = Iou(kept, BoxAt(boxes + order[j] * stride), plus_one);
-      if (!suppressed[j] && !(iou <= threshold)) suppressed[j] = true;
+      if (!(iou <= threshold)) suppressed[j] = true;
     }
   }
   return keep;

@@ -19,6 +19,10 @@ struct Box {
 
 inline Box BoxAt(const float* p) { return {p[0], p[1], p[2], p[3]}; }
 
+// The image a RoI's first column names: an integer in [0, images); else an
+// error naming RoI `roi` and `images_of` (what holds the images, e.g. "X").
+int64_t ImageIndex(double value, int64_t roi, int64_t images, const char* images_of);
+
 // Detectron's cap on dw and dh: log(1000 / 16), so a box grows at most
 // 62.5x.
 float DefaultDeltaClip();

@@ -56,6 +56,7 @@ void GenerateProposalsOp::RunOnDevice() {
   const float* info = im_info.data<float>();
   const float* anchor = anchors.data<float>();
   const float weights[4] = {1.f, 1.f, 1.f, 1.f};
+  const float clip = boxes::DefaultDeltaClip();
   const int64_t positions = H * W, count = positions * A;
   std::vector<float> rois, probs;
   for (int64_t n = 0; n < N; ++n) {
@@ -79,10 +80,9 @@ void GenerateProposalsOp::RunOnDevice() {
         const boxes::Box box{an[0] + shift_x, an[1] + shift_y, an[2] + shift_x, an[3] + shift_y};
         const float delta[4] = {d[(4 * a) * positions + p], d[(4 * a + 1) * positions + p],
                                 d[(4 * a + 2) * positions + p], d[(4 * a + 3) * positions + p]};
-        const boxes::Box moved =
-            boxes::ClipToImage(boxes::ApplyDeltas(box, delta, weights, boxes::DefaultDeltaClip(),
-                                                  correct_transform_coords_, plus_one_),
-                               height, width, plus_one_);
+        const boxes::Box moved = boxes::ClipToImage(
+            boxes::ApplyDeltas(box, delta, weights, clip, correct_transform_coords_, plus_one_),
+            height, width, plus_one_);
         c.boxes[4 * i] = moved.x1;
         c.boxes[4 * i + 1] = moved.y1;
         c.boxes[4 * i + 2] = moved.x2;

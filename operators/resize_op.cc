@@ -50,10 +50,10 @@ int64_t ScaledSide(int64_t side, float scale, const char* name) {
   return static_cast<int64_t>(scaled);
 }
 
-ResizeShape ShapeOf(const OperatorBase& op, const Tensor& x, StorageOrder order,
+ResizeShape ShapeOf(const OperatorBase& op, int x_index, const Tensor& x, StorageOrder order,
                     std::pair<float, float> scales) {
-  DOPPIO_ENFORCE(x.ndim() == 4, "X '", op.input_name(op.type() == "ResizeNearest" ? 0 : 1),
-                 "' must be 4-D (", StorageOrderName(order), "), not ", x.dims());
+  DOPPIO_ENFORCE(x.ndim() == 4, "X '", op.input_name(x_index), "' must be 4-D (",
+                 StorageOrderName(order), "), not ", x.dims());
   const bool nchw = order == StorageOrder::kNCHW;
   ResizeShape s{x.dim(0), x.dim(nchw ? 1 : 3), x.dim(nchw ? 2 : 1), x.dim(nchw ? 3 : 2), 0, 0,
                 nchw};
@@ -78,9 +78,19 @@ std::vector<int64_t> SourceOf(int64_t out, int64_t in, float scale) {
   return source;
 }
 
+// The input rows and columns the output's copy.
+struct Sources {
+  std::vector<int64_t> rows, cols;
+};
+
+Sources SourcesOf(const ResizeShape& s, std::pair<float, float> scales) {
+  return {SourceOf(s.out_h, s.in_h, scales.first), SourceOf(s.out_w, s.in_w, scales.second)};
+}
+
 template <typename T>
-void Upsample(const ResizeShape& s, const std::vector<int64_t>& rows,
-              const std::vector<int64_t>& cols, const T* x, T* y) {
+void Upsample(const ResizeShape& s, const Sources& sources, const T* x, T* y) {
+  const std::vector<int64_t>& rows = sources.rows;
+  const std::vector<int64_t>& cols = sources.cols;
   if (s.nchw) {
     // Rows of all planes: (plane, output row).
     ParallelFor(
@@ -113,8 +123,9 @@ void Upsample(const ResizeShape& s, const std::vector<int64_t>& rows,
 
 // dX[source pixel] += dY[pixel], each dX value summing in output order.
 template <typename T>
-void Downsum(const ResizeShape& s, const std::vector<int64_t>& rows,
-             const std::vector<int64_t>& cols, const T* dy, T* dx) {
+void Downsum(const ResizeShape& s, const Sources& sources, const T* dy, T* dx) {
+  const std::vector<int64_t>& rows = sources.rows;
+  const std::vector<int64_t>& cols = sources.cols;
   const int64_t out_image = s.out_h * s.out_w, in_image = s.in_h * s.in_w;
   if (s.nchw) {
     ParallelFor(
@@ -161,14 +172,13 @@ void ResizeNearestOp::RunOnDevice() {
   const std::pair<float, float> scales =
       ReadScales(InputSize() == 2 ? &Input(1) : nullptr, InputSize() == 2 ? input_name(1) : "",
                  height_scale_, width_scale_);
-  const ResizeShape s = ShapeOf(*this, X, order_, scales);
+  const ResizeShape s = ShapeOf(*this, 0, X, order_, scales);
   Tensor* Y = Output(0);
   Y->Resize(OutputDims(s));
-  const std::vector<int64_t> rows = SourceOf(s.out_h, s.in_h, scales.first);
-  const std::vector<int64_t> cols = SourceOf(s.out_w, s.in_w, scales.second);
+  const Sources sources = SourcesOf(s, scales);
   DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    Upsample<T>(s, rows, cols, X.data<T>(), Y->template mutable_data<T>());
+    Upsample<T>(s, sources, X.data<T>(), Y->template mutable_data<T>());
   });
 }
 
@@ -184,20 +194,19 @@ void ResizeNearestGradientOp::RunOnDevice() {
   const std::pair<float, float> scales =
       ReadScales(InputSize() == 3 ? &Input(2) : nullptr, InputSize() == 3 ? input_name(2) : "",
                  height_scale_, width_scale_);
-  const ResizeShape s = ShapeOf(*this, X, order_, scales);
+  const ResizeShape s = ShapeOf(*this, 1, X, order_, scales);
   const std::vector<int64_t> y_dims = OutputDims(s);
   DOPPIO_ENFORCE(dY.dims() == y_dims && dY.dtype() == X.dtype(), "dY '", input_name(0), "' (",
                  dY.dims(), ", ", DataTypeName(dY.dtype()),
                  ") must have ResizeNearest's output shape ", y_dims, " and X's type");
   Tensor* dX = Output(0);
   dX->ResizeLike(X);
-  const std::vector<int64_t> rows = SourceOf(s.out_h, s.in_h, scales.first);
-  const std::vector<int64_t> cols = SourceOf(s.out_w, s.in_w, scales.second);
+  const Sources sources = SourcesOf(s, scales);
   DispatchInput(FloatTypes{}, *this, 1, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* dx = dX->template mutable_data<T>();
     std::fill(dx, dx + dX->numel(), T(0));
-    Downsum<T>(s, rows, cols, dY.data<T>(), dx);
+    Downsum<T>(s, sources, dY.data<T>(), dx);
   });
 }
 
@@ -228,11 +237,10 @@ void UpsampleNearestOp::RunOnDevice() {
   Tensor* Y = Output(0);
   Y->Resize(OutputDims(s));
   const float scale = static_cast<float>(scale_);
-  const std::vector<int64_t> rows = SourceOf(s.out_h, s.in_h, scale);
-  const std::vector<int64_t> cols = SourceOf(s.out_w, s.in_w, scale);
+  const Sources sources = SourcesOf(s, {scale, scale});
   DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    Upsample<T>(s, rows, cols, X.data<T>(), Y->template mutable_data<T>());
+    Upsample<T>(s, sources, X.data<T>(), Y->template mutable_data<T>());
   });
 }
 
@@ -249,13 +257,12 @@ void UpsampleNearestGradientOp::RunOnDevice() {
   Tensor* dX = Output(0);
   dX->ResizeLike(X);
   const float scale = static_cast<float>(scale_);
-  const std::vector<int64_t> rows = SourceOf(s.out_h, s.in_h, scale);
-  const std::vector<int64_t> cols = SourceOf(s.out_w, s.in_w, scale);
+  const Sources sources = SourcesOf(s, {scale, scale});
   DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* dx = dX->template mutable_data<T>();
     std::fill(dx, dx + dX->numel(), T(0));
-    Downsum<T>(s, rows, cols, dY.data<T>(), dx);
+    Downsum<T>(s, sources, dY.data<T>(), dx);
   });
 }
 

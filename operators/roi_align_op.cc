@@ -8,6 +8,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/box_utils.h"
 #include "operators/op_type_dispatch.h"
 #include "operators/parallel_for.h"
 
@@ -121,10 +122,7 @@ void AddRoI(const RoIAlignArgs& a, const FeatureShape& s, int64_t r, const T* ro
             SampleTable<T>* table) {
   int64_t image = 0;
   if (cols == 5) {
-    const T index = roi[0];
-    DOPPIO_ENFORCE(index >= 0 && index < s.batch && index == std::floor(index), "RoI ", r,
-                   " has batch index ", index, ", not an image of X (N = ", s.batch, ")");
-    image = static_cast<int64_t>(index);
+    image = boxes::ImageIndex(roi[0], r, s.batch, "X");
     ++roi;
   } else {
     DOPPIO_ENFORCE(s.batch > 0, "RoI ", r, " of 4 columns refers to image 0, but X has none");

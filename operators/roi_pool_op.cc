@@ -8,6 +8,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "operators/box_utils.h"
 #include "operators/parallel_for.h"
 
 namespace doppio {
@@ -40,16 +41,13 @@ struct PixelRoI {
 };
 
 PixelRoI RoundRoI(const float* roi, int64_t r, int64_t batch, float scale) {
-  const float index = roi[0];
-  DOPPIO_ENFORCE(index >= 0 && index < batch && index == std::floor(index), "RoI ", r,
-                 " has batch index ", index, ", not an image of X (N = ", batch, ")");
   for (int k = 1; k < 5; ++k) {
     // Beyond 2^30 pixels the rounded corners would overflow.
     DOPPIO_ENFORCE(std::isfinite(roi[k]) && std::fabs(roi[k] * scale) < 1073741824.f, "RoI ", r,
                    " has coordinate ", roi[k], ", out of range");
   }
   PixelRoI p;
-  p.image = static_cast<int64_t>(index);
+  p.image = boxes::ImageIndex(roi[0], r, batch, "X");
   p.start_w = static_cast<int64_t>(std::round(roi[1] * scale));
   p.start_h = static_cast<int64_t>(std::round(roi[2] * scale));
   p.width = std::max<int64_t>(static_cast<int64_t>(std::round(roi[3] * scale)) - p.start_w + 1, 1);
@@ -154,10 +152,7 @@ void RoIPoolGradientOp::RunOnDevice() {
   std::vector<int64_t> images(R);
   const float* r = rois.data<float>();
   for (int64_t i = 0; i < R; ++i) {
-    const float index = r[i * 5];
-    DOPPIO_ENFORCE(index >= 0 && index < N && index == std::floor(index), "RoI ", i,
-                   " has batch index ", index, ", not an image of X (N = ", N, ")");
-    images[i] = static_cast<int64_t>(index);
+    images[i] = boxes::ImageIndex(r[i * 5], i, N, "X");
   }
   const int32_t* a = argmaxes.data<int32_t>();
   for (int64_t i = 0; i < argmaxes.numel(); ++i) {

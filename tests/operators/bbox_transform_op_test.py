@@ -65,7 +65,7 @@ def test_bbox_transform_bad_input():
     h.assert_op_error(op, [rois[::-1].copy(), deltas, im_info], "grouped by image")
     bad = rois.copy()
     bad[0, 0] = 7
-    h.assert_op_error(op, [bad, deltas, im_info], "RoI 0", "image index 7")
+    h.assert_op_error(op, [bad, deltas, im_info], "RoI 0", "batch index 7", "images of im_info")
     h.assert_op_error(op, [rois, deltas[:, :3], im_info], "'d'", "4 K")
     h.assert_op_error(op, [rois, deltas, im_info[:, :2]], "'i'", "[B, 3]")
     zero = im_info.copy()

@@ -120,7 +120,7 @@ def test_roi_align_bad_input():
     for index in (2, -1, 0.5):
         rois = good.copy()
         rois[0, 0] = index
-        h.assert_op_error(_op(), [x, rois], "RoI 0", "batch index", "N = 2")
+        h.assert_op_error(_op(), [x, rois], "RoI 0", "batch index", "2 images of X")
     for bad in (np.nan, np.inf):
         rois = good.copy()
         rois[0, 3] = bad
