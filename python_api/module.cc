@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "core/registry.h"
 #include "core/schema.h"
 #include "core/serialization.h"
+#include "core/tensor_int8.h"
 #include "core/workspace.h"
 #include "operators/op_cost.h"
 #include "parallel/gloo/gloo_common.h"
@@ -143,8 +145,25 @@ void FeedStringBlob(const std::string& name, const py::bytes& value) {
       std::make_unique<std::string>(static_cast<std::string>(value)));
 }
 
+// An Int8TensorCPU from a uint8 (activations, weights) or int32 (biases)
+// array and its quantization: what Caffe2's Int8GivenTensorFill makes.
+void FeedInt8Blob(const std::string& name, const py::array& array, float scale,
+                  int32_t zero_point) {
+  DOPPIO_ENFORCE(std::isfinite(scale) && scale > 0, "cannot feed Int8 blob '", name, "': scale ",
+                 scale, " must be finite and positive");
+  auto int8_tensor = std::make_unique<int8::Int8TensorCPU>();
+  ArrayToTensor(array, name, &int8_tensor->t);
+  const DataType dtype = int8_tensor->t.dtype();
+  DOPPIO_ENFORCE(dtype == DataType::kUint8 || dtype == DataType::kInt32, "cannot feed Int8 blob '",
+                 name, "': its data must be uint8 or int32, not ", DataTypeName(dtype));
+  int8_tensor->scale = scale;
+  int8_tensor->zero_point = zero_point;
+  Registry().Current()->CreateBlob(name)->Reset(std::move(int8_tensor));
+}
+
 // GPU tensors are copied to the host first; a std::string blob comes back
-// as bytes. A CUDA device option only asserts that the caller expects a GPU
+// as bytes; an Int8TensorCPU as (data, scale, zero_point), as Caffe2's
+// fetch_blob returns it. A CUDA device option only asserts that the caller expects a GPU
 // (a clear error where there is none).
 py::object FetchBlob(const std::string& name, const py::object& device_option_bytes) {
   if (!device_option_bytes.is_none()) {
@@ -156,6 +175,11 @@ py::object FetchBlob(const std::string& name, const py::object& device_option_by
   DOPPIO_ENFORCE(blob != nullptr, "cannot fetch blob '", name,
                  "': it does not exist in the current workspace");
   if (blob->IsType<std::string>()) return py::bytes(blob->Get<std::string>());
+  if (blob->IsType<int8::Int8TensorCPU>()) {
+    const auto& int8_tensor = blob->Get<int8::Int8TensorCPU>();
+    return py::make_tuple(TensorToArray(int8_tensor.t, name), int8_tensor.scale,
+                          int8_tensor.zero_point);
+  }
   // Other C++ objects (DB cursors, RecurrentNetwork's step workspaces)
   // fetch as a description, as Caffe2's did: scripts fetch every blob.
   if (!blob->IsTensor()) {
@@ -501,6 +525,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("feed_blob", &FeedBlob, py::arg("name"), py::arg("array"),
         py::arg("device_option") = py::none());
   m.def("feed_string_blob", &FeedStringBlob, py::arg("name"), py::arg("value"));
+  m.def("feed_int8_blob", &FeedInt8Blob, py::arg("name"), py::arg("array"), py::arg("scale"),
+        py::arg("zero_point"));
   m.def("fetch_blob", &FetchBlob, py::arg("name"), py::arg("device_option") = py::none());
   m.def("tensor_view", &TensorViewOfBlob, py::arg("name"));
   m.def("has_blob", [](const std::string& name) { return Registry().Current()->HasBlob(name); });

@@ -363,14 +363,24 @@ def _AsFeedableArray(name, arr):
     return arr
 
 
+# What FetchInt8Blob returns: an Int8TensorCPU's integers (uint8, or int32
+# for biases) and the quantization real = scale * (data - zero_point).
+Int8Tensor = collections.namedtuple('Int8Tensor', ['data', 'scale', 'zero_point'])
+
+
 def FeedBlob(name, arr, device_option=None):
     """Stores `arr` (numpy array, TensorProto, scalar or list) as a tensor
     in blob `name` of the current workspace. A str or bytes is a string blob,
     as in Caffe2: FetchBlob gives it back as bytes (a str as its UTF-8), Save
-    writes it as Caffe2 does; a numpy array of strings is a string tensor."""
+    writes it as Caffe2 does; a numpy array of strings is a string tensor.
+    An Int8Tensor (a Doppio extension) becomes an Int8TensorCPU blob."""
     name = StringifyBlobName(name)
     if isinstance(arr, (str, bytes)):
         C.feed_string_blob(name, arr.encode('utf-8') if isinstance(arr, str) else arr)
+        return True
+    if isinstance(arr, Int8Tensor):
+        C.feed_int8_blob(name, np.ascontiguousarray(arr.data), float(arr.scale),
+                         int(arr.zero_point))
         return True
     arr = _AsFeedableArray(name, arr)
     if device_option is None:
@@ -391,8 +401,27 @@ def FetchBlob(name, device_option=None):
     extension) states that a GPU is expected: without one it raises."""
     name = StringifyBlobName(name)
     if device_option is not None and device_option.device_type == caffe2_pb2.CUDA:
-        return C.fetch_blob(name, device_option.SerializeToString())
-    return C.fetch_blob(name)
+        result = C.fetch_blob(name, device_option.SerializeToString())
+    else:
+        result = C.fetch_blob(name)
+    if isinstance(result, tuple):
+        raise TypeError('Use FetchInt8Blob to fetch Int8 Blob {}'.format(name))
+    return result
+
+
+def FetchInt8Blob(name):
+    """Blob `name`'s Int8TensorCPU as Int8Tensor(data, scale, zero_point)."""
+    name = StringifyBlobName(name)
+    result = C.fetch_blob(name)
+    if not isinstance(result, tuple):
+        raise TypeError('blob {} is not an Int8 blob; use FetchBlob'.format(name))
+    return Int8Tensor(*result)
+
+
+def FetchInt8BlobRealVal(name):
+    """Blob `name`'s Int8TensorCPU as the float32 reals it stands for."""
+    data, scale, zero_point = FetchInt8Blob(name)
+    return ((data.astype(np.int64) - zero_point) * np.float64(scale)).astype(np.float32)
 
 
 # numpy dtype -> TensorProto data type (utils' conversions use it too).

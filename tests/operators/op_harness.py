@@ -96,6 +96,14 @@ class _FreshWorkspace:
         return False
 
 
+class Int8:
+    """An Int8TensorCPU input: uint8 (or int32) data, scale, zero point. Int8
+    outputs come back from run_op as (data, scale, zero_point) tuples."""
+
+    def __init__(self, data, scale, zero_point):
+        self.data, self.scale, self.zero_point = data, float(scale), int(zero_point)
+
+
 def _feed(names, arrays, device_option=None):
     """Feeds on the host, or onto the GPU of a CUDA `device_option` (a CUDA
     op reads its inputs where it runs)."""
@@ -103,6 +111,10 @@ def _feed(names, arrays, device_option=None):
     if device_option is not None and device_option.device_type == doppio_pb2.CUDA:
         option_bytes = device_option.SerializeToString()
     for name, array in zip(names, arrays):
+        if isinstance(array, Int8):
+            _C.feed_int8_blob(name, np.ascontiguousarray(array.data), array.scale,
+                              array.zero_point)
+            continue
         # np.ascontiguousarray would turn a 0-d array into shape (1,).
         _C.feed_blob(name, np.require(array, requirements="C"), option_bytes)
 

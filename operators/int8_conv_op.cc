@@ -1,0 +1,146 @@
+#include "operators/int8_conv_op.h"
+
+#include "core/gradient.h"
+#include "core/registry.h"
+#include "core/schema.h"
+#include "operators/conv_op.h"
+#include "operators/conv_pool_op_base.h"
+
+namespace doppio {
+namespace {
+
+// Direct convolution: Winograd's transforms would round the integers.
+constexpr int kDirectAlgorithm = static_cast<int>(ConvAlgorithm::kDirect);
+
+const int8::Int8TensorCPU* OptionalBias(const OperatorBase& op, int index, int64_t channels) {
+  if (op.InputSize() <= index) return nullptr;
+  const int8::Int8TensorCPU& b = int8::Int8Input(op, index, DataType::kInt32);
+  DOPPIO_ENFORCE(b.t.numel() == channels, "bias '", op.input_name(index), "' has ", b.t.numel(),
+                 " values (", b.t.dims(), "), one per output channel (", channels, ") expected");
+  return &b;
+}
+
+}  // namespace
+
+void CenteredWeights::Update(const int8::Int8TensorCPU& w, Tensor* destination) {
+  if (w.t.raw_data() == data_ && w.t.dims() == dims_ && w.zero_point == zero_point_ &&
+      destination->dims() == dims_) {
+    return;
+  }
+  destination->Resize(w.t.dims());
+  int8::CenteredIntegers(w.t.data<uint8_t>(), w.t.numel(), w.zero_point,
+                         destination->mutable_data<float>());
+  data_ = w.t.raw_data();
+  dims_ = w.t.dims();
+  zero_point_ = w.zero_point;
+}
+
+template <bool kRelu>
+Int8ConvOp<kRelu>::Int8ConvOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      y_(int8::OutputQuantization(*this)),
+      twin_("Conv", def, 2, 1, {IntArgument("conv_algorithm", kDirectAlgorithm)}) {
+  DOPPIO_ENFORCE(ConvPoolArgs(def).order() == StorageOrder::kNHWC,
+                 "Int8 convolutions take NHWC tensors (as Caffe2's); set order \"NHWC\"");
+}
+
+template <bool kRelu>
+void Int8ConvOp<kRelu>::RunOnDevice() {
+  const int8::Int8TensorCPU& X = int8::Int8Input(*this, 0);
+  const int8::Int8TensorCPU& W = int8::Int8Input(*this, 1);
+  const double multiplier = static_cast<double>(X.scale) * W.scale / y_.scale;
+  Tensor* xf = twin_.input(0);
+  xf->Resize(X.t.dims());
+  int8::CenteredIntegers(X.t.data<uint8_t>(), X.t.numel(), X.zero_point, xf->mutable_data<float>());
+  weights_.Update(W, twin_.input(1));
+  twin_.Run();
+  const Tensor& acc = twin_.output();
+  const int64_t M = acc.dim(-1);
+  const int8::Int8TensorCPU* B = OptionalBias(*this, 2, M);
+  const int32_t* bias = B != nullptr ? B->t.data<int32_t>() : nullptr;
+  int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, acc.dims());
+  int8::RequantizeAccumulators(acc.data<float>(), acc.numel() / M, M, bias, multiplier, y_,
+                               int8::ActivationLimits(y_, kRelu), Y->t.mutable_data<uint8_t>());
+}
+
+Int8FCOp::Int8FCOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      y_(int8::OutputQuantization(*this)),
+      twin_("FC", def, 3) {}
+
+void Int8FCOp::RunOnDevice() {
+  const int8::Int8TensorCPU& X = int8::Int8Input(*this, 0);
+  const int8::Int8TensorCPU& W = int8::Int8Input(*this, 1);
+  DOPPIO_ENFORCE(X.t.ndim() >= 1 && W.t.ndim() == 2, "X '", input_name(0),
+                 "' must be at least 1-D and W '", input_name(1), "' 2-D [N, K], not ", X.t.dims(),
+                 " and ", W.t.dims());
+  const int64_t N = W.t.dim(0);
+  const int8::Int8TensorCPU* B = OptionalBias(*this, 2, N);
+  const double multiplier = static_cast<double>(X.scale) * W.scale / y_.scale;
+  Tensor* xf = twin_.input(0);
+  xf->Resize(X.t.dims());
+  int8::CenteredIntegers(X.t.data<uint8_t>(), X.t.numel(), X.zero_point, xf->mutable_data<float>());
+  weights_.Update(W, twin_.input(1));
+  Tensor* zero_bias = twin_.input(2);
+  if (zero_bias->dims() != std::vector<int64_t>{N}) {
+    zero_bias->Resize({N});
+    std::fill_n(zero_bias->mutable_data<float>(), N, 0.0f);
+  }
+  twin_.Run();
+  const Tensor& acc = twin_.output();
+  int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, acc.dims());
+  int8::RequantizeAccumulators(acc.data<float>(), N > 0 ? acc.numel() / N : 0, N,
+                               B->t.data<int32_t>(), multiplier, y_,
+                               int8::ActivationLimits(y_, false), Y->t.mutable_data<uint8_t>());
+}
+
+REGISTER_CPU_OPERATOR(Int8Conv, Int8ConvOp<false>);
+REGISTER_CPU_OPERATOR(Int8ConvRelu, Int8ConvOp<true>);
+REGISTER_CPU_OPERATOR(Int8FC, Int8FCOp);
+
+namespace {
+
+void Int8ConvSchema(OpSchema& schema) {
+  schema.NumInputs(2, 3)
+      .NumOutputs(1)
+      .Arg("kernel", "(int) kernel size; also kernels, kernel_h/kernel_w. Default: the filter's")
+      .Arg("stride", "(int, default 1) also strides, stride_h/stride_w")
+      .Arg("pad", "(int, default 0) also pads, pad_t/pad_l/pad_b/pad_r")
+      .Arg("dilation", "(int, default 1) also dilations, dilation_h/dilation_w")
+      .Arg("group", "(int, default 1) channel groups (depthwise: group = C = M)")
+      .Arg("order", "(string) must be \"NHWC\"", true)
+      .Apply(int8::OutputQuantizationArgs)
+      .Input(0, "X", "Int8 [N, H, W, C] (uint8)")
+      .Input(1, "filter", "Int8 [M, kH, kW, C / group] (uint8)")
+      .Input(2, "bias", "Int8 [M] (int32, scale X.scale x filter.scale, zero point 0)")
+      .Output(0, "Y", "Int8 [N, oH, oW, M] (uint8)");
+}
+
+}  // namespace
+
+OPERATOR_SCHEMA(Int8Conv)
+    .Apply(Int8ConvSchema)
+    .Doc(
+        "Quantized 2-D convolution (Caffe2's QNNPACK op): Y = requantize(conv(X - X.zero_point, "
+        "filter - filter.zero_point) + bias).");
+OPERATOR_SCHEMA(Int8ConvRelu)
+    .Apply(Int8ConvSchema)
+    .Doc("Int8Conv followed by Relu, fused: the output is clamped at the quantized 0.");
+
+OPERATOR_SCHEMA(Int8FC)
+    .NumInputs(3)
+    .NumOutputs(1)
+    .Apply(int8::OutputQuantizationArgs)
+    .Input(0, "X", "Int8 (uint8) read as [M, K], K the product of the dims after the first")
+    .Input(1, "W", "Int8 [N, K] (uint8)")
+    .Input(2, "bias", "Int8 [N] (int32, scale X.scale x W.scale, zero point 0)")
+    .Output(0, "Y", "Int8 [M, N] (uint8)")
+    .Doc(
+        "Quantized fully connected layer (Caffe2's QNNPACK op): Y = requantize((X - X.zp) "
+        "(W - W.zp)^T + bias).");
+
+SHOULD_NOT_DO_GRADIENT(Int8Conv, "quantized ops are inference only (as in Caffe2)");
+SHOULD_NOT_DO_GRADIENT(Int8ConvRelu, "quantized ops are inference only (as in Caffe2)");
+SHOULD_NOT_DO_GRADIENT(Int8FC, "quantized ops are inference only (as in Caffe2)");
+
+}  // namespace doppio

@@ -1,0 +1,63 @@
+// Caffe2's quantized convolution and fully connected ops (NHWC, uint8):
+//   Int8Conv, Int8ConvRelu   X [N, H, W, C], filter [M, kH, kW, C / group],
+//                            optional bias [M] (int32, scale X.scale x
+//                            filter.scale, zero point 0) -> Y [N, oH, oW, M]
+//   Int8FC                   X [M, K...] (flattened after axis 0), W [N, K],
+//                            bias [N] -> Y [M, N]
+// with Conv's arguments (kernel, stride, pad, dilation, group; order must be
+// NHWC) and the output's Y_scale / Y_zero_point.
+//
+// Kernel (int8_twin_op.h): the integers minus their zero points go through the float32 Conv
+// or FC (oneDNN; a direct convolution, never Winograd, whose transforms would
+// round), where products of integers of at most 255 accumulate exactly; the
+// int32 bias is added and the sum scaled by X.scale x W.scale / Y_scale and
+// rounded once. The filter's float copy is kept while the filter's storage,
+// shape and zero point stay the same.
+//
+// Thread-safety: one Run at a time per op.
+#pragma once
+
+#include <vector>
+
+#include "core/context.h"
+#include "core/operator.h"
+#include "operators/int8_twin_op.h"
+#include "operators/int8_utils.h"
+
+namespace doppio {
+
+// The filter's float copy, redone when the filter changes.
+class CenteredWeights {
+ public:
+  void Update(const int8::Int8TensorCPU& w, Tensor* destination);
+
+ private:
+  const void* data_ = nullptr;
+  std::vector<int64_t> dims_;
+  int32_t zero_point_ = 0;
+};
+
+template <bool kRelu>
+class Int8ConvOp final : public Operator<CPUContext> {
+ public:
+  Int8ConvOp(const OperatorDef& def, Workspace* workspace);
+  void RunOnDevice() override;
+
+ private:
+  int8::Quantization y_;
+  TwinOp twin_;
+  CenteredWeights weights_;
+};
+
+class Int8FCOp final : public Operator<CPUContext> {
+ public:
+  Int8FCOp(const OperatorDef& def, Workspace* workspace);
+  void RunOnDevice() override;
+
+ private:
+  int8::Quantization y_;
+  TwinOp twin_;
+  CenteredWeights weights_;
+};
+
+}  // namespace doppio
