@@ -1,5 +1,7 @@
 #include "operators/int8_conv_op.h"
 
+#include <algorithm>
+
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
@@ -39,28 +41,57 @@ template <bool kRelu>
 Int8ConvOp<kRelu>::Int8ConvOp(const OperatorDef& def, Workspace* workspace)
     : Operator<CPUContext>(def, workspace),
       y_(int8::OutputQuantization(*this)),
+      args_(def),
       twin_("Conv", def, 2, 1, {IntArgument("conv_algorithm", kDirectAlgorithm)}) {
-  DOPPIO_ENFORCE(ConvPoolArgs(def).order() == StorageOrder::kNHWC,
+  DOPPIO_ENFORCE(args_.order() == StorageOrder::kNHWC,
                  "Int8 convolutions take NHWC tensors (as Caffe2's); set order \"NHWC\"");
+}
+
+template <bool kRelu>
+ConvPoolGeometry Int8ConvOp<kRelu>::Geometry(const Tensor& x, const Tensor& w) const {
+  DOPPIO_ENFORCE(x.ndim() == 4 && w.ndim() == 4, "X '", input_name(0), "' must be [N, H, W, C] ",
+                 "and filter '", input_name(1), "' [M, kH, kW, C / group], not ", x.dims(), " and ",
+                 w.dims());
+  const ConvPoolGeometry g = args_.Resolve(x.dims(), input_name(0), {w.dim(1), w.dim(2)});
+  const int64_t group = args_.group();
+  DOPPIO_ENFORCE(
+      g.kernel == std::vector<int64_t>({w.dim(1), w.dim(2)}) && g.channels % group == 0 &&
+          w.dim(3) * group == g.channels && w.dim(0) % group == 0,
+      "filter '", input_name(1), "' of shape ", w.dims(), " does not fit X '", input_name(0),
+      "' of shape ", x.dims(), " with kernel ", g.kernel, " and group ", group);
+  return g;
 }
 
 template <bool kRelu>
 void Int8ConvOp<kRelu>::RunOnDevice() {
   const int8::Int8TensorCPU& X = int8::Int8Input(*this, 0);
   const int8::Int8TensorCPU& W = int8::Int8Input(*this, 1);
+  const ConvPoolGeometry g = Geometry(X.t, W.t);
+  const int64_t M = W.t.dim(0);
+  const int8::Int8TensorCPU* B = OptionalBias(*this, 2, M);
+  offsets_.assign(M, 0);
+  if (B != nullptr) std::copy_n(B->t.data<int32_t>(), M, offsets_.begin());
   const double multiplier = static_cast<double>(X.scale) * W.scale / y_.scale;
+  const int8::Limits limits = int8::ActivationLimits(y_, kRelu);
+  const std::vector<int64_t> out_dims = g.OutputDims(M);
+  const int64_t rows = g.batch * g.output_image_size();
+  if (dnnl_.Run(g, args_.group(), X, W, &acc_)) {
+    for (int64_t m = 0; m < M; ++m) {
+      offsets_[m] -= static_cast<int64_t>(X.zero_point) * dnnl_.filter_sums()[m];
+    }
+    int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, out_dims);
+    int8::RequantizeAccumulators(acc_.data(), rows, M, offsets_.data(), multiplier, y_, limits,
+                                 Y->t.mutable_data<uint8_t>());
+    return;
+  }
   Tensor* xf = twin_.input(0);
   xf->Resize(X.t.dims());
   int8::CenteredIntegers(X.t.data<uint8_t>(), X.t.numel(), X.zero_point, xf->mutable_data<float>());
   weights_.Update(W, twin_.input(1));
   twin_.Run();
-  const Tensor& acc = twin_.output();
-  const int64_t M = acc.dim(-1);
-  const int8::Int8TensorCPU* B = OptionalBias(*this, 2, M);
-  const int32_t* bias = B != nullptr ? B->t.data<int32_t>() : nullptr;
-  int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, acc.dims());
-  int8::RequantizeAccumulators(acc.data<float>(), acc.numel() / M, M, bias, multiplier, y_,
-                               int8::ActivationLimits(y_, kRelu), Y->t.mutable_data<uint8_t>());
+  int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, out_dims);
+  int8::RequantizeAccumulators(twin_.output().data<float>(), rows, M, offsets_.data(), multiplier,
+                               y_, limits, Y->t.mutable_data<uint8_t>());
 }
 
 Int8FCOp::Int8FCOp(const OperatorDef& def, Workspace* workspace)
@@ -88,10 +119,11 @@ void Int8FCOp::RunOnDevice() {
   }
   twin_.Run();
   const Tensor& acc = twin_.output();
+  offsets_.assign(B->t.data<int32_t>(), B->t.data<int32_t>() + N);
   int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, acc.dims());
-  int8::RequantizeAccumulators(acc.data<float>(), N > 0 ? acc.numel() / N : 0, N,
-                               B->t.data<int32_t>(), multiplier, y_,
-                               int8::ActivationLimits(y_, false), Y->t.mutable_data<uint8_t>());
+  int8::RequantizeAccumulators(acc.data<float>(), N > 0 ? acc.numel() / N : 0, N, offsets_.data(),
+                               multiplier, y_, int8::ActivationLimits(y_, false),
+                               Y->t.mutable_data<uint8_t>());
 }
 
 REGISTER_CPU_OPERATOR(Int8Conv, Int8ConvOp<false>);

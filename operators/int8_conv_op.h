@@ -7,12 +7,15 @@
 // with Conv's arguments (kernel, stride, pad, dilation, group; order must be
 // NHWC) and the output's Y_scale / Y_zero_point.
 //
-// Kernel (int8_twin_op.h): the integers minus their zero points go through the float32 Conv
-// or FC (oneDNN; a direct convolution, never Winograd, whose transforms would
-// round), where products of integers of at most 255 accumulate exactly; the
-// int32 bias is added and the sum scaled by X.scale x W.scale / Y_scale and
-// rounded once. The filter's float copy is kept while the filter's storage,
-// shape and zero point stay the same.
+// Kernels: on CPUs with VNNI a convolution whose filter fits int8 runs on
+// oneDNN's int8 convolution (int8_conv_dnnl.h), exact in int32. Otherwise
+// (and for FC) the integers minus their zero points go through the float32
+// Conv or FC (int8_twin_op.h; a direct convolution, never Winograd, whose
+// transforms would round), where products of integers of at most 255
+// accumulate exactly. Either way the int32 bias is added and the sum scaled
+// by X.scale x W.scale / Y_scale and rounded once, so both give the same
+// bits. Filter copies are kept while the filter's storage, shape and zero
+// point stay the same.
 //
 // Thread-safety: one Run at a time per op.
 #pragma once
@@ -21,6 +24,8 @@
 
 #include "core/context.h"
 #include "core/operator.h"
+#include "operators/conv_pool_op_base.h"
+#include "operators/int8_conv_dnnl.h"
 #include "operators/int8_twin_op.h"
 #include "operators/int8_utils.h"
 
@@ -44,9 +49,16 @@ class Int8ConvOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
+  // X's and the filter's shapes checked against each other and the arguments.
+  ConvPoolGeometry Geometry(const Tensor& x, const Tensor& w) const;
+
   int8::Quantization y_;
-  TwinOp twin_;
+  ConvPoolArgs args_;
+  DnnlInt8Conv dnnl_;         // oneDNN int8, where exact (int8_conv_dnnl.h)
+  std::vector<int32_t> acc_;  // its int32 accumulators
+  TwinOp twin_;               // float32 otherwise
   CenteredWeights weights_;
+  std::vector<int64_t> offsets_;  // bias minus the zero-point correction
 };
 
 class Int8FCOp final : public Operator<CPUContext> {
@@ -58,6 +70,7 @@ class Int8FCOp final : public Operator<CPUContext> {
   int8::Quantization y_;
   TwinOp twin_;
   CenteredWeights weights_;
+  std::vector<int64_t> offsets_;
 };
 
 }  // namespace doppio

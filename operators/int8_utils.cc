@@ -78,17 +78,19 @@ void CenteredIntegers(const uint8_t* x, int64_t n, int32_t zero_point, float* y)
   });
 }
 
-void RequantizeAccumulators(const float* acc, int64_t rows, int64_t channels, const int32_t* bias,
+template <typename Acc>
+void RequantizeAccumulators(const Acc* acc, int64_t rows, int64_t channels, const int64_t* offset,
                             double multiplier, const Quantization& y, const Limits& limits,
                             uint8_t* out) {
   ParallelFor(
       rows,
       [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
-          const float* a = acc + r * channels;
+          const Acc* a = acc + r * channels;
           uint8_t* o = out + r * channels;
           for (int64_t c = 0; c < channels; ++c) {
-            const double sum = static_cast<double>(a[c]) + (bias != nullptr ? bias[c] : 0);
+            const double sum =
+                static_cast<double>(a[c]) + (offset != nullptr ? offset[c] : int64_t{0});
             const double v = std::nearbyint(sum * multiplier) + y.zero_point;
             o[c] =
                 static_cast<uint8_t>(v < limits.lo ? limits.lo : (v > limits.hi ? limits.hi : v));
@@ -97,6 +99,11 @@ void RequantizeAccumulators(const float* acc, int64_t rows, int64_t channels, co
       },
       RowsPerThread(channels));
 }
+
+template void RequantizeAccumulators<float>(const float*, int64_t, int64_t, const int64_t*, double,
+                                            const Quantization&, const Limits&, uint8_t*);
+template void RequantizeAccumulators<int32_t>(const int32_t*, int64_t, int64_t, const int64_t*,
+                                              double, const Quantization&, const Limits&, uint8_t*);
 
 void OutputQuantizationArgs(OpSchema& schema) {
   schema.Arg("Y_scale", "(float, default 1) output quantization scale")

@@ -79,10 +79,12 @@ void Dequantize(const uint8_t* x, int64_t n, const Quantization& q, float* y);
 // what FloatTwin convolves and multiplies.
 void CenteredIntegers(const uint8_t* x, int64_t n, int32_t zero_point, float* y);
 
-// Y = clamp(round((acc + bias[c]) * multiplier) + zero point) for a
-// rows x channels matrix of accumulators; `bias` (int32, per channel) may
-// be null. multiplier = input scale x weight scale / output scale.
-void RequantizeAccumulators(const float* acc, int64_t rows, int64_t channels, const int32_t* bias,
+// Y = clamp(round((acc + offset[c]) * multiplier) + zero point) for a
+// rows x channels matrix of accumulators (float32 holding integers, or
+// int32); `offset` (per channel: the bias, and any zero-point correction)
+// may be null. multiplier = input scale x weight scale / output scale.
+template <typename Acc>
+void RequantizeAccumulators(const Acc* acc, int64_t rows, int64_t channels, const int64_t* offset,
                             double multiplier, const Quantization& y, const Limits& limits,
                             uint8_t* out);
 

@@ -42,15 +42,22 @@ CASES = [
 ]
 
 
+# A filter "fits" int8 when every value is within [zero point - 128, zero
+# point + 127]: then CPUs with VNNI run oneDNN's int8 convolution, others and
+# "wide" filters the float32 one. Both must give these exact bits.
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("relu", [False, True])
-def test_int8_conv_matches_integer_reference(case, relu):
+@pytest.mark.parametrize("filter_range", ["fits", "wide"])
+def test_int8_conv_matches_integer_reference(case, relu, filter_range):
     n, hh, ww, c, m, k, stride, pad, dilation, group = case
     rng = np.random.RandomState(sum(case))
     x = rng.randint(0, 256, size=(n, hh, ww, c)).astype(np.uint8)
-    w = rng.randint(0, 256, size=(m, k, k, c // group)).astype(np.uint8)
-    b = rng.randint(-20000, 20000, size=m).astype(np.int32)
     xs, xz, wsc, wz, ys, yz = 0.02, 131, 0.004, 119, 0.09, 100
+    low, high = (wz - 128, wz + 128) if filter_range == "fits" else (0, 256)
+    w = rng.randint(max(low, 0), min(high, 256), size=(m, k, k, c // group)).astype(np.uint8)
+    if filter_range == "wide":
+        w.flat[0] = 255  # 136 above the zero point
+    b = rng.randint(-20000, 20000, size=m).astype(np.int32)
     op = h.make_op("Int8ConvRelu" if relu else "Int8Conv", ["X", "W", "b"], ["Y"],
                    kernel=k, stride=stride, pad=pad, dilation=dilation, group=group,
                    order="NHWC", Y_scale=ys, Y_zero_point=yz)
@@ -67,6 +74,20 @@ def test_int8_conv_matches_integer_reference(case, relu):
     approx = np.clip(np.rint(reals / ys) + yz, 0, 255)
     assert np.abs(data.astype(np.int64) - approx).max() <= 1
     assert ((data > 0) & (data < 255)).mean() > 0.3  # the scales keep most unsaturated
+
+
+def test_int8_conv_float_path_on_avx2_gives_the_same_bits():
+    """Limited to AVX2 (no VNNI) the int8 convolution takes the float32 path."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+         "test_int8_conv_matches_integer_reference and fits"],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert " passed" in result.stdout
 
 
 def test_int8_conv_without_bias_and_repeated_runs_keep_results():
