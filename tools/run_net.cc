@@ -2,19 +2,24 @@
 // feeding inputs from .npy or TensorProto files and writing outputs as .npy,
 // optionally timing the net per operator type.
 
+#include <gflags/gflags.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gflags/gflags.h>
 
 #include "core/enforce.h"
 #include "core/net.h"
 #include "core/net_trace.h"
 #include "core/npy.h"
+#include "core/serialization.h"
+#include "core/tensor_int8.h"
 #include "core/workspace.h"
 #include "parallel/gloo/gloo_common.h"
 #include "proto/doppio.pb.h"
@@ -33,8 +38,10 @@ DEFINE_string(input, "",
               "NAME=FILE: feeds blob NAME from FILE (.npy, or a TensorProto in "
               "binary or text protobuf). Repeatable, or comma-separated");
 DEFINE_string(output, "",
-              "NAME=FILE: writes blob NAME (a tensor) to FILE as .npy after the "
-              "last run. Repeatable, or comma-separated");
+              "NAME=FILE: writes blob NAME to FILE after the last run: a tensor as "
+              ".npy (an Int8 blob: its integers), or with FILE ending in .pb any blob "
+              "as Caffe2's serialized BlobProto (an Int8 blob with its scale and zero "
+              "point). Repeatable, or comma-separated");
 DEFINE_int32(iters, 1, "timed runs of --net");
 DEFINE_bool(optimize, true,
             "after the init net and the inputs, rewrite --net for inference before "
@@ -85,6 +92,9 @@ constexpr const char* kUsage =
     "  run_net --init_net=model_init.pb --net=model.pb --input data=img.npy \\\n"
     "          --input im_info=info.npy --output score_nms=s.npy \\\n"
     "          --output bbox_nms=b.npy --output class_nms=c.npy\n"
+    "Quantized nets (Caffe2's Int8 ops) run the same way; an Int8 blob's\n"
+    "--output is its integers as .npy, or with scale and zero point as a\n"
+    "BlobProto when FILE ends in .pb:  --output res2=res2.pb\n"
     "Exit status: 0 success, 1 failure (one line on stderr names the file, op\n"
     "or blob), 2 command-line error.";
 
@@ -178,18 +188,40 @@ void CheckExternalInputs(const NetDef& net, const std::string& path,
   }
 }
 
+bool EndsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Caffe2's serialized blob (what Save writes for it): any blob with a
+// serializer, an Int8TensorCPU with its scale and zero point.
+void WriteBlobProtoFile(const Blob& blob, const std::string& name, const std::string& path) {
+  const std::string bytes = SerializeBlobToString(blob, name);
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  DOPPIO_ENFORCE(file.is_open(), "cannot open '", path, "' for writing: ", std::strerror(errno));
+  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  file.close();
+  DOPPIO_ENFORCE(!file.fail(), "cannot write '", path, "': ", std::strerror(errno));
+}
+
 // `what_ran` names the net or plan in errors: "net 'main'".
 void WriteOutputs(const std::vector<std::pair<std::string, std::string>>& outputs,
                   const std::string& what_ran, const Workspace& workspace) {
   for (const auto& output : outputs) {
     const std::string& name = output.first;
     const Blob* blob = workspace.GetBlob(name);
-    DOPPIO_ENFORCE(blob != nullptr, "--output blob '", name,
-                   "' does not exist after running ", what_ran);
-    DOPPIO_ENFORCE(blob->IsTensor(), "--output blob '", name, "' holds ",
-                   blob->TypeName(), ", not a tensor; only tensors can be written as .npy");
+    DOPPIO_ENFORCE(blob != nullptr, "--output blob '", name, "' does not exist after running ",
+                   what_ran);
     try {
-      WriteNpyFile(blob->GetTensor(), output.second);
+      if (EndsWith(output.second, ".pb")) {
+        WriteBlobProtoFile(*blob, name, output.second);
+      } else if (blob->IsType<int8::Int8TensorCPU>()) {
+        WriteNpyFile(blob->Get<int8::Int8TensorCPU>().t, output.second);
+      } else {
+        DOPPIO_ENFORCE(blob->IsTensor(), "--output blob '", name, "' holds ", blob->TypeName(),
+                       ", not a tensor; write it as a BlobProto (a FILE ending in .pb)");
+        WriteNpyFile(blob->GetTensor(), output.second);
+      }
     } catch (Error& error) {
       error.AppendContext("while writing --output " + name + "=" + output.second);
       throw;
