@@ -1,6 +1,7 @@
 #include "operators/int8_conv_dnnl.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "core/enforce.h"
@@ -52,27 +53,32 @@ bool DnnlInt8Conv::PrepareFilter(const int8::Int8TensorCPU& W) {
   return true;
 }
 
-void DnnlInt8Conv::PreparePrimitive(const ConvPoolGeometry& g, int64_t group, int64_t M) {
+void DnnlInt8Conv::PreparePrimitive(const ConvPoolGeometry& g, int64_t group, int64_t M,
+                                    float multiplier, int32_t zero_point, bool relu) {
   const int64_t N = g.batch, C = g.channels;
   const int64_t H = g.input[0] + g.pad_begin(0) + g.pad_end(0);
   const int64_t Wd = g.input[1] + g.pad_begin(1) + g.pad_end(1);
-  const std::vector<int64_t> key = {N,
-                                    H,
-                                    Wd,
-                                    C,
-                                    M,
-                                    group,
-                                    g.kernel[0],
-                                    g.kernel[1],
-                                    g.stride[0],
-                                    g.stride[1],
-                                    g.dilation[0],
-                                    g.dilation[1]};
+  const std::vector<double> key = {double(N),
+                                   double(H),
+                                   double(Wd),
+                                   double(C),
+                                   double(M),
+                                   double(group),
+                                   double(g.kernel[0]),
+                                   double(g.kernel[1]),
+                                   double(g.stride[0]),
+                                   double(g.stride[1]),
+                                   double(g.dilation[0]),
+                                   double(g.dilation[1]),
+                                   multiplier,
+                                   double(zero_point),
+                                   double(relu)};
   if (key == key_ && filter_reordered_) return;
   dnnl::engine& engine = DnnlCpuEngine();
   src_desc_ = memory::desc(Dims({N, C, H, Wd}), memory::data_type::u8, memory::format_tag::nhwc);
-  dst_desc_ = memory::desc(Dims({N, M, g.output[0], g.output[1]}), memory::data_type::s32,
+  dst_desc_ = memory::desc(Dims({N, M, g.output[0], g.output[1]}), memory::data_type::u8,
                            memory::format_tag::nhwc);
+  bias_desc_ = memory::desc(Dims({M}), memory::data_type::s32, memory::format_tag::x);
   const bool grouped = group > 1;
   const memory::dims weight_dims =
       grouped ? Dims({group, M / group, C / group, g.kernel[0], g.kernel[1]})
@@ -80,9 +86,18 @@ void DnnlInt8Conv::PreparePrimitive(const ConvPoolGeometry& g, int64_t group, in
   const memory::desc any_weights(weight_dims, memory::data_type::s8, memory::format_tag::any);
   const dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_desc_,
-      any_weights, dst_desc_, Dims({g.stride[0], g.stride[1]}),
+      any_weights, bias_desc_, dst_desc_, Dims({g.stride[0], g.stride[1]}),
       Dims({g.dilation[0] - 1, g.dilation[1] - 1}), Dims({0, 0}), Dims({0, 0}));
-  const dnnl::convolution_forward::primitive_desc pd(desc, UserScratchpadAttr(), engine);
+  // dst = round(multiplier * (acc + bias)), Relu'd, plus the zero point.
+  dnnl::primitive_attr attr = UserScratchpadAttr();
+  attr.set_output_scales(0, {multiplier});
+  attr.set_zero_points(DNNL_ARG_DST, 0, {zero_point});
+  if (relu) {
+    dnnl::post_ops post_ops;
+    post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(post_ops);
+  }
+  const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
   primitive_ = dnnl::convolution_forward(pd);
   scratchpad_desc_ = pd.scratchpad_desc();
   scratchpad_.resize(scratchpad_desc_.get_size());
@@ -115,19 +130,32 @@ const uint8_t* DnnlInt8Conv::PaddedInput(const ConvPoolGeometry& g, const int8::
 }
 
 bool DnnlInt8Conv::Run(const ConvPoolGeometry& g, int64_t group, const int8::Int8TensorCPU& X,
-                       const int8::Int8TensorCPU& W, std::vector<int32_t>* acc) {
+                       const int8::Int8TensorCPU& W, const int32_t* bias,
+                       const int8::Quantization& yq, bool relu, uint8_t* y) {
   if (!DnnlInt8ConvIsExact() || g.num_spatial() != 2 || !PrepareFilter(W)) return false;
   const int64_t M = W.t.dim(0);
-  PreparePrimitive(g, group, M);
+  bias_.resize(M);
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t b = (bias != nullptr ? bias[m] : 0) - int64_t{X.zero_point} * filter_sums_[m];
+    if (b < INT32_MIN || b > INT32_MAX) return false;
+    bias_[m] = static_cast<int32_t>(b);
+  }
+  const float multiplier = static_cast<float>(static_cast<double>(X.scale) * W.scale / yq.scale);
+  try {
+    PreparePrimitive(g, group, M, multiplier, yq.zero_point, relu);
+  } catch (const dnnl::error&) {
+    return false;  // an epilogue this oneDNN has no int8 kernel for
+  }
   const uint8_t* src = PaddedInput(g, X);
-  acc->resize(g.batch * g.output[0] * g.output[1] * M);
   dnnl::engine& engine = DnnlCpuEngine();
   const memory src_memory(src_desc_, engine, const_cast<uint8_t*>(src));
-  const memory dst_memory(dst_desc_, engine, acc->data());
+  const memory bias_memory(bias_desc_, engine, bias_.data());
+  const memory dst_memory(dst_desc_, engine, y);
   const memory scratchpad(scratchpad_desc_, engine, scratchpad_.data());
   dnnl::stream stream(engine);
   primitive_.execute(stream, {{DNNL_ARG_SRC, src_memory},
                               {DNNL_ARG_WEIGHTS, weights_},
+                              {DNNL_ARG_BIAS, bias_memory},
                               {DNNL_ARG_DST, dst_memory},
                               {DNNL_ARG_SCRATCHPAD, scratchpad}});
   stream.wait();

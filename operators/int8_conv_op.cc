@@ -75,13 +75,11 @@ void Int8ConvOp<kRelu>::RunOnDevice() {
   const int8::Limits limits = int8::ActivationLimits(y_, kRelu);
   const std::vector<int64_t> out_dims = g.OutputDims(M);
   const int64_t rows = g.batch * g.output_image_size();
-  if (dnnl_.Run(g, args_.group(), X, W, &acc_)) {
-    for (int64_t m = 0; m < M; ++m) {
-      offsets_[m] -= static_cast<int64_t>(X.zero_point) * dnnl_.filter_sums()[m];
-    }
-    int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, out_dims);
-    int8::RequantizeAccumulators(acc_.data(), rows, M, offsets_.data(), multiplier, y_, limits,
-                                 Y->t.mutable_data<uint8_t>());
+  // The output is written by one path or the other; inputs are not read
+  // after it is shaped (it is never an input: the schema allows no in-place).
+  int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, out_dims);
+  if (dnnl_.Run(g, args_.group(), X, W, B != nullptr ? B->t.data<int32_t>() : nullptr, y_, kRelu,
+                Y->t.mutable_data<uint8_t>())) {
     return;
   }
   Tensor* xf = twin_.input(0);
@@ -89,9 +87,36 @@ void Int8ConvOp<kRelu>::RunOnDevice() {
   int8::CenteredIntegers(X.t.data<uint8_t>(), X.t.numel(), X.zero_point, xf->mutable_data<float>());
   weights_.Update(W, twin_.input(1));
   twin_.Run();
-  int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, out_dims);
   int8::RequantizeAccumulators(twin_.output().data<float>(), rows, M, offsets_.data(), multiplier,
                                y_, limits, Y->t.mutable_data<uint8_t>());
+}
+
+Int8ConvTransposeOp::Int8ConvTransposeOp(const OperatorDef& def, Workspace* workspace)
+    : Operator<CPUContext>(def, workspace),
+      y_(int8::OutputQuantization(*this)),
+      twin_("ConvTranspose", def, 2) {
+  DOPPIO_ENFORCE(ConvPoolArgs(def).order() == StorageOrder::kNHWC,
+                 "Int8ConvTranspose takes NHWC tensors (as Caffe2's); set order \"NHWC\"");
+}
+
+void Int8ConvTransposeOp::RunOnDevice() {
+  const int8::Int8TensorCPU& X = int8::Int8Input(*this, 0);
+  const int8::Int8TensorCPU& W = int8::Int8Input(*this, 1);
+  const double multiplier = static_cast<double>(X.scale) * W.scale / y_.scale;
+  Tensor* xf = twin_.input(0);
+  xf->Resize(X.t.dims());
+  int8::CenteredIntegers(X.t.data<uint8_t>(), X.t.numel(), X.zero_point, xf->mutable_data<float>());
+  weights_.Update(W, twin_.input(1));
+  twin_.Run();
+  const Tensor& acc = twin_.output();
+  const int64_t M = acc.dim(-1);
+  const int8::Int8TensorCPU* B = OptionalBias(*this, 2, M);
+  offsets_.assign(M, 0);
+  if (B != nullptr) std::copy_n(B->t.data<int32_t>(), M, offsets_.begin());
+  int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, acc.dims());
+  int8::RequantizeAccumulators(acc.data<float>(), M > 0 ? acc.numel() / M : 0, M, offsets_.data(),
+                               multiplier, y_, int8::ActivationLimits(y_, false),
+                               Y->t.mutable_data<uint8_t>());
 }
 
 Int8FCOp::Int8FCOp(const OperatorDef& def, Workspace* workspace)
@@ -128,6 +153,7 @@ void Int8FCOp::RunOnDevice() {
 
 REGISTER_CPU_OPERATOR(Int8Conv, Int8ConvOp<false>);
 REGISTER_CPU_OPERATOR(Int8ConvRelu, Int8ConvOp<true>);
+REGISTER_CPU_OPERATOR(Int8ConvTranspose, Int8ConvTransposeOp);
 REGISTER_CPU_OPERATOR(Int8FC, Int8FCOp);
 
 namespace {
@@ -159,6 +185,23 @@ OPERATOR_SCHEMA(Int8ConvRelu)
     .Apply(Int8ConvSchema)
     .Doc("Int8Conv followed by Relu, fused: the output is clamped at the quantized 0.");
 
+OPERATOR_SCHEMA(Int8ConvTranspose)
+    .NumInputs(2, 3)
+    .NumOutputs(1)
+    .Arg("kernel", "(int) kernel size; also kernels, kernel_h/kernel_w. Default: the filter's")
+    .Arg("stride", "(int, default 1) also strides, stride_h/stride_w")
+    .Arg("pad", "(int, default 0) also pads, pad_t/pad_l/pad_b/pad_r")
+    .Arg("adj", "(int, default 0) extra output size at the end; also adj_h/adj_w")
+    .Arg("order", "(string) must be \"NHWC\"", true)
+    .Apply(int8::OutputQuantizationArgs)
+    .Input(0, "X", "Int8 [N, H, W, C] (uint8)")
+    .Input(1, "filter", "Int8 [C, kH, kW, M] (uint8)")
+    .Input(2, "bias", "Int8 [M] (int32, scale X.scale x filter.scale, zero point 0)")
+    .Output(0, "Y", "Int8 [N, oH, oW, M] (uint8)")
+    .Doc(
+        "Quantized transposed convolution (Caffe2's QNNPACK op): Y = requantize("
+        "conv_transpose(X - X.zero_point, filter - filter.zero_point) + bias).");
+
 OPERATOR_SCHEMA(Int8FC)
     .NumInputs(3)
     .NumOutputs(1)
@@ -173,6 +216,7 @@ OPERATOR_SCHEMA(Int8FC)
 
 SHOULD_NOT_DO_GRADIENT(Int8Conv, "quantized ops are inference only (as in Caffe2)");
 SHOULD_NOT_DO_GRADIENT(Int8ConvRelu, "quantized ops are inference only (as in Caffe2)");
+SHOULD_NOT_DO_GRADIENT(Int8ConvTranspose, "quantized ops are inference only (as in Caffe2)");
 SHOULD_NOT_DO_GRADIENT(Int8FC, "quantized ops are inference only (as in Caffe2)");
 
 }  // namespace doppio

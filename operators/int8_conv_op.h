@@ -1,4 +1,5 @@
-// Caffe2's quantized convolution and fully connected ops (NHWC, uint8):
+// Caffe2's quantized convolution, transposed convolution and fully
+// connected ops (NHWC, uint8):
 //   Int8Conv, Int8ConvRelu   X [N, H, W, C], filter [M, kH, kW, C / group],
 //                            optional bias [M] (int32, scale X.scale x
 //                            filter.scale, zero point 0) -> Y [N, oH, oW, M]
@@ -8,14 +9,15 @@
 // NHWC) and the output's Y_scale / Y_zero_point.
 //
 // Kernels: on CPUs with VNNI a convolution whose filter fits int8 runs on
-// oneDNN's int8 convolution (int8_conv_dnnl.h), exact in int32. Otherwise
-// (and for FC) the integers minus their zero points go through the float32
-// Conv or FC (int8_twin_op.h; a direct convolution, never Winograd, whose
-// transforms would round), where products of integers of at most 255
-// accumulate exactly. Either way the int32 bias is added and the sum scaled
-// by X.scale x W.scale / Y_scale and rounded once, so both give the same
-// bits. Filter copies are kept while the filter's storage, shape and zero
-// point stay the same.
+// oneDNN's int8 convolution (int8_conv_dnnl.h), exact in int32, requantized
+// in its epilogue. Otherwise (and for ConvTranspose and FC) the integers
+// minus their zero points go through the float32 kernels (int8_twin_op.h; a
+// direct convolution, never Winograd, whose transforms would round), where
+// products of integers of at most 255 accumulate exactly, and the int32 bias
+// is added and the sum scaled by X.scale x W.scale / Y_scale and rounded
+// once in float64. The two paths agree within one step (and but for ties).
+// Filter copies are kept while the filter's storage, shape and zero point
+// stay the same.
 //
 // Thread-safety: one Run at a time per op.
 #pragma once
@@ -55,10 +57,24 @@ class Int8ConvOp final : public Operator<CPUContext> {
   int8::Quantization y_;
   ConvPoolArgs args_;
   DnnlInt8Conv dnnl_;         // oneDNN int8, where exact (int8_conv_dnnl.h)
-  std::vector<int32_t> acc_;  // its int32 accumulators
   TwinOp twin_;               // float32 otherwise
   CenteredWeights weights_;
-  std::vector<int64_t> offsets_;  // bias minus the zero-point correction
+  std::vector<int64_t> offsets_;  // the bias, for the float32 path
+};
+
+// Int8ConvTranspose: X [N, H, W, C], filter [C, kH, kW, M] (uint8), bias
+// [M] (int32) -> Y [N, oH, oW, M], with ConvTranspose's arguments (stride,
+// pads, adj; order NHWC), on the float32 ConvTranspose.
+class Int8ConvTransposeOp final : public Operator<CPUContext> {
+ public:
+  Int8ConvTransposeOp(const OperatorDef& def, Workspace* workspace);
+  void RunOnDevice() override;
+
+ private:
+  int8::Quantization y_;
+  TwinOp twin_;
+  CenteredWeights weights_;
+  std::vector<int64_t> offsets_;
 };
 
 class Int8FCOp final : public Operator<CPUContext> {

@@ -78,23 +78,37 @@ void CenteredIntegers(const uint8_t* x, int64_t n, int32_t zero_point, float* y)
   });
 }
 
+namespace {
+
+// One row, every parameter a local (the uint8 stores may alias anything, so
+// values read through references would be reloaded each element), the
+// clamps as min/max: the loop compiles branch-free.
+template <typename Acc>
+void RequantizeRow(const Acc* a, const int64_t* offset, int64_t n, double multiplier,
+                   double zero_point, double lo, double hi, uint8_t* __restrict out) {
+  constexpr double kMagic = 6755399441055744.0;  // RoundToEven's
+  for (int64_t c = 0; c < n; ++c) {
+    double v = static_cast<double>(a[c]);
+    if (offset != nullptr) v += static_cast<double>(offset[c]);
+    v = std::min(std::max(v * multiplier, -1024.0), 1024.0);
+    v = ((v + kMagic) - kMagic) + zero_point;
+    out[c] = static_cast<uint8_t>(static_cast<int32_t>(std::min(std::max(v, lo), hi)));
+  }
+}
+
+}  // namespace
+
 template <typename Acc>
 void RequantizeAccumulators(const Acc* acc, int64_t rows, int64_t channels, const int64_t* offset,
                             double multiplier, const Quantization& y, const Limits& limits,
                             uint8_t* out) {
+  const double zero_point = y.zero_point, lo = limits.lo, hi = limits.hi;
   ParallelFor(
       rows,
-      [&](int64_t begin, int64_t end) {
+      [=](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
-          const Acc* a = acc + r * channels;
-          uint8_t* o = out + r * channels;
-          for (int64_t c = 0; c < channels; ++c) {
-            const double sum =
-                static_cast<double>(a[c]) + (offset != nullptr ? offset[c] : int64_t{0});
-            const double v = std::nearbyint(sum * multiplier) + y.zero_point;
-            o[c] =
-                static_cast<uint8_t>(v < limits.lo ? limits.lo : (v > limits.hi ? limits.hi : v));
-          }
+          RequantizeRow(acc + r * channels, offset, channels, multiplier, zero_point, lo, hi,
+                        out + r * channels);
         }
       },
       RowsPerThread(channels));

@@ -57,13 +57,30 @@ struct Limits {
 };
 Limits ActivationLimits(const Quantization& q, bool relu);
 
+// v rounded to the nearest integer, ties to even, for |v| <= 2^50: adding
+// and subtracting 1.5 x 2^52 leaves no fraction bits. Inline and branch-free
+// where std::nearbyint is a library call (x86-64 without SSE4.1), so the
+// requantization loops vectorize.
+inline double RoundToEven(double v) {
+  constexpr double kMagic = 6755399441055744.0;
+  return (v + kMagic) - kMagic;
+}
+
+// v + zero point, rounded and clamped to `limits`, as uint8. Values far
+// outside uint8's range are clamped before rounding (they saturate anyway).
+inline uint8_t RoundClamp(double v, int32_t zero_point, const Limits& limits) {
+  v = v < -1024.0 ? -1024.0 : (v > 1024.0 ? 1024.0 : v);
+  v = RoundToEven(v) + zero_point;
+  v = v < limits.lo ? limits.lo : (v > limits.hi ? limits.hi : v);
+  return static_cast<uint8_t>(static_cast<int32_t>(v));
+}
+
 // real / scale rounded to the nearest integer (ties to even), plus the zero
 // point, clamped to `limits`.
 inline uint8_t QuantizeReal(double real, const Quantization& q, const Limits& limits = {}) {
-  const double v = std::nearbyint(real / q.scale) + q.zero_point;
-  const double clamped = v < limits.lo ? limits.lo : (v > limits.hi ? limits.hi : v);
-  // NaN compares false both ways; it maps to the zero point (real 0).
-  return static_cast<uint8_t>(clamped == clamped ? clamped : q.zero_point);
+  // NaN maps to the zero point (real 0).
+  if (!(real == real)) return static_cast<uint8_t>(q.zero_point);
+  return RoundClamp(real / q.scale, q.zero_point, limits);
 }
 
 // Requantizes uint8 values of quantization `from` into `to` (a copy when

@@ -141,7 +141,11 @@ class Int8NetTest(unittest.TestCase):
         acc = _conv(xq.astype(np.float64) - xz, wq.astype(np.float64) - wz, **conv) + w[b_name][0]
         ys, yz = QUANT[y_name]
         want = _requant(acc, _f(xs) * _f(ws) / _f(ys), yz, yz if relu else 0)
-        np.testing.assert_array_equal(got[y_name][0], want, y_name)
+        # oneDNN's int8 epilogue (CPUs with VNNI) rounds in float32: rarely
+        # one step off a float64 rounding (int8_conv_dnnl.h).
+        diff = np.abs(got[y_name][0].astype(int) - want)
+        self.assertLessEqual(diff.max(), 1, y_name)
+        self.assertGreater((diff == 0).mean(), 0.99, y_name)
 
     def check_sum(self, got, names, y_name):
         ys, yz = QUANT[y_name]
