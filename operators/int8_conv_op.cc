@@ -22,6 +22,16 @@ const int8::Int8TensorCPU* OptionalBias(const OperatorBase& op, int index, int64
   return &b;
 }
 
+ConvPoolGeometry FcAsConvolution(int64_t rows, int64_t k) {
+  ConvPoolGeometry g;
+  g.order = StorageOrder::kNHWC;
+  g.batch = rows;
+  g.channels = k;
+  g.input = g.kernel = g.stride = g.dilation = g.output = {1, 1};
+  g.pads = {0, 0, 0, 0};
+  return g;
+}
+
 }  // namespace
 
 void CenteredWeights::Update(const int8::Int8TensorCPU& w, Tensor* destination) {
@@ -133,6 +143,15 @@ void Int8FCOp::RunOnDevice() {
   const int64_t N = W.t.dim(0);
   const int8::Int8TensorCPU* B = OptionalBias(*this, 2, N);
   const double multiplier = static_cast<double>(X.scale) * W.scale / y_.scale;
+  const int64_t K = X.t.SizeFromDim(1), rows = X.t.dim(0);
+  if (K == W.t.dim(1) && rows > 0 && K > 0) {
+    // X W^T is a 1x1 convolution of `rows` 1x1 images of K channels.
+    int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, {rows, N});
+    if (dnnl_.Run(FcAsConvolution(rows, K), 1, X, W, B->t.data<int32_t>(), y_, false,
+                  Y->t.mutable_data<uint8_t>())) {
+      return;
+    }
+  }
   Tensor* xf = twin_.input(0);
   xf->Resize(X.t.dims());
   int8::CenteredIntegers(X.t.data<uint8_t>(), X.t.numel(), X.zero_point, xf->mutable_data<float>());

@@ -8,16 +8,17 @@
 // with Conv's arguments (kernel, stride, pad, dilation, group; order must be
 // NHWC) and the output's Y_scale / Y_zero_point.
 //
-// Kernels: on CPUs with VNNI a convolution whose filter fits int8 runs on
-// oneDNN's int8 convolution (int8_conv_dnnl.h), exact in int32, requantized
-// in its epilogue. Otherwise (and for ConvTranspose and FC) the integers
-// minus their zero points go through the float32 kernels (int8_twin_op.h; a
-// direct convolution, never Winograd, whose transforms would round), where
-// products of integers of at most 255 accumulate exactly, and the int32 bias
-// is added and the sum scaled by X.scale x W.scale / Y_scale and rounded
-// once in float64. The two paths agree within one step (and but for ties).
-// Filter copies are kept while the filter's storage, shape and zero point
-// stay the same.
+// Kernels: on CPUs with VNNI a convolution or FC (as a 1x1 convolution)
+// whose filter fits int8 runs on oneDNN's int8 convolution
+// (int8_conv_dnnl.h), exact in int32, requantized in its epilogue.
+// Otherwise (and for ConvTranspose) the integers minus their zero points go
+// through the float32 kernels (int8_twin_op.h; a direct convolution, never
+// Winograd, whose transforms would round), where products of integers of at
+// most 255 accumulate exactly, and the int32 bias is added and the sum
+// scaled by X.scale x W.scale / Y_scale and rounded once in float64. The two
+// paths agree but where the scaled sum lies within float32 rounding of a
+// step's midpoint, and there by one step. Filter copies are kept while the
+// filter's storage, shape and zero point stay the same.
 //
 // Thread-safety: one Run at a time per op.
 #pragma once
@@ -84,6 +85,7 @@ class Int8FCOp final : public Operator<CPUContext> {
 
  private:
   int8::Quantization y_;
+  DnnlInt8Conv dnnl_;  // as a 1x1 convolution, where exact
   TwinOp twin_;
   CenteredWeights weights_;
   std::vector<int64_t> offsets_;

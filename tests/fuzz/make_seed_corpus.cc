@@ -168,6 +168,15 @@ std::string NpyHeader(const std::string& dict, int major) {
   return out + '\n';
 }
 
+// Caffe2's Int8TensorCPU blob: a QTensorProto with uint8 data.
+void WriteInt8BlobSeed() {
+  Write("blobproto_fuzz", "seed_int8_blob.pb",
+        FromText<doppio::BlobProto>(
+            "name: \"q\" type: \"Int8TensorCPU\" qtensor { dims: 2 precision: 8 scale: 0.5 "
+            "bias: 3 is_signed: false data: 1 data: 255 data_type: UINT8 name: \"q\" }")
+            .SerializeAsString());
+}
+
 void WriteNpySeeds() {
   Write("npy_fuzz", "seed_float32_2x3.npy",
         doppio::EncodeNpy(MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6})));
@@ -211,6 +220,32 @@ op { type: "Slice" input: "x" output: "sl" arg { name: "starts" ints: 0 ints: 0 
 op { type: "Cast" input: "x" output: "xi" arg { name: "to" i: 2 } }
 op { type: "LayerNorm" input: "x" output: "ln" output: "mean" output: "std" }
 op { type: "Sum" input: "x" input: "x" output: "twice" }
+)";
+
+// Caffe2's Int8 ops on Int8 blobs made in the net (the fed inputs are
+// plain tensors).
+const char kInt8Net[] = R"(
+name: "int8"
+external_input: "x"
+op { type: "Int8Quantize" input: "x" output: "q" arg { name: "Y_scale" f: 0.1 }
+     arg { name: "Y_zero_point" i: 128 } }
+op { type: "Int8GivenTensorFill" output: "w" arg { name: "shape" ints: 2 ints: 1 }
+     arg { name: "values" s: "\001\377" } arg { name: "Y_scale" f: 0.5 } }
+op { type: "Int8GivenIntTensorFill" output: "b" arg { name: "shape" ints: 2 }
+     arg { name: "values" ints: 3 ints: -4 } arg { name: "Y_scale" f: 0.05 } }
+op { type: "Int8FC" input: "q" input: "w" input: "b" output: "fc" arg { name: "Y_scale" f: 0.2 } }
+op { type: "Int8Relu" input: "q" output: "r" }
+op { type: "Int8Add" input: "q" input: "r" output: "s" arg { name: "Y_scale" f: 0.3 } }
+op { type: "Int8Sum" input: "q" input: "r" input: "s" output: "s3" }
+op { type: "Int8Softmax" input: "q" output: "p" }
+op { type: "Int8Sigmoid" input: "q" output: "sg" }
+op { type: "Int8Concat" input: "q" input: "r" output: "cat" }
+op { type: "Int8Reshape" input: "q" output: "rq" output: "old" arg { name: "shape" ints: -1 } }
+op { type: "Int8Transpose" input: "q" output: "tq" }
+op { type: "Int8Slice" input: "q" output: "sl" arg { name: "starts" ints: 0 }
+     arg { name: "ends" ints: 1 } }
+op { type: "Int8ChannelShuffle" input: "q" output: "cs" arg { name: "group" i: 1 } }
+op { type: "Int8Dequantize" input: "fc" output: "y" }
 )";
 
 const char kDagNet[] = R"(
@@ -322,6 +357,7 @@ void WriteNetSeeds() {
   Write("netdef_fuzz", "seed_runnable.pb",
         FromText<doppio::NetDef>(kRunnableNet).SerializeAsString());
   Write("netdef_fuzz", "seed_dag.pb", FromText<doppio::NetDef>(kDagNet).SerializeAsString());
+  Write("netdef_fuzz", "seed_int8.pb", FromText<doppio::NetDef>(kInt8Net).SerializeAsString());
   Write("netdef_fuzz", "seed_training.pb",
         FromText<doppio::NetDef>(kTrainingNet).SerializeAsString());
   Write("netdef_fuzz", "seed_io.pb", FromText<doppio::NetDef>(kIONet).SerializeAsString());
@@ -345,6 +381,7 @@ int main(int argc, char** argv) {
     WriteDBSeeds(scratch.string());
     WriteTensorSeeds();
     WriteNpySeeds();
+    WriteInt8BlobSeed();
     WriteNetSeeds();
     WriteOpSeeds();
   } catch (const doppio::Error& error) {

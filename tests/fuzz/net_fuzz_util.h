@@ -93,6 +93,27 @@ inline const std::set<std::string>& RunnableOps() {
       "DistributeFpnProposals",
       "CollectAndDistributeFpnRpnProposals",
       "GatherElements",
+      // Int8 ops whose outputs are bounded by their inputs or arguments
+      // (Int8Quantize makes Int8 blobs of the fed tensors).
+      "Int8Quantize",
+      "Int8Dequantize",
+      "Int8GivenTensorFill",
+      "Int8GivenIntTensorFill",
+      "Int8Add",
+      "Int8AddRelu",
+      "Int8Sum",
+      "Int8SumRelu",
+      "Int8Relu",
+      "Int8LeakyRelu",
+      "Int8Sigmoid",
+      "Int8Softmax",
+      "Int8FC",
+      "Int8Flatten",
+      "Int8Reshape",
+      "Int8Transpose",
+      "Int8Slice",
+      "Int8Concat",
+      "Int8ChannelShuffle",
   };
   return ops;
 }
