@@ -1,0 +1,13 @@
+
+op_Int8ConvTransposew
+in0
+in1out0"Int8ConvTranspose*
+
+kernel*
+
+stride*
+pad*
+adj*	
+order*
+Y_scale*
+Y_zero_point:in0:in1

@@ -1,0 +1,3 @@
+
+op_Int8Dequantize
+in0out0"Int8Dequantize:in0
