@@ -283,6 +283,9 @@ def test_milstm_gradient_matches_finite_differences_of_the_net():
     outputs = rnn_cell.MILSTM(model, x, lengths, (h0, c0), D, H, scope='mi')
     loss, _ = add_projected_loss(model, outputs, (0,), rng)
     grad_map = model.AddGradientOperators([loss])
+    # Seeded: unseeded fills draw new weights each run, and a rare draw put
+    # a finite difference on a steep stretch (one run in many failed).
+    model.param_init_net.Proto().device_option.random_seed = 6
     workspace.RunNetOnce(model.param_init_net)
     feed_inputs(rng)
     workspace.CreateNet(model.net)
