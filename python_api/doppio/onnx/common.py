@@ -73,7 +73,30 @@ def reshape(ctx, name, shape, output=None, hint='reshaped'):
     out = output or ctx.temp(hint)
     ctx.op('Reshape', [name], [out, ctx.temp(hint + '_old_shape')],
            shape=[int(d) for d in shape])
+    resolved = _resolved_reshape(ctx.shape(name), [int(d) for d in shape])
+    if resolved is not None:
+        # Later nodes may need it where shape inference did not get (a shape
+        # computed in the graph and folded here).
+        ctx.record_shape(out, resolved, ctx.dtype(name))
     return out
+
+
+def _resolved_reshape(input_shape, shape):
+    """The output dims of Caffe2's reshape rule, or None when the input's
+    shape is not fully known or the shape does not fit it."""
+    if input_shape is None or any(d is None for d in input_shape):
+        return None
+    dims = [input_shape[i] if d == 0 and i < len(input_shape) else d
+            for i, d in enumerate(shape)]
+    total = int(np.prod(input_shape, dtype=np.int64))
+    if dims.count(-1) == 1:
+        known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
+        if known == 0 or total % known:
+            return None
+        dims[dims.index(-1)] = total // known
+    if -1 in dims or int(np.prod(dims, dtype=np.int64)) != total:
+        return None
+    return dims
 
 
 def transpose(ctx, name, perm, output=None, hint='transposed'):

@@ -19,11 +19,12 @@ import onnx.shape_inference
 from onnx import numpy_helper
 
 from doppio.onnx import context, folding, patterns, tensors
-from doppio.onnx.errors import InvalidModelError, OnnxError, UnsupportedError
+from doppio.onnx.errors import (InvalidModelError, OnnxError, RuntimeValueNeeded,
+                                UnsupportedError)
 from doppio.proto import doppio_pb2
 
 # Registers the converters in context.CONVERTERS.
-from doppio.onnx import ops_elementwise, ops_nn, ops_reduce, ops_tensor  # noqa: F401
+from doppio.onnx import ops_einsum, ops_elementwise, ops_nn, ops_reduce, ops_tensor  # noqa: F401
 
 # Converters check what changed between versions (and refuse attributes they
 # do not know), so old opsets whose ops they handle convert too.
@@ -121,13 +122,29 @@ def _check_text(model):
             check(attribute.name, 'attribute name')
 
 
-def _infer_shapes(model, runtime_values, baked):
+def _infer_shapes(model, runtime_values, baked, folded=None):
     """ONNX shape inference, on a copy that gives the graph inputs their fed
-    shapes and the baked inputs their values. Inference is advisory: when it
-    fails, the declared value_info is all there is."""
-    if runtime_values:
+    shapes, the baked inputs their values, and the `folded` node outputs
+    their values (the nodes that made them removed). Inference is advisory:
+    when it fails, the declared value_info is all there is."""
+    folded = folded or {}
+    spaced = any(n.op_type == 'Einsum' and any(b' ' in a.s for a in n.attribute)
+                 for n in model.graph.node)
+    if runtime_values or folded or spaced:
         model_copy = onnx.ModelProto()
         model_copy.CopyFrom(model)
+        # torch writes Einsum equations with spaces ("B H I D, B H J D ->
+        # B H I J"), which ONNX's shape inference does not parse.
+        for node in model_copy.graph.node:
+            if node.op_type == 'Einsum':
+                for attribute in node.attribute:
+                    attribute.s = attribute.s.replace(b' ', b'')
+        if folded:
+            kept = [n for n in model_copy.graph.node
+                    if not n.output or any(o not in folded for o in n.output)]
+            del model_copy.graph.node[:]
+            model_copy.graph.node.extend(kept)
+            baked = dict(baked, **folded)
         for value_info in model_copy.graph.input:
             value = runtime_values.get(value_info.name)
             if value is None or not value_info.type.HasField('tensor_type'):
@@ -150,6 +167,39 @@ def _infer_shapes(model, runtime_values, baked):
         return model
 
 
+# Rounds of shape inference and folding before conversion (each may reveal
+# the next step of a shape computation: Swin needs one round per stage, 4
+# or more; it ends as soon as a round finds nothing).
+_MAX_FOLD_ROUNDS = 64
+
+
+class _FoldingView:
+    """What folding.try_fold reads of a graph, for folding ahead of the
+    conversion: known values and the shapes recorded so far."""
+
+    def __init__(self, static_values, folded_names, graph):
+        self.static_values = static_values
+        self.folded_names = folded_names
+        self.shape_of = graph.shape_of
+        self.runtime_shapes_known = graph.runtime_shapes_known
+
+
+def _constant_node_value(node):
+    """A Constant node's value when it is a tensor (value attribute) or a
+    number list, else None."""
+    for attribute in node.attribute:
+        if attribute.name == 'value':
+            try:
+                return numpy_helper.to_array(attribute.t)
+            except Exception:  # malformed: the Constant converter reports it
+                return None
+        if attribute.name in ('value_int', 'value_ints'):
+            return np.asarray(onnx.helper.get_attribute_value(attribute), np.int64)
+        if attribute.name in ('value_float', 'value_floats'):
+            return np.asarray(onnx.helper.get_attribute_value(attribute), np.float32)
+    return None
+
+
 class _GraphConverter:
     def __init__(self, model, opset, runtime_values, baked, graph=None):
         self.opset = opset
@@ -159,6 +209,7 @@ class _GraphConverter:
         self.runtime_shapes_known = bool(runtime_values)
         self.specialized = set()
         self.static_values = {}
+        self.folded_names = set()  # static values folding made (folding.py)
         self.shapes = {}
         self.dtypes = {}
         self.init_ops = []
@@ -303,10 +354,20 @@ class _GraphConverter:
             self._defined.add(name)
 
     def _load_shapes(self):
-        inferred = _infer_shapes(self.model, self.runtime_values, self._baked)
-        graph = inferred.graph
-        for value_info in list(graph.value_info) + list(graph.output) + list(graph.input):
-            self._record_value_info(value_info, overwrite=False)
+        # Values the graph computes from shapes (torch's padding and window
+        # arithmetic) fold to constants; each round of shape inference with
+        # them known may reveal more (a Reshape to a folded shape, then a
+        # Shape of its output).
+        folded = {}
+        for _ in range(_MAX_FOLD_ROUNDS):
+            inferred = _infer_shapes(self.model, self.runtime_values, self._baked, folded)
+            graph = inferred.graph
+            for value_info in list(graph.value_info) + list(graph.output) + list(graph.input):
+                self._record_value_info(value_info, overwrite=bool(folded))
+            found = self._fold_ahead(folded)
+            if not found:
+                break
+            folded.update(found)
         # What was fed is exact.
         for name, value in self.runtime_values.items():
             if name in self.graph_inputs:
@@ -315,6 +376,31 @@ class _GraphConverter:
             if name in self.graph_inputs:
                 self.static_values[name] = self.runtime_values[name]
                 self.specialized.add(name)
+
+    def _fold_ahead(self, folded):
+        """Node outputs that fold given the shapes known so far (not yet in
+        `folded`); the conversion folds them again as it goes."""
+        known = dict(self.static_values)
+        known.update(folded)
+        view = _FoldingView(known, set(folded), self)
+        found = {}
+        for node in self.graph.node:
+            if node.op_type == 'Constant' and len(node.output) == 1:
+                value = _constant_node_value(node)
+                if value is not None:
+                    known[node.output[0]] = value
+                continue
+            if all(o in known for o in node.output if o):
+                continue
+            values = folding.try_fold(view, node, self.opset)
+            if values is None:
+                continue
+            for name, value in zip(node.output, values):
+                known[name] = value
+                view.folded_names.add(name)
+                if name not in folded:
+                    found[name] = value
+        return found
 
     def _convert_node(self, node, index):
         ctx = context.NodeContext(self, node, index)
@@ -337,8 +423,17 @@ class _GraphConverter:
         if folded is not None:
             for name, value in zip(node.output, folded):
                 ctx.set_constant(name, value)
+                self.folded_names.add(name)
             return
         converter = context.CONVERTERS.get(node.op_type)
+        if converter is None and folding.folds(node.op_type):
+            # Doppio runs it only as shape arithmetic, folded: shapes fed at
+            # the first run may let it fold.
+            message = ('{} is not supported by doppio but as constant shape arithmetic, and '
+                       'its inputs are not all constants'.format(ctx.where))
+            if not self.runtime_shapes_known:
+                raise RuntimeValueNeeded(message + ' (the model does not declare them)', None)
+            raise UnsupportedError(message)
         if converter is None:
             raise UnsupportedError('{} is not supported by doppio'.format(ctx.where))
         try:

@@ -384,8 +384,12 @@ def convert_dropout(ctx):
     else:
         training = ctx.optional_static(2, 'training_mode')
         if training is not None and common.scalar_float(ctx, training, 'training_mode'):
-            raise ctx.unsupported('training_mode=1 is not supported; Doppio imports '
-                                  'models for inference')
+            # Training-mode dropout of ratio 0 (torch's F.dropout(p=0.0), as
+            # Swin's attention calls it) keeps everything: inference's result.
+            ratio = ctx.optional_static(1, 'ratio')
+            if ratio is None or common.scalar_float(ctx, ratio, 'ratio') != 0:
+                raise ctx.unsupported('training_mode=1 is not supported (but with ratio 0); '
+                                      'Doppio imports models for inference')
     outputs = [ctx.output(0)]
     if ctx.optional_output(1) is not None:
         outputs.append(ctx.output(1))  # all true in inference
