@@ -81,8 +81,6 @@ EXCLUDED_TESTS = {
         "Doppio's Gather rejects negative indices fed at run time",
     r'^test_batchnorm_.*training_mode': 'training mode: models are imported for inference',
     r'^test_einsum_batch_diagonal': 'Einsum with a repeated letter (a diagonal)',
-    r'^test_resize_(.*(cubic|linear)|downsample|.*sizes|tf_)':
-        'Resize converts nearest-neighbour upsampling by integer factors only',
 }
 
 # Families not run, each with the reason (documentation, and the other half

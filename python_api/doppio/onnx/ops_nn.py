@@ -433,16 +433,13 @@ _REPEATING_COORDINATES = {
 }
 
 
-@converts('Resize', 'Upsample')
-def convert_resize(ctx):
-    """Nearest-neighbour upsampling by integer factors: every input element
-    repeated s times along each axis (reshape, expand, reshape). Other modes
-    and factors are refused."""
-    ctx.check_outputs(1)
-    x = ctx.input(0)
+def _resize_attributes(ctx):
+    """(mode, coordinates, nearest_mode, extras, roi, scales, sizes) of a
+    Resize or Upsample node; Upsample and Resize-10 map coordinates as
+    'asymmetric' with 'floor' rounding."""
     mode = ctx.attrs.string('mode', 'nearest')
-    coordinates, nearest_mode = 'asymmetric', 'floor'  # Upsample's mapping
-    sizes = None
+    mode = 'linear' if mode == 'bilinear' else mode
+    coordinates, nearest_mode, extras, roi, sizes = 'asymmetric', 'floor', {}, None, None
     if ctx.op_type == 'Upsample':
         ctx.check_inputs(1, 1 if ctx.opset < 9 else 2)
         scales = ctx.attrs.floats('scales', None) if ctx.opset < 9 else ctx.static(1, 'scales')
@@ -453,40 +450,69 @@ def convert_resize(ctx):
         ctx.check_inputs(1, 4)
         coordinates = ctx.attrs.string('coordinate_transformation_mode', 'half_pixel')
         nearest_mode = ctx.attrs.string('nearest_mode', 'round_prefer_floor')
-        ctx.attrs.ignore('cubic_coeff_a', 'exclude_outside', 'extrapolation_value')
+        extras = dict(cubic_coeff_a=ctx.attrs.float('cubic_coeff_a', -0.75),
+                      exclude_outside=ctx.attrs.int('exclude_outside', 0),
+                      extrapolation_value=ctx.attrs.float('extrapolation_value', 0.0))
+        if coordinates == 'tf_crop_and_resize':
+            roi = [float(v) for v in np.asarray(ctx.static(1, 'roi')).reshape(-1)]
         scales = ctx.optional_static(2, 'scales')
         sizes = ctx.optional_static(3, 'sizes')
         if scales is not None and np.asarray(scales).size == 0:
             scales = None
-    if mode != 'nearest':
-        raise ctx.unsupported('mode {!r} is not supported (only nearest)'.format(mode))
-    if nearest_mode not in _REPEATING_COORDINATES.get(coordinates, ()):
-        raise ctx.unsupported('coordinate_transformation_mode {!r} with nearest_mode {!r} '
-                              'is not supported'.format(coordinates, nearest_mode))
-    shape = ctx.static_shape(x)
+    return mode, coordinates, nearest_mode, extras, roi, scales, sizes
+
+
+def _resized_dims(ctx, shape, roi, scales, sizes):
+    """The output dims, and the scales for the coordinate transform (None:
+    sizes / dims)."""
     if sizes is not None:
         sizes = common.int_list(ctx, sizes, 'sizes')
-        if len(sizes) != len(shape) or any(d == 0 or s % d for s, d in zip(sizes, shape)):
-            raise ctx.unsupported('sizes {} are not integer multiples of the input shape {}'
-                                  .format(sizes, shape))
-        factors = [s // d for s, d in zip(sizes, shape)]
-    elif scales is not None:
-        scales = [float(s) for s in np.asarray(scales).reshape(-1)]
-        if len(scales) != len(shape):
-            raise ctx.invalid('scales {} do not match rank {}'.format(scales, len(shape)))
-        if any(s < 1 or s != int(s) for s in scales):
-            raise ctx.unsupported('scales {} are not supported (integer factors >= 1 only)'
-                                  .format(scales))
-        factors = [int(s) for s in scales]
-    else:
+        if len(sizes) != len(shape):
+            raise ctx.invalid('sizes {} do not match rank {}'.format(sizes, len(shape)))
+        return sizes, None
+    if scales is None:
         raise ctx.invalid('neither scales nor sizes is given')
-    common.check_size(ctx, [d * f for d, f in zip(shape, factors)], 'the output')
+    scales = [float(s) for s in np.asarray(scales).reshape(-1)]
+    if len(scales) != len(shape) or any(not s > 0 for s in scales):
+        raise ctx.invalid('scales {} must be positive, one per dim of {}'.format(scales, shape))
+    rank = len(shape)
+    spans = [roi[rank + i] - roi[i] for i in range(rank)] if roi else [1.0] * rank
+    return [int(math.floor(d * w * s)) for d, w, s in zip(shape, spans, scales)], scales
+
+
+@converts('Resize', 'Upsample')
+def convert_resize(ctx):
+    """Nearest-neighbour upsampling by integer factors as a repeat (reshape,
+    expand, reshape); everything else as Doppio's Resize (ONNX's semantics:
+    nearest, linear, cubic, every coordinate mapping)."""
+    ctx.check_outputs(1)
+    x = ctx.input(0)
+    mode, coordinates, nearest_mode, extras, roi, scales, sizes = _resize_attributes(ctx)
+    if mode not in ('nearest', 'linear', 'cubic'):
+        raise ctx.invalid('mode {!r} is not nearest, linear or cubic'.format(mode))
+    shape = ctx.static_shape(x)
+    out_dims, scale_arg = _resized_dims(ctx, shape, roi, scales, sizes)
+    common.check_size(ctx, out_dims, 'the output')
+    factors = [o // d if d and o % d == 0 else 0 for o, d in zip(out_dims, shape)]
+    repeats = (mode == 'nearest' and all(f >= 1 for f in factors) and roi is None and
+               (scale_arg is None or all(s == f for s, f in zip(scale_arg, factors))) and
+               nearest_mode in _REPEATING_COORDINATES.get(coordinates, ()))
+    if not repeats:
+        args = dict(extras, sizes=out_dims, mode=mode, coordinate_transformation_mode=coordinates,
+                    nearest_mode=nearest_mode)
+        if scale_arg is not None:
+            args['scales'] = scale_arg
+        if roi is not None:
+            args['roi'] = roi
+        ctx.op('Resize', [x], [ctx.output(0)], **args)
+        ctx.record_shape(ctx.output(0), out_dims, ctx.dtype(x))
+        return
     interleaved = [v for d in shape for v in (d, 1)]
     repeated = [v for d, f in zip(shape, factors) for v in (d, f)]
     spread = common.reshape(ctx, x, interleaved, hint='interleaved')
     ctx.record_shape(spread, interleaved, ctx.dtype(x))
     stretched = common.expand_to(ctx, spread, repeated, 'repeated')
-    common.reshape(ctx, stretched, [d * f for d, f in zip(shape, factors)], ctx.output(0))
+    common.reshape(ctx, stretched, out_dims, ctx.output(0))
 
 
 @converts('Gelu')
