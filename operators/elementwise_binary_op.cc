@@ -78,7 +78,7 @@ namespace {
 // Add, Sub and Mul take every numeric type both ways and their gradient ops
 // (dC, A, B); Div overrides what differs.
 struct ArithmeticFunctorBase : BinaryFunctorBase {
-  using Types = NumericTypes;
+  using Types = AllNumericTypes;
   using GradTypes = NumericTypes;
   static GradientSlots Slots(int) { return {}; }
 };

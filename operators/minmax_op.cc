@@ -30,7 +30,7 @@ template <class Select>
 void MinMaxOp<Select>::RunOnDevice() {
   const Tensor& X0 = Input(0);
   EnforceLikeInput(*this, 0, 1);
-  DispatchTypes(NumericTypes{}, input_name(0), X0.dtype(), [&](auto tag) {
+  DispatchTypes(AllNumericTypes{}, input_name(0), X0.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x0 = X0.data<T>();
     Tensor* Y = Output(0);

@@ -60,6 +60,26 @@ def test_integer_forward_matches_numpy(name, shapes, dtype, data):
     h.check_inplace(op, [a, b])
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+@pytest.mark.parametrize("name", sorted(NUMPY_OPS))
+def test_narrow_integer_forward_wraps_as_numpy(name, dtype):
+    info = np.iinfo(dtype)
+    rng = np.random.RandomState(3)
+    a = rng.randint(info.min, info.max + 1, size=(3, 4)).astype(dtype)
+    b = rng.randint(max(info.min, 1) if name == "Div" else info.min, info.max + 1,
+                    size=(4,)).astype(dtype)
+    if name == "Div":
+        b[b == 0] = 1
+        # C's division truncates toward zero (numpy's // floors).
+        want = (np.trunc(a.astype(np.int64) / b.astype(np.int64))).astype(np.int64)
+    else:
+        with np.errstate(over="ignore"):
+            want = NUMPY_OPS[name](a.astype(np.int64), b.astype(np.int64))
+    got = h.run_op(h.make_op(name, ["A", "B"], ["C"]), [a, b])[0]
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want.astype(dtype))  # wrapped to the width
+
+
 @given(op_names, h.broadcastable_shapes(), st.data())
 def test_gradient_matches_finite_differences(name, shapes, data):
     a, b = operands(data.draw, name, shapes[0], shapes[1], np.float64)
