@@ -132,7 +132,9 @@ const uint8_t* DnnlInt8Conv::PaddedInput(const ConvPoolGeometry& g, const int8::
 bool DnnlInt8Conv::Run(const ConvPoolGeometry& g, int64_t group, const int8::Int8TensorCPU& X,
                        const int8::Int8TensorCPU& W, const int32_t* bias,
                        const int8::Quantization& yq, bool relu, uint8_t* y) {
-  if (!DnnlInt8ConvIsExact() || g.num_spatial() != 2 || !PrepareFilter(W)) return false;
+  if (rejected_ || !DnnlInt8ConvIsExact() || g.num_spatial() != 2 || !PrepareFilter(W)) {
+    return false;
+  }
   const int64_t M = W.t.dim(0);
   bias_.resize(M);
   for (int64_t m = 0; m < M; ++m) {
@@ -144,7 +146,10 @@ bool DnnlInt8Conv::Run(const ConvPoolGeometry& g, int64_t group, const int8::Int
   try {
     PreparePrimitive(g, group, M, multiplier, yq.zero_point, relu);
   } catch (const dnnl::error&) {
-    return false;  // an epilogue this oneDNN has no int8 kernel for
+    // An epilogue this oneDNN has no int8 kernel for: the float32 path runs
+    // this op from now on (asking again each run would throw each run).
+    rejected_ = true;
+    return false;
   }
   const uint8_t* src = PaddedInput(g, X);
   dnnl::engine& engine = DnnlCpuEngine();

@@ -59,6 +59,8 @@ class DnnlInt8Conv {
   std::vector<int64_t> filter_sums_;
   bool filter_reordered_ = false;
 
+  // oneDNN refused a primitive for this op once; it is not asked again.
+  bool rejected_ = false;
   // The primitive for the last shape and epilogue.
   std::vector<double> key_;
   dnnl::convolution_forward primitive_;

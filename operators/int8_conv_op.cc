@@ -177,20 +177,26 @@ REGISTER_CPU_OPERATOR(Int8FC, Int8FCOp);
 
 namespace {
 
-void Int8ConvSchema(OpSchema& schema) {
+// What the convolution and the transposed one share: their window, NHWC,
+// the output quantization, the bias.
+void Int8WindowSchema(OpSchema& schema) {
   schema.NumInputs(2, 3)
       .NumOutputs(1)
       .Arg("kernel", "(int) kernel size; also kernels, kernel_h/kernel_w. Default: the filter's")
       .Arg("stride", "(int, default 1) also strides, stride_h/stride_w")
       .Arg("pad", "(int, default 0) also pads, pad_t/pad_l/pad_b/pad_r")
-      .Arg("dilation", "(int, default 1) also dilations, dilation_h/dilation_w")
-      .Arg("group", "(int, default 1) channel groups (depthwise: group = C = M)")
       .Arg("order", "(string) must be \"NHWC\"", true)
       .Apply(int8::OutputQuantizationArgs)
       .Input(0, "X", "Int8 [N, H, W, C] (uint8)")
-      .Input(1, "filter", "Int8 [M, kH, kW, C / group] (uint8)")
       .Input(2, "bias", "Int8 [M] (int32, scale X.scale x filter.scale, zero point 0)")
       .Output(0, "Y", "Int8 [N, oH, oW, M] (uint8)");
+}
+
+void Int8ConvSchema(OpSchema& schema) {
+  schema.Apply(Int8WindowSchema)
+      .Arg("dilation", "(int, default 1) also dilations, dilation_h/dilation_w")
+      .Arg("group", "(int, default 1) channel groups (depthwise: group = C = M)")
+      .Input(1, "filter", "Int8 [M, kH, kW, C / group] (uint8)");
 }
 
 }  // namespace
@@ -205,18 +211,9 @@ OPERATOR_SCHEMA(Int8ConvRelu)
     .Doc("Int8Conv followed by Relu, fused: the output is clamped at the quantized 0.");
 
 OPERATOR_SCHEMA(Int8ConvTranspose)
-    .NumInputs(2, 3)
-    .NumOutputs(1)
-    .Arg("kernel", "(int) kernel size; also kernels, kernel_h/kernel_w. Default: the filter's")
-    .Arg("stride", "(int, default 1) also strides, stride_h/stride_w")
-    .Arg("pad", "(int, default 0) also pads, pad_t/pad_l/pad_b/pad_r")
+    .Apply(Int8WindowSchema)
     .Arg("adj", "(int, default 0) extra output size at the end; also adj_h/adj_w")
-    .Arg("order", "(string) must be \"NHWC\"", true)
-    .Apply(int8::OutputQuantizationArgs)
-    .Input(0, "X", "Int8 [N, H, W, C] (uint8)")
     .Input(1, "filter", "Int8 [C, kH, kW, M] (uint8)")
-    .Input(2, "bias", "Int8 [M] (int32, scale X.scale x filter.scale, zero point 0)")
-    .Output(0, "Y", "Int8 [N, oH, oW, M] (uint8)")
     .Doc(
         "Quantized transposed convolution (Caffe2's QNNPACK op): Y = requantize("
         "conv_transpose(X - X.zero_point, filter - filter.zero_point) + bias).");
