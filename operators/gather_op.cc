@@ -21,7 +21,8 @@ void EnforceGatherAxis(const OperatorBase& op) {
 }
 
 GatherOp::GatherOp(const OperatorDef& def, Workspace* workspace)
-    : Operator<CPUContext>(def, workspace) {
+    : Operator<CPUContext>(def, workspace),
+      wrap_indices_(GetSingleArgument<bool>("wrap_indices", false)) {
   EnforceGatherAxis(*this);
 }
 
@@ -37,7 +38,19 @@ void GatherOp::RunOnDevice() {
     using Index = typename decltype(index_tag)::type;
     const Index* index = indices.data<Index>();
     const int64_t count = indices.numel();
-    CheckIndicesInRange(*this, 1, index, count, rows, 0);
+    if (wrap_indices_) {
+      // -rows..-1 count from the end (numpy's, ONNX's); the rest must fit.
+      wrapped_.resize(count);
+      for (int64_t k = 0; k < count; ++k) {
+        const int64_t i = static_cast<int64_t>(index[k]);
+        DOPPIO_ENFORCE(i >= -rows && i < rows, "index ", i, " at position ", k, " of '",
+                       input_name(1), "' is out of range [-", rows, ", ", rows,
+                       ") of the first dimension of '", input_name(0), "'");
+        wrapped_[k] = i < 0 ? i + rows : i;
+      }
+    } else {
+      CheckIndicesInRange(*this, 1, index, count, rows, 0);
+    }
     Tensor* output = Output(0);
     output->Resize(output_dims);
     DispatchDataType(data.dtype(), [&](auto tag) {
@@ -45,7 +58,8 @@ void GatherOp::RunOnDevice() {
       const T* source = data.data<T>();
       T* destination = output->mutable_data<T>();
       for (int64_t k = 0; k < count; ++k) {
-        const T* row = source + static_cast<int64_t>(index[k]) * row_size;
+        const int64_t i = wrap_indices_ ? wrapped_[k] : static_cast<int64_t>(index[k]);
+        const T* row = source + i * row_size;
         std::copy(row, row + row_size, destination + k * row_size);
       }
     });
@@ -66,11 +80,16 @@ OPERATOR_SCHEMA(Gather)
     })
     .Arg("axis", "(int, default 0) only 0 is supported: rows of the first dimension")
     .Arg("dense_gradient", "(bool, default false) not supported: the gradient is sparse")
+    .Arg("wrap_indices",
+         "(bool, default false) indices in [-rows, 0) count from the end (numpy's and ONNX's "
+         "rule; later Caffe2 wraps by default at axis 0, Doppio only when asked). The forward "
+         "op only: the sparse gradient would carry the negative indices")
     .Input(0, "DATA", "tensor of rank r >= 1, any dtype")
     .Input(1, "INDICES", "int32 or int64 tensor of rank q; each in [0, DATA.shape[0])")
     .Output(0, "OUTPUT", "tensor of rank q + r - 1: INDICES.shape + DATA.shape[1:]")
-    .Doc("Gathers rows of DATA (entries of its first dimension) at INDICES. The gradient "
-         "of DATA is sparse: a GradientSlice of INDICES and the output gradient.");
+    .Doc(
+        "Gathers rows of DATA (entries of its first dimension) at INDICES. The gradient "
+        "of DATA is sparse: a GradientSlice of INDICES and the output gradient.");
 
 namespace {
 

@@ -2,6 +2,9 @@
 // the rows of each batch entry), ScatterAssign overwrites them.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "core/operator.h"
 
 namespace doppio {
@@ -18,6 +21,10 @@ class GatherOp final : public Operator<CPUContext> {
  public:
   GatherOp(const OperatorDef& def, Workspace* workspace);
   void RunOnDevice() override;
+
+ private:
+  bool wrap_indices_;
+  std::vector<int64_t> wrapped_;  // the indices, wrapped (wrap_indices)
 };
 
 // BatchGather(DATA, INDICES) -> OUTPUT of shape [DATA.shape[0]] +

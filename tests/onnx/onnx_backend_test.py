@@ -76,8 +76,6 @@ EXCLUDED_TESTS = {
     r'^test_(maxpool_2d_dilations|MaxPool[123]d_stride_padding_dilation)':
         "Doppio's pooling has no dilation",
     r'^test_maxpool_with_argmax': 'the Indices output of MaxPool is not supported',
-    r'^test_gather_negative_indices':
-        "Doppio's Gather rejects negative indices fed at run time",
     r'^test_batchnorm_.*training_mode': 'training mode: models are imported for inference',
     r'^test_einsum_batch_diagonal': 'Einsum with a repeated letter (a diagonal)',
 }

@@ -77,6 +77,18 @@ def test_gather_out_of_range_index(bad):
                       "index %d at position 1 of 'INDICES'" % bad, "[0, 3)", "'DATA'")
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_gather_wrap_indices_counts_from_the_end(dtype):
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    indices = np.array([[-1, 0], [-4, 2]], dtype)
+    op = h.make_op("Gather", ["D", "I"], ["Y"], wrap_indices=1)
+    np.testing.assert_array_equal(h.run_op(op, [data, indices])[0], np.take(data, indices, 0))
+    h.assert_op_error(op, [data, np.array([-5], dtype)], "index -5", "out of range [-4, 4)")
+    h.assert_op_error(op, [data, np.array([4], dtype)], "index 4", "out of range [-4, 4)")
+    plain = h.make_op("Gather", ["D", "I"], ["Y"])
+    h.assert_op_error(plain, [data, np.array([-1], dtype)], "index -1")
+
+
 def test_gather_bad_inputs():
     op = h.make_op("Gather", ["DATA", "INDICES"], ["OUTPUT"])
     h.assert_op_error(op, [np.zeros((3, 2), np.float32), np.array([0.0, 1.0])],

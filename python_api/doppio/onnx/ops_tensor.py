@@ -158,8 +158,9 @@ def convert_gather_elements(ctx):
 
 def gather_axis(ctx, data, indices, axis, out):
     """ONNX Gather of `indices` along `axis` of `data` into `out`."""
+    # ONNX's indices may be negative (from the end): Gather's wrap_indices.
     if axis == 0:
-        ctx.op('Gather', [data, indices], [out])
+        ctx.op('Gather', [data, indices], [out], wrap_indices=1)
         return
     # Doppio gathers along the first axis: move `axis` there and back.
     rank = ctx.rank(data)
@@ -168,7 +169,7 @@ def gather_axis(ctx, data, indices, axis, out):
     perm = [axis] + [d for d in range(rank) if d != axis]
     moved, gathered = ctx.temp('moved'), ctx.temp('gathered')
     common.transpose(ctx, data, perm, moved)
-    ctx.op('Gather', [moved, indices], [gathered])
+    ctx.op('Gather', [moved, indices], [gathered], wrap_indices=1)
     # gathered: indices dims, then data dims without `axis` in order.
     rest = list(range(index_rank, index_rank + rank - 1))
     back = rest[:axis] + list(range(index_rank)) + rest[axis:]
