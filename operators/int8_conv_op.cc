@@ -22,6 +22,12 @@ const int8::Int8TensorCPU* OptionalBias(const OperatorBase& op, int index, int64
   return &b;
 }
 
+// The float32 path's per-channel offsets: the int32 bias, or zeros.
+void BiasOffsets(const int8::Int8TensorCPU* bias, int64_t channels, std::vector<int64_t>* out) {
+  out->assign(channels, 0);
+  if (bias != nullptr) std::copy_n(bias->t.data<int32_t>(), channels, out->begin());
+}
+
 ConvPoolGeometry FcAsConvolution(int64_t rows, int64_t k) {
   ConvPoolGeometry g;
   g.order = StorageOrder::kNHWC;
@@ -79,8 +85,6 @@ void Int8ConvOp<kRelu>::RunOnDevice() {
   const ConvPoolGeometry g = Geometry(X.t, W.t);
   const int64_t M = W.t.dim(0);
   const int8::Int8TensorCPU* B = OptionalBias(*this, 2, M);
-  offsets_.assign(M, 0);
-  if (B != nullptr) std::copy_n(B->t.data<int32_t>(), M, offsets_.begin());
   const double multiplier = static_cast<double>(X.scale) * W.scale / y_.scale;
   const int8::Limits limits = int8::ActivationLimits(y_, kRelu);
   const std::vector<int64_t> out_dims = g.OutputDims(M);
@@ -97,6 +101,7 @@ void Int8ConvOp<kRelu>::RunOnDevice() {
   int8::CenteredIntegers(X.t.data<uint8_t>(), X.t.numel(), X.zero_point, xf->mutable_data<float>());
   weights_.Update(W, twin_.input(1));
   twin_.Run();
+  BiasOffsets(B, M, &offsets_);
   int8::RequantizeAccumulators(twin_.output().data<float>(), rows, M, offsets_.data(), multiplier,
                                y_, limits, Y->t.mutable_data<uint8_t>());
 }
@@ -121,8 +126,7 @@ void Int8ConvTransposeOp::RunOnDevice() {
   const Tensor& acc = twin_.output();
   const int64_t M = acc.dim(-1);
   const int8::Int8TensorCPU* B = OptionalBias(*this, 2, M);
-  offsets_.assign(M, 0);
-  if (B != nullptr) std::copy_n(B->t.data<int32_t>(), M, offsets_.begin());
+  BiasOffsets(B, M, &offsets_);
   int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, acc.dims());
   int8::RequantizeAccumulators(acc.data<float>(), M > 0 ? acc.numel() / M : 0, M, offsets_.data(),
                                multiplier, y_, int8::ActivationLimits(y_, false),
@@ -163,7 +167,7 @@ void Int8FCOp::RunOnDevice() {
   }
   twin_.Run();
   const Tensor& acc = twin_.output();
-  offsets_.assign(B->t.data<int32_t>(), B->t.data<int32_t>() + N);
+  BiasOffsets(B, N, &offsets_);
   int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, y_, acc.dims());
   int8::RequantizeAccumulators(acc.data<float>(), N > 0 ? acc.numel() / N : 0, N, offsets_.data(),
                                multiplier, y_, int8::ActivationLimits(y_, false),
@@ -230,9 +234,9 @@ OPERATOR_SCHEMA(Int8FC)
         "Quantized fully connected layer (Caffe2's QNNPACK op): Y = requantize((X - X.zp) "
         "(W - W.zp)^T + bias).");
 
-SHOULD_NOT_DO_GRADIENT(Int8Conv, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8ConvRelu, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8ConvTranspose, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8FC, "quantized ops are inference only (as in Caffe2)");
+SHOULD_NOT_DO_GRADIENT(Int8Conv, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8ConvRelu, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8ConvTranspose, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8FC, int8::kInferenceOnly);
 
 }  // namespace doppio

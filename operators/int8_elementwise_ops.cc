@@ -184,13 +184,13 @@ OPERATOR_SCHEMA(Int8Softmax)
         "Quantized softmax; output quantization by default scale 1/256, zero point 0 "
         "(Caffe2's).");
 
-SHOULD_NOT_DO_GRADIENT(Int8Add, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8AddRelu, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8Sum, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8SumRelu, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8Relu, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8LeakyRelu, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8Sigmoid, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8Softmax, "quantized ops are inference only (as in Caffe2)");
+SHOULD_NOT_DO_GRADIENT(Int8Add, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8AddRelu, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8Sum, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8SumRelu, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8Relu, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8LeakyRelu, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8Sigmoid, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8Softmax, int8::kInferenceOnly);
 
 }  // namespace doppio

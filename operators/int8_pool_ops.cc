@@ -68,10 +68,7 @@ void Int8PoolOp<kMax, kRelu>::RunOnDevice() {
   const int8::Quantization yq = int8::OutputQuantizationOr(*this, xq);
   const int8::Limits limits = int8::ActivationLimits(yq, kRelu);
   // Pooled values (in X's quantization) -> Y's quantization and limits.
-  std::array<uint8_t, 256> table;
-  for (int v = 0; v < 256; ++v) {
-    table[v] = int8::QuantizeReal(static_cast<double>(xq.scale) * (v - xq.zero_point), yq, limits);
-  }
+  const std::array<uint8_t, 256> table = int8::RequantizeTable(xq, yq, limits);
   const uint8_t* x = X.t.data<uint8_t>();
   int8::Int8TensorCPU* Y = int8::Int8Output(this, 0, yq, g.OutputDims(g.channels));
   uint8_t* y = Y->t.mutable_data<uint8_t>();
@@ -126,9 +123,9 @@ OPERATOR_SCHEMA(Int8AveragePoolRelu)
     .Apply(Int8PoolSchema)
     .Doc("Quantized average pooling, then Relu.");
 
-SHOULD_NOT_DO_GRADIENT(Int8MaxPool, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8MaxPoolRelu, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8AveragePool, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8AveragePoolRelu, "quantized ops are inference only (as in Caffe2)");
+SHOULD_NOT_DO_GRADIENT(Int8MaxPool, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8MaxPoolRelu, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8AveragePool, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8AveragePoolRelu, int8::kInferenceOnly);
 
 }  // namespace doppio

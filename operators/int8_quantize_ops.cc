@@ -17,7 +17,8 @@ inline uint8_t QuantizeFloat(float value, const int8::Quantization& q) {
   const float scaled = value / q.scale;
   if (!(scaled == scaled)) return static_cast<uint8_t>(q.zero_point);
   const float clamped = std::fmin(std::fmax(scaled, -1024.0f), 1024.0f);
-  const int32_t r = q.zero_point + static_cast<int32_t>(std::nearbyint(clamped));
+  // Exact for floats: RoundToEven of the widened value is nearbyintf's.
+  const int32_t r = q.zero_point + static_cast<int32_t>(int8::RoundToEven(clamped));
   return static_cast<uint8_t>(r < 0 ? 0 : (r > 255 ? 255 : r));
 }
 
@@ -132,8 +133,8 @@ OPERATOR_SCHEMA(Int8GivenIntTensorFill)
     .Output(0, "Y", "Int8TensorCPU holding int32 (quantized biases)")
     .Doc("An Int8 tensor of int32 values (the biases of Int8Conv and Int8FC).");
 
-SHOULD_NOT_DO_GRADIENT(Int8Quantize, "quantization is inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8Dequantize, "quantization is inference only (as in Caffe2)");
+SHOULD_NOT_DO_GRADIENT(Int8Quantize, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8Dequantize, int8::kInferenceOnly);
 SHOULD_NOT_DO_GRADIENT(Int8GivenTensorFill, "a fill has no inputs");
 SHOULD_NOT_DO_GRADIENT(Int8GivenIntTensorFill, "a fill has no inputs");
 

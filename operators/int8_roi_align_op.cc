@@ -61,6 +61,6 @@ OPERATOR_SCHEMA(Int8RoIAlign)
     .Output(0, "Y", "Int8 [R, pooled_h, pooled_w, C] (uint8)")
     .Doc("Quantized RoIAlign (as RoIAlign, on X's reals, rounded once).");
 
-SHOULD_NOT_DO_GRADIENT(Int8RoIAlign, "quantized ops are inference only (as in Caffe2)");
+SHOULD_NOT_DO_GRADIENT(Int8RoIAlign, int8::kInferenceOnly);
 
 }  // namespace doppio

@@ -219,12 +219,12 @@ OPERATOR_SCHEMA(Int8ChannelShuffle)
     .Output(0, "Y", "Int8 (uint8) of X's shape")
     .Doc("Quantized ChannelShuffle (ShuffleNet), NHWC.");
 
-SHOULD_NOT_DO_GRADIENT(Int8Reshape, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8Flatten, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8Slice, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8Transpose, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8Concat, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8ResizeNearest, "quantized ops are inference only (as in Caffe2)");
-SHOULD_NOT_DO_GRADIENT(Int8ChannelShuffle, "quantized ops are inference only (as in Caffe2)");
+SHOULD_NOT_DO_GRADIENT(Int8Reshape, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8Flatten, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8Slice, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8Transpose, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8Concat, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8ResizeNearest, int8::kInferenceOnly);
+SHOULD_NOT_DO_GRADIENT(Int8ChannelShuffle, int8::kInferenceOnly);
 
 }  // namespace doppio

@@ -36,6 +36,10 @@ const Int8TensorCPU& Int8Input(const OperatorBase& op, int i, DataType dtype) {
                  DataTypeName(x.t.dtype()), " Int8 data, not ", DataTypeName(dtype));
   DOPPIO_ENFORCE(std::isfinite(x.scale) && x.scale > 0, "input ", i, " ('", op.input_name(i),
                  "') has scale ", x.scale, "; it must be finite and positive");
+  // The kernels pad and clamp with it as a uint8 value.
+  DOPPIO_ENFORCE(dtype != DataType::kUint8 || (x.zero_point >= 0 && x.zero_point <= 255), "input ",
+                 i, " ('", op.input_name(i), "') has zero point ", x.zero_point,
+                 ", outside uint8's [0, 255]");
   return x;
 }
 
@@ -54,17 +58,22 @@ Limits ActivationLimits(const Quantization& q, bool relu) {
   return {QuantizeReal(0.0, q), 255};
 }
 
+std::array<uint8_t, 256> RequantizeTable(const Quantization& from, const Quantization& to,
+                                         const Limits& limits) {
+  std::array<uint8_t, 256> table;
+  for (int v = 0; v < 256; ++v) {
+    table[v] = QuantizeReal(static_cast<double>(from.scale) * (v - from.zero_point), to, limits);
+  }
+  return table;
+}
+
 void Requantize(const uint8_t* x, int64_t n, const Quantization& from, const Quantization& to,
                 uint8_t* y) {
   if (from.scale == to.scale && from.zero_point == to.zero_point) {
     if (x != y) std::copy(x, x + n, y);
     return;
   }
-  // Every input value's output, once.
-  uint8_t table[256];
-  for (int v = 0; v < 256; ++v) {
-    table[v] = QuantizeReal(static_cast<double>(from.scale) * (v - from.zero_point), to);
-  }
+  const std::array<uint8_t, 256> table = RequantizeTable(from, to);
   for (int64_t i = 0; i < n; ++i) y[i] = table[x[i]];
 }
 

@@ -12,6 +12,7 @@
 // Thread-safety: pure functions and immutable values.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -83,6 +84,11 @@ inline uint8_t QuantizeReal(double real, const Quantization& q, const Limits& li
   return RoundClamp(real / q.scale, q.zero_point, limits);
 }
 
+// Each uint8 value of quantization `from` as a value of `to`, clamped to
+// `limits`: 256 entries, every possible input once.
+std::array<uint8_t, 256> RequantizeTable(const Quantization& from, const Quantization& to,
+                                         const Limits& limits = {});
+
 // Requantizes uint8 values of quantization `from` into `to` (a copy when
 // they are equal).
 void Requantize(const uint8_t* x, int64_t n, const Quantization& from, const Quantization& to,
@@ -104,6 +110,9 @@ template <typename Acc>
 void RequantizeAccumulators(const Acc* acc, int64_t rows, int64_t channels, const int64_t* offset,
                             double multiplier, const Quantization& y, const Limits& limits,
                             uint8_t* out);
+
+// Why the Int8 ops have no gradient (SHOULD_NOT_DO_GRADIENT's reason).
+constexpr const char* kInferenceOnly = "quantized ops are inference only (as in Caffe2)";
 
 // The schema arguments every Int8 op with a quantized output documents.
 void OutputQuantizationArgs(OpSchema& schema);

@@ -105,6 +105,9 @@ def test_wrong_input_kinds_name_the_blob():
     h.assert_op_error(op, [np.zeros(3, np.float64)], "'X' must be float32")
     op = h.make_op("Int8Dequantize", ["B"], ["Y"])
     h.assert_op_error(op, [h.Int8(np.zeros(3, np.int32), 1.0, 0)], "'B'", "int32")
+    op = h.make_op("Int8Dequantize", ["X"], ["Y"])
+    h.assert_op_error(op, [h.Int8(np.zeros(3, np.uint8), 1.0, 300)], "'X'",
+                      "zero point 300, outside uint8's [0, 255]")
 
 
 def test_workspace_feeds_and_fetches_int8_blobs():

@@ -77,12 +77,13 @@ def _batched_product(ctx, a_term, b_term, output):
     free_b = [c for c in b_term if c not in a_term]
     contracted = [c for c in a_term if c in b_term and c not in output]
     a = _arrange(ctx, ctx.input(0), a_term, ''.join(batch + free_a + contracted))
-    b_order = ''.join(batch + free_b + contracted)
-    b = _arrange(ctx, ctx.input(1), b_term, b_order if b_term == b_order else
-                 ''.join(batch + contracted + free_b))
+    # B as [batch, free, contracted] is B^T of the product: no transpose.
+    trans_b = b_term == ''.join(batch + free_b + contracted)
+    b = ctx.input(1) if trans_b else _arrange(ctx, ctx.input(1), b_term,
+                                              ''.join(batch + contracted + free_b))
     product_term = ''.join(batch + free_a + free_b)
     product = ctx.output(0) if product_term == output else ctx.temp('einsum_product')
-    ctx.op('BatchMatMul', [a, b], [product], broadcast=1, trans_b=int(b_term == b_order))
+    ctx.op('BatchMatMul', [a, b], [product], broadcast=1, trans_b=int(trans_b))
     if product != ctx.output(0):
         _arrange(ctx, product, product_term, output, ctx.output(0))
 
