@@ -81,21 +81,30 @@ std::vector<std::vector<int64_t>> BoxWithNMSLimitOp::KeepsOfImage(int64_t n, int
             : boxes::Nms(bx + 4 * j, 4 * K, boxes::ByDescendingScore(column.data(), above),
                          nms_threshold_, -1, plus_one_);
   }
-  // detections_per_im: the image's best scores, ties at the cut kept.
-  std::vector<float> kept;
+  // detections_per_im: exactly the image's best scores, as Caffe2 keeps
+  // (Detectron's Python kept every tie at the cut). Caffe2's unstable sort
+  // leaves which tie goes unspecified; here the lower class, then the earlier
+  // kept box, stays.
+  struct Entry {
+    float score;
+    int64_t cls, pos;
+  };
+  std::vector<Entry> kept;
   for (int64_t j = 1; j < K; ++j) {
-    for (int64_t i : keeps[j]) kept.push_back(s[i * K + j]);
+    for (size_t p = 0; p < keeps[j].size(); ++p) {
+      kept.push_back({s[keeps[j][p] * K + j], j, static_cast<int64_t>(p)});
+    }
   }
   if (detections_per_image_ > 0 && static_cast<int64_t>(kept.size()) > detections_per_image_) {
-    std::sort(kept.begin(), kept.end());
-    const float cut = kept[kept.size() - detections_per_image_];
-    for (int64_t j = 1; j < K; ++j) {
-      std::vector<int64_t> stay;
-      for (int64_t i : keeps[j]) {
-        if (s[i * K + j] >= cut) stay.push_back(i);
-      }
-      keeps[j].swap(stay);
-    }
+    std::stable_sort(kept.begin(), kept.end(),
+                     [](const Entry& a, const Entry& b) { return a.score > b.score; });
+    kept.resize(detections_per_image_);
+    std::sort(kept.begin(), kept.end(), [](const Entry& a, const Entry& b) {
+      return a.cls != b.cls ? a.cls < b.cls : a.pos < b.pos;
+    });
+    std::vector<std::vector<int64_t>> limited(K);
+    for (const Entry& e : kept) limited[e.cls].push_back(keeps[e.cls][e.pos]);
+    for (int64_t j = 1; j < K; ++j) keeps[j].swap(limited[j]);
   }
   return keeps;
 }
@@ -159,7 +168,9 @@ OPERATOR_SCHEMA(BoxWithNMSLimit)
     .NumOutputs({3, 4, 6})
     .Arg("score_thresh", "(float, default 0.05) boxes must score above it")
     .Arg("nms", "(float, default 0.3) NMS IoU threshold")
-    .Arg("detections_per_im", "(int, default 100) kept per image; <= 0: all")
+    .Arg("detections_per_im",
+         "(int, default 100) kept per image (the best scores; of equal scores at the "
+         "cut, the lower class, then the earlier box); <= 0: all")
     .Arg("soft_nms_enabled", "(bool, default false) soft-NMS instead of NMS")
     .Arg("soft_nms_method", "(string, default linear) linear, gaussian or hard")
     .Arg("soft_nms_sigma", "(float, default 0.5) the gaussian method's sigma")

@@ -39,6 +39,23 @@ def test_box_with_nms_limit_matches_numpy(soft, limit, plus_one):
     np.testing.assert_array_equal(got[5], np.array(want["sizes"]).reshape(3, 4))
 
 
+def test_box_with_nms_limit_keeps_exactly_the_limit_of_tied_scores():
+    # Scores of a quantized net (multiples of 1/8) tie at the cut: Caffe2
+    # keeps exactly detections_per_im, the lower class first among ties.
+    rng = np.random.RandomState(4)
+    scores, boxes = _case(rng, 30, 3)
+    scores = np.round(scores * 8) / 8
+    op = h.make_op("BoxWithNMSLimit", ["s", "b"], ["os", "ob", "oc", "on", "ok", "oz"],
+                   score_thresh=0.05, nms=0.9, detections_per_im=7)
+    got = h.run_op(op, [scores, boxes])
+    want = ref.box_with_nms_limit(scores, boxes, [30], 0.05, 0.9, 7, None, 1.0)
+    assert len(got[0]) == 7
+    untied = ref.box_with_nms_limit(scores, boxes, [30], 0.05, 0.9, 0, None, 1.0)
+    assert np.sum(np.array(untied["scores"]) >= np.sort(got[0])[0]) > 7  # a tie was cut
+    np.testing.assert_array_equal(got[4], want["keeps"])
+    np.testing.assert_array_equal(got[2], want["classes"])
+
+
 def test_box_with_nms_limit_matches_torchvision_nms():
     torch = pytest.importorskip("torch")
     tv_ops = pytest.importorskip("torchvision.ops")

@@ -131,10 +131,14 @@ def box_with_nms_limit(scores, boxes, splits, thresh, nms_threshold, limit, soft
                 order = sorted(above, key=lambda i: -s[i, j])
                 keep = nms(cb, order, nms_threshold, plus_one)
             keeps.append(keep)
-        kept = sorted(work[i, j] for j in range(1, classes) for i in keeps[j])
-        if limit > 0 and len(kept) > limit:
-            cut = kept[len(kept) - limit]
-            keeps = [[i for i in k if work[i, j] >= cut] for j, k in enumerate(keeps)]
+        # Exactly `limit` best scores; of ties at the cut the lower class,
+        # then the earlier kept box (Caffe2 keeps exactly the limit).
+        ranked = sorted(((-work[i, j], j, p) for j in range(1, classes)
+                         for p, i in enumerate(keeps[j])))
+        if limit > 0 and len(ranked) > limit:
+            chosen = set((j, p) for _, j, p in ranked[:limit])
+            keeps = [[i for p, i in enumerate(k) if (j, p) in chosen]
+                     for j, k in enumerate(keeps)]
         for j, keep in enumerate(keeps):
             for i in keep:
                 out["scores"].append(work[i, j])
