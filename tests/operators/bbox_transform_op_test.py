@@ -21,19 +21,6 @@ def _case(rng, per_image, classes):
     return rois, deltas, im_info
 
 
-def _reference(rois, deltas, im_info, weights, apply_scale, correct, plus_one):
-    out = np.zeros(deltas.shape)
-    for image, (height, width, scale) in enumerate(im_info):
-        rows = rois[:, 0] == image
-        boxes = rois[rows, 1:] / scale
-        moved = ref.bbox_transform(boxes, deltas[rows], weights, correct, plus_one)
-        # Caffe2 rounds the unscaled size in float32
-        h_img = int(height / scale + np.float32(0.5))
-        w_img = int(width / scale + np.float32(0.5))
-        out[rows] = ref.clip_boxes(moved, h_img, w_img, plus_one) * (scale if apply_scale else 1)
-    return out
-
-
 @pytest.mark.parametrize("weights", [(1.0, 1.0, 1.0, 1.0), (10.0, 10.0, 5.0, 5.0)])
 @pytest.mark.parametrize("apply_scale", [True, False])
 @pytest.mark.parametrize("correct,plus_one", [(False, True), (True, True), (True, False)])
@@ -44,7 +31,7 @@ def test_bbox_transform_matches_numpy(weights, apply_scale, correct, plus_one):
                    apply_scale=int(apply_scale), correct_transform_coords=int(correct),
                    legacy_plus_one=int(plus_one))
     boxes, splits = h.run_op(op, [rois, deltas, im_info])
-    want = _reference(rois, deltas, im_info, weights, apply_scale, correct, float(plus_one))
+    want = ref.bbox_transform_op(rois, deltas, im_info, weights, apply_scale, correct, float(plus_one))
     np.testing.assert_allclose(boxes, want, rtol=1e-5, atol=1e-3)
     np.testing.assert_array_equal(splits, [6, 0, 5])
 
@@ -54,7 +41,7 @@ def test_bbox_transform_four_column_rois():
     rois, deltas, im_info = _case(rng, [7], 2)
     op = h.make_op("BBoxTransform", ["r", "d", "i"], ["b"])
     got = h.run_op(op, [np.ascontiguousarray(rois[:, 1:]), deltas, im_info])[0]
-    np.testing.assert_allclose(got, _reference(rois, deltas, im_info, (1, 1, 1, 1), True, False,
+    np.testing.assert_allclose(got, ref.bbox_transform_op(rois, deltas, im_info, (1, 1, 1, 1), True, False,
                                                1.0), rtol=1e-5, atol=1e-3)
 
 

@@ -84,6 +84,21 @@ def soft_nms(boxes, scores, indices, sigma, threshold, min_score, method, plus_o
     return keep, scores
 
 
+def bbox_transform_op(rois, deltas, im_info, weights, apply_scale, correct, plus_one):
+    """Caffe2's BBoxTransform: rois [R, 5] in scaled-image coordinates,
+    boxes moved, clipped to the unscaled image, optionally scaled back."""
+    out = np.zeros(deltas.shape)
+    for image, (height, width, scale) in enumerate(im_info):
+        rows = rois[:, 0] == image
+        boxes = rois[rows, 1:] / scale
+        moved = bbox_transform(boxes, deltas[rows], weights, correct, plus_one)
+        # Caffe2 rounds the unscaled size in float32
+        h_img = int(np.float32(height) / np.float32(scale) + np.float32(0.5))
+        w_img = int(np.float32(width) / np.float32(scale) + np.float32(0.5))
+        out[rows] = clip_boxes(moved, h_img, w_img, plus_one) * (scale if apply_scale else 1)
+    return out
+
+
 def generate_proposals(scores, deltas, im_info, anchors, stride, pre, post, thresh, min_size,
                        correct, plus_one):
     """Detectron's RPN proposal step (GenerateProposals): rois [n, 5], probs."""
