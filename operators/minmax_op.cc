@@ -30,7 +30,7 @@ template <class Select>
 void MinMaxOp<Select>::RunOnDevice() {
   const Tensor& X0 = Input(0);
   EnforceLikeInput(*this, 0, 1);
-  DispatchTypes(AllNumericTypes{}, input_name(0), X0.dtype(), [&](auto tag) {
+  DispatchTypes(AllNumericTypes::With<float16>{}, input_name(0), X0.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x0 = X0.data<T>();
     Tensor* Y = Output(0);
@@ -79,9 +79,12 @@ std::function<void(OpSchema&)> MinMaxSchema(const char* name, const char* output
         .NumOutputs(1)
         .AllowInplace({{0, 0}})
         .IdenticalTypeAndShape()
-        .Input(0, "data_0", "first input (float32, float64, int32 or int64); may be the output")
+        .Input(0, "data_0",
+               "first input (float32/64, float16, or an integer type); may be the "
+               "output")
         .Output(0, output, MakeString("elementwise ", name, " of the inputs"))
-        .Doc(MakeString("Elementwise ", name, " of any number of tensors of one shape "
+        .Doc(MakeString("Elementwise ", name,
+                        " of any number of tensors of one shape "
                         "and type; nan wins, as in numpy. With input 0 as the output the ",
                         name, " accumulates in place (which cannot be differentiated)."));
   };

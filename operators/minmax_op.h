@@ -7,17 +7,26 @@
 
 namespace doppio {
 
-// Picks the winner of two values; nan wins, as numpy.maximum/minimum.
+// Picks the winner of two values; nan wins, as numpy.maximum/minimum. A
+// float16 compares as the float it stands for and the winner keeps its bits.
 struct MaxSelect {
   template <typename T>
   T operator()(T a, T b) const {
     return (a > b || a != a) ? a : b;
+  }
+  float16 operator()(float16 a, float16 b) const {
+    const float fa = HalfToFloat(a), fb = HalfToFloat(b);
+    return (fa > fb || fa != fa) ? a : b;
   }
 };
 struct MinSelect {
   template <typename T>
   T operator()(T a, T b) const {
     return (a < b || a != a) ? a : b;
+  }
+  float16 operator()(float16 a, float16 b) const {
+    const float fa = HalfToFloat(a), fb = HalfToFloat(b);
+    return (fa < fb || fa != fa) ? a : b;
   }
 };
 

@@ -17,7 +17,11 @@
 namespace doppio {
 
 template <typename... Ts>
-struct TypeList {};
+struct TypeList {
+  // This list and more types: AllNumericTypes::With<float16>.
+  template <typename... More>
+  using With = TypeList<Ts..., More...>;
+};
 
 using FloatTypes = TypeList<float, double>;
 using NumericTypes = TypeList<float, double, int32_t, int64_t>;

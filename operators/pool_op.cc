@@ -14,10 +14,19 @@
 #include "operators/op_cost.h"
 #include "operators/op_type_dispatch.h"
 #include "operators/parallel_for.h"
+#include "operators/pool_window.h"
 
 namespace doppio {
 
 namespace {
+
+using pool_window::FirstMaxInWindow;
+using pool_window::ForEachInWindow;
+using pool_window::ForEachWindow;
+using pool_window::Pool3;
+using pool_window::Range;
+using pool_window::ToPool3;
+using pool_window::WindowCount;
 
 // "MaxPool2D" / "AveragePool3DGradient" -> 2 / 3; 0 for the plain names.
 int SpatialDimsInName(std::string type) {
@@ -33,62 +42,6 @@ int SpatialDimsInName(std::string type) {
   return 0;
 }
 
-struct Range {
-  int64_t begin, end;
-};
-
-// Pooling geometry with 1-D and 2-D padded to 3-D by leading unit axes, so
-// one loop nest serves every rank.
-struct Pool3 {
-  int64_t in[3], out[3], kernel[3], stride[3], pad[3];
-  int64_t in_size() const { return in[0] * in[1] * in[2]; }
-  int64_t out_size() const { return out[0] * out[1] * out[2]; }
-};
-
-Pool3 ToPool3(const ConvPoolGeometry& g) {
-  Pool3 s;
-  const int lead = 3 - g.num_spatial();
-  for (int axis = 0; axis < 3; ++axis) {
-    const int k = axis - lead;
-    s.in[axis] = k < 0 ? 1 : g.input[k];
-    s.out[axis] = k < 0 ? 1 : g.output[k];
-    s.kernel[axis] = k < 0 ? 1 : g.kernel[k];
-    s.stride[axis] = k < 0 ? 1 : g.stride[k];
-    s.pad[axis] = k < 0 ? 0 : g.pad_begin(k);
-  }
-  return s;
-}
-
-// Calls fn(output_index, d, h, w) with each window clipped to the input.
-template <typename Fn>
-void ForEachWindow(const Pool3& s, Fn&& fn) {
-  auto clip = [&](int axis, int64_t o) {
-    const int64_t start = o * s.stride[axis] - s.pad[axis];
-    return Range{std::max<int64_t>(start, 0),
-                 std::min<int64_t>(start + s.kernel[axis], s.in[axis])};
-  };
-  int64_t index = 0;
-  for (int64_t od = 0; od < s.out[0]; ++od) {
-    const Range d = clip(0, od);
-    for (int64_t oh = 0; oh < s.out[1]; ++oh) {
-      const Range h = clip(1, oh);
-      for (int64_t ow = 0; ow < s.out[2]; ++ow) fn(index++, d, h, clip(2, ow));
-    }
-  }
-}
-
-// Calls fn(input_index) for each input position in a window.
-template <typename Fn>
-void ForEachInWindow(const Pool3& s, const Range& d, const Range& h, const Range& w,
-                     Fn&& fn) {
-  for (int64_t i = d.begin; i < d.end; ++i) {
-    for (int64_t j = h.begin; j < h.end; ++j) {
-      const int64_t row = (i * s.in[1] + j) * s.in[2];
-      for (int64_t k = w.begin; k < w.end; ++k) fn(row + k);
-    }
-  }
-}
-
 // Planes (or NHWC images) of `plane_size` input values per intra-op
 // thread at least: each plane is pooled by one thread, into its own part of
 // the output (or, for the gradient, of dX), so any split gives the same bits.
@@ -99,7 +52,7 @@ int64_t PlanesPerThread(int64_t plane_size) { return RowsPerThread(plane_size); 
 // ForEachWindow's clipped ranges and callbacks (~60% of the optimized
 // batch-64 inference was MaxPool).
 bool IsPlain2x2(const Pool3& s) {
-  return s.in[0] == 1 && s.out[0] == 1 && s.kernel[0] == 1 && s.kernel[1] == 2 &&
+  return !s.dilated() && s.in[0] == 1 && s.out[0] == 1 && s.kernel[0] == 1 && s.kernel[1] == 2 &&
          s.kernel[2] == 2 && s.stride[1] == 2 && s.stride[2] == 2 && s.pad[1] == 0 &&
          s.pad[2] == 0 && 2 * s.out[1] <= s.in[1] && 2 * s.out[2] <= s.in[2];
 }
@@ -127,6 +80,7 @@ void MaxPoolPlane2x2(const Pool3& s, const T* xp, T* yp) {
 // One window covering the whole plane, no padding: global pooling (SE
 // blocks' squeeze, every classifier head).
 bool IsWholePlane(const Pool3& s) {
+  if (s.dilated()) return false;
   for (int axis = 0; axis < 3; ++axis) {
     if (s.out[axis] != 1 || s.kernel[axis] != s.in[axis] || s.pad[axis] != 0) return false;
   }
@@ -219,30 +173,6 @@ T LpSlope(T x, T y, T p) {
   return sign * std::pow(std::abs(x) / y, p - T(1));
 }
 
-int64_t WindowCount(const Range& d, const Range& h, const Range& w) {
-  return (d.end - d.begin) * (h.end - h.begin) * (w.end - w.begin);
-}
-
-// The first input position of a window (in row-major order) whose value
-// equals the window's maximum `top`, or -1 when none does (a NaN maximum).
-// The max-pool gradient goes to that one position, as in PyTorch, cuDNN and
-// oneDNN. Caffe2's CPU kernel instead gives the full gradient to every tied
-// position, which multiplies it on flat regions (an image's uniform
-// background ties after Conv + BN + Relu) and makes CPU and GPU disagree.
-template <typename T>
-int64_t FirstMaxInWindow(const Pool3& s, const Range& d, const Range& h, const Range& w,
-                         const T* x, int64_t step, T top) {
-  for (int64_t i = d.begin; i < d.end; ++i) {
-    for (int64_t j = h.begin; j < h.end; ++j) {
-      const int64_t row = (i * s.in[1] + j) * s.in[2];
-      for (int64_t k = w.begin; k < w.end; ++k) {
-        if (x[(row + k) * step] == top) return row + k;
-      }
-    }
-  }
-  return -1;
-}
-
 }  // namespace
 
 // ---- PoolOpBase ----
@@ -268,13 +198,11 @@ ConvPoolGeometry PoolOpBase::PoolGeometry(const Tensor& X) const {
   const ConvPoolGeometry g = Geometry(X);
   if (conv_args().global_pooling()) return g;
   const int spatial = g.num_spatial();
-  for (int64_t d : g.dilation) {
-    DOPPIO_ENFORCE(d == 1, "pooling does not support dilation, got ", g.dilation);
-  }
   const std::vector<int64_t> pads = conv_args().Pads(spatial, input_name(0));
   for (int axis = 0; axis < spatial; ++axis) {
-    DOPPIO_ENFORCE(pads[axis] < g.kernel[axis] && pads[spatial + axis] < g.kernel[axis], "pads ",
-                   pads, " must be smaller than the kernel ", g.kernel);
+    const int64_t span = (g.kernel[axis] - 1) * g.dilation[axis] + 1;
+    DOPPIO_ENFORCE(pads[axis] < span && pads[spatial + axis] < span, "pads ", pads,
+                   " must be smaller than the (dilated) kernel ", g.kernel);
   }
   return g;
 }
@@ -283,8 +211,55 @@ ConvPoolGeometry PoolOpBase::PoolGeometry(const Tensor& X) const {
 
 template <PoolKind kKind>
 void PoolOp<kKind>::RunOnDevice() {
-  DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
-                [&](auto tag) { Run<typename decltype(tag)::type>(); });
+  if constexpr (kKind == PoolKind::kMax) {
+    // A maximum is exact in any type (ONNX's MaxPool takes uint8 and int8).
+    DispatchInput(AllNumericTypes{}, *this, 0, Input(0).dtype(), [&](auto tag) {
+      Run<typename decltype(tag)::type>();
+      if (OutputSize() > 1) WriteIndices<typename decltype(tag)::type>();
+    });
+  } else {
+    DispatchInput(FloatTypes{}, *this, 0, Input(0).dtype(),
+                  [&](auto tag) { Run<typename decltype(tag)::type>(); });
+  }
+}
+
+// For each output, the flat index into X of the first input (row-major
+// within its window) equal to it: the position within its (n, c) plane,
+// row-major or (storage_order 1) column-major, plus the plane's offset, as
+// ONNX Runtime numbers MaxPool's Indices; -1 where the window holds no number.
+template <PoolKind kKind>
+template <typename T>
+void PoolOp<kKind>::WriteIndices() {
+  const Tensor& X = Input(0);
+  const ConvPoolGeometry g = PoolGeometry(X);
+  DOPPIO_ENFORCE(g.order == StorageOrder::kNCHW, "the Indices output '", output_name(1),
+                 "' needs order NCHW");
+  const Pool3 s = ToPool3(g);
+  const bool column_major = GetSingleArgument<int>("storage_order", 0) == 1;
+  const T* x = X.data<T>();
+  const T* y = Output(0)->template data<T>();
+  Tensor* I = Output(1);
+  I->Resize(g.OutputDims(g.channels));
+  int64_t* indices = I->mutable_data<int64_t>();
+  ParallelFor(
+      g.batch * g.channels,
+      [&](int64_t first_plane, int64_t end_plane) {
+        for (int64_t plane = first_plane; plane < end_plane; ++plane) {
+          const T* xp = x + plane * s.in_size();
+          const T* yp = y + plane * s.out_size();
+          int64_t* ip = indices + plane * s.out_size();
+          ForEachWindow(s, [&](int64_t o, const Range& d, const Range& h, const Range& w) {
+            int64_t at = FirstMaxInWindow(s, d, h, w, xp, 1, yp[o]);
+            if (at >= 0 && column_major) {
+              const int64_t i = at / (s.in[1] * s.in[2]), j = at / s.in[2] % s.in[1],
+                            k = at % s.in[2];
+              at = i + s.in[0] * (j + s.in[1] * k);
+            }
+            ip[o] = at < 0 ? -1 : plane * s.in_size() + at;
+          });
+        }
+      },
+      PlanesPerThread(s.in_size()));
 }
 
 template <PoolKind kKind>
@@ -314,7 +289,7 @@ void PoolOp<kKind>::Run() {
           MaxPoolPlane2x2(s, xp, yp);
           continue;
         }
-        if (kKind == PoolKind::kMax && s.in[0] == 1 && s.kernel[0] == 1) {
+        if (kKind == PoolKind::kMax && s.in[0] == 1 && s.kernel[0] == 1 && !s.dilated()) {
           MaxPoolPlane2D(s, xp, yp);
           continue;
         }
@@ -506,114 +481,5 @@ REGISTER_CPU_OPERATOR(MaxPool2DGradient, MaxPoolGradientOp);
 REGISTER_CPU_OPERATOR(MaxPool3DGradient, MaxPoolGradientOp);
 REGISTER_CPU_OPERATOR(LpPool, LpPoolOp);
 REGISTER_CPU_OPERATOR(LpPoolGradient, LpPoolGradientOp);
-
-namespace {
-
-void PoolArgs(OpSchema& schema) {
-  schema.Arg("kernel", "(int) window size on every spatial axis; or kernels (one per "
-                       "axis), or kernel_h and kernel_w")
-      .Arg("stride", "(int, default 1) step on every axis; or strides, or stride_h/stride_w")
-      .Arg("pad", "(int, default 0) padding on both sides of every axis; or pads (begins, "
-                  "then ends), or pad_t/pad_l/pad_b/pad_r; each must be below the kernel")
-      .Arg("order", "(string, default \"NCHW\") \"NCHW\" or \"NHWC\"")
-      .Arg("legacy_pad", "(int, default 0) 1 VALID, 2 SAME, 3 CAFFE_LEGACY_POOLING")
-      .Arg("global_pooling", "(bool, default 0) pool over the whole spatial extent");
-}
-
-// `what` is "the maximum" or "the average"; `dims` names the rank restriction.
-std::function<void(OpSchema&)> ForwardSchema(const std::string& what,
-                                             const std::string& dims) {
-  return [what, dims](OpSchema& schema) {
-    schema.NumInputs(1)
-        .NumOutputs(1)
-        .TensorInferenceFunction(ConvPoolShapeInference(/*channels_from_filter=*/false))
-        .CostInferenceFunction(CostInferenceForPool)
-        .Apply(PoolArgs)
-        .Input(0, "X", "input " + dims + ", NCHW or NHWC (float32 or float64)")
-        .Output(0, "Y", "pooled output: " + what + " of each window")
-        .Doc("Takes " + what + " over sliding windows of the spatial dims of X " + dims +
-             ".");
-  };
-}
-
-void AverageArgs(OpSchema& schema) {
-  schema.Arg("count_include_pad", "(bool, default 0) 1: divide by the whole kernel size, "
-                                  "padding included; 0: by the input elements in the window");
-}
-
-void GradientSchema(OpSchema& schema) {
-  schema.NumInputs(3)
-      .CostInferenceFunction(CostInferenceForPoolGradient)
-      .NumOutputs(1)
-      .IdenticalTypeAndShape()
-      .Apply(PoolArgs)
-      .Input(0, "X", "the pooling op's input")
-      .Input(1, "Y", "the pooling op's output")
-      .Input(2, "dY", "gradient of Y")
-      .Output(0, "dX", "gradient of X")
-      .Doc("Gradient of a pooling op; takes the forward op's arguments.");
-}
-
-const char kAnyRank[] = "with 1 to 3 spatial dims";
-
-}  // namespace
-
-OPERATOR_SCHEMA(AveragePool).Apply(ForwardSchema("the average", kAnyRank)).Apply(AverageArgs);
-OPERATOR_SCHEMA(AveragePool1D).Apply(ForwardSchema("the average", "with 1 spatial dim"))
-    .Apply(AverageArgs);
-OPERATOR_SCHEMA(AveragePool2D).Apply(ForwardSchema("the average", "with 2 spatial dims"))
-    .Apply(AverageArgs);
-OPERATOR_SCHEMA(AveragePool3D).Apply(ForwardSchema("the average", "with 3 spatial dims"))
-    .Apply(AverageArgs);
-OPERATOR_SCHEMA(MaxPool).Apply(ForwardSchema("the maximum", kAnyRank));
-OPERATOR_SCHEMA(MaxPool1D).Apply(ForwardSchema("the maximum", "with 1 spatial dim"));
-OPERATOR_SCHEMA(MaxPool2D).Apply(ForwardSchema("the maximum", "with 2 spatial dims"));
-OPERATOR_SCHEMA(MaxPool3D).Apply(ForwardSchema("the maximum", "with 3 spatial dims"));
-OPERATOR_SCHEMA(AveragePoolGradient).Apply(GradientSchema).Apply(AverageArgs);
-OPERATOR_SCHEMA(AveragePool1DGradient).Apply(GradientSchema).Apply(AverageArgs);
-OPERATOR_SCHEMA(AveragePool2DGradient).Apply(GradientSchema).Apply(AverageArgs);
-OPERATOR_SCHEMA(AveragePool3DGradient).Apply(GradientSchema).Apply(AverageArgs);
-OPERATOR_SCHEMA(MaxPoolGradient).Apply(GradientSchema);
-OPERATOR_SCHEMA(MaxPool1DGradient).Apply(GradientSchema);
-OPERATOR_SCHEMA(MaxPool2DGradient).Apply(GradientSchema);
-OPERATOR_SCHEMA(MaxPool3DGradient).Apply(GradientSchema);
-OPERATOR_SCHEMA(LpPool)
-    .Apply(ForwardSchema("the p-norm (sum |x|^p)^(1/p)", kAnyRank))
-    .Arg("p", "(float, default 2) the norm's order; > 0");
-OPERATOR_SCHEMA(LpPoolGradient).Apply(GradientSchema).Arg("p", "(float) LpPool's p");
-
-namespace {
-
-// Every pooling op's gradient is "<type>Gradient" on (X, Y, dY).
-class GetPoolGradient final : public GradientMakerBase {
-  using GradientMakerBase::GradientMakerBase;
-  std::vector<OperatorDef> GetGradientDefs() override {
-    return SingleGradientDef(Def().type() + "Gradient", "", {I(0), O(0), GO(0)}, {GI(0)},
-                             Def().arg());
-  }
-};
-
-constexpr char kSecondOrder[] = "it is a gradient op; second derivatives are not supported";
-
-}  // namespace
-
-REGISTER_GRADIENT(AveragePool, GetPoolGradient);
-REGISTER_GRADIENT(AveragePool1D, GetPoolGradient);
-REGISTER_GRADIENT(AveragePool2D, GetPoolGradient);
-REGISTER_GRADIENT(AveragePool3D, GetPoolGradient);
-REGISTER_GRADIENT(MaxPool, GetPoolGradient);
-REGISTER_GRADIENT(MaxPool1D, GetPoolGradient);
-REGISTER_GRADIENT(MaxPool2D, GetPoolGradient);
-REGISTER_GRADIENT(MaxPool3D, GetPoolGradient);
-REGISTER_GRADIENT(LpPool, GetPoolGradient);
-SHOULD_NOT_DO_GRADIENT(AveragePoolGradient, kSecondOrder);
-SHOULD_NOT_DO_GRADIENT(AveragePool1DGradient, kSecondOrder);
-SHOULD_NOT_DO_GRADIENT(AveragePool2DGradient, kSecondOrder);
-SHOULD_NOT_DO_GRADIENT(AveragePool3DGradient, kSecondOrder);
-SHOULD_NOT_DO_GRADIENT(MaxPoolGradient, kSecondOrder);
-SHOULD_NOT_DO_GRADIENT(MaxPool1DGradient, kSecondOrder);
-SHOULD_NOT_DO_GRADIENT(MaxPool2DGradient, kSecondOrder);
-SHOULD_NOT_DO_GRADIENT(MaxPool3DGradient, kSecondOrder);
-SHOULD_NOT_DO_GRADIENT(LpPoolGradient, kSecondOrder);
 
 }  // namespace doppio

@@ -7,8 +7,11 @@
 //
 // AveragePool divides by the number of input elements inside the window
 // unless count_include_pad=1, which divides by the full kernel size (padding
-// counted as zeros). MaxPoolGradient routes dY to every input element equal
-// to the window's maximum, as Caffe2 does.
+// counted as zeros). MaxPoolGradient routes dY to the first input element
+// (row-major) equal to the window's maximum. Windows may be dilated (taps
+// `dilation` apart; the CUDA ops run those on the CPU kernels). MaxPool takes
+// every numeric type and can also output each maximum's index (ONNX's
+// Indices, storage_order 0 or 1).
 #pragma once
 
 #include "operators/conv_pool_op_base.h"
@@ -20,8 +23,8 @@ bool ReadCountIncludePad(const OperatorBase& op);
 
 enum class PoolKind { kMax, kAverage, kLp };
 
-// The pooling checks on top of ConvPoolOpBase: dilation 1, pads smaller than
-// the kernel, and the spatial rank the op's name asks for.
+// The pooling checks on top of ConvPoolOpBase: pads smaller than the
+// (dilated) kernel, and the spatial rank the op's name asks for.
 class PoolOpBase : public ConvPoolOpBase {
  public:
   PoolOpBase(const OperatorDef& def, Workspace* workspace);
@@ -37,7 +40,7 @@ class PoolOpBase : public ConvPoolOpBase {
   double p_;  // LpPool's norm order
 };
 
-// Input X; output Y.
+// Input X; output Y, and for MaxPool optionally Indices (int64, ONNX's).
 template <PoolKind kKind>
 class PoolOp final : public PoolOpBase {
  public:
@@ -47,6 +50,8 @@ class PoolOp final : public PoolOpBase {
  private:
   template <typename T>
   void Run();
+  template <typename T>
+  void WriteIndices();
 };
 
 // Inputs X, Y, dY; output dX.

@@ -23,8 +23,8 @@ CudnnPoolPlan ResolveCudnnPool(const ConvPoolArgs& args, const std::string& x_na
   plan.geometry = args.Resolve(x_dims, x_name);
   const ConvPoolGeometry& g = plan.geometry;
   for (int axis = 0; axis < 2; ++axis) {
-    DOPPIO_ENFORCE(g.dilation[axis] == 1, "op ", op, ": pooling does not support dilation, got ",
-                   g.dilation);
+    DOPPIO_ENFORCE_SUPPORTED(g.dilation[axis] == 1, "op ", op,
+                             ": cuDNN pooling has no dilation, got ", g.dilation);
     DOPPIO_ENFORCE_SUPPORTED(g.pad_begin(axis) == g.pad_end(axis), "op ", op,
                              ": cuDNN needs equal begin and end pads per axis, got pads ", g.pads,
                              " for input '", x_name, "'");
@@ -68,6 +68,8 @@ class CudnnPoolOpBase : public Operator<CUDAContext> {
   // Validates X and sets the descriptors; returns the plan.
   CudnnPoolPlan Prepare(const Tensor& X) {
     EnforceInputType(FloatTypes{}, *this, 0, X.dtype());
+    DOPPIO_ENFORCE_SUPPORTED(OutputSize() == 1, "op ", type(),
+                             ": cuDNN pooling gives no Indices output");
     const CudnnPoolPlan plan = ResolveCudnnPool(args_, input_name(0), X.dims());
     const ConvPoolGeometry& g = plan.geometry;
     type_ = CudnnDataTypeOf(X.dtype(), type().c_str());

@@ -16,8 +16,9 @@ struct CudnnPoolPlan {
   std::vector<int64_t> output_dims;
 };
 
-// Checks what the CPU pooling checks (no dilation, pads smaller than the
-// kernel) and cuDNN's limits (4-D input, equal begin/end pads). Errors name
+// Checks what the CPU pooling checks (pads smaller than the kernel) and
+// cuDNN's limits (4-D input, equal begin/end pads, no dilation: those throw
+// NotImplementedError, and the op runs the CPU kernel instead). Errors name
 // `args.op_type()` and `x_name`.
 CudnnPoolPlan ResolveCudnnPool(const ConvPoolArgs& args, const std::string& x_name,
                                const std::vector<int64_t>& x_dims);

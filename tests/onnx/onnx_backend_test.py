@@ -67,15 +67,9 @@ INCLUDED = [
 # Tests of included families that Doppio cannot run, with the reason.
 EXCLUDED_TESTS = {
     r'^test_(max|min)_(uint32|uint64)': 'uint32/uint64 tensors do not exist in Doppio',
-    r'^test_(max|min)_float16': "Doppio's Max/Min take float32/64 and the integers",
-    r'^test_maxpool_2d_uint8': "Doppio's pooling takes float32/64",
-    r'^test_clip_default_int8': "Doppio's Clip takes float32/64",
     r'^test_pow_types_float32_uint(32|64)': 'uint32/uint64 tensors do not exist in Doppio',
     r'^test_(cast|castlike)_.*(STRING|BFLOAT16)':
         'string formatting of floats and bfloat16 are not supported',
-    r'^test_(maxpool_2d_dilations|MaxPool[123]d_stride_padding_dilation)':
-        "Doppio's pooling has no dilation",
-    r'^test_maxpool_with_argmax': 'the Indices output of MaxPool is not supported',
     r'^test_batchnorm_.*training_mode': 'training mode: models are imported for inference',
     r'^test_einsum_batch_diagonal': 'Einsum with a repeated letter (a diagonal)',
 }

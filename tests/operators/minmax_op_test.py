@@ -22,6 +22,18 @@ def test_forward_matches_numpy(name, count, shape, dtype, data):
     h.check_inplace(op, inputs)
 
 
+@pytest.mark.parametrize("name", ["Max", "Min"])
+def test_float16_compares_values_and_keeps_nan(name):
+    rng = np.random.RandomState(0)
+    inputs = [rng.randn(5, 7).astype(np.float16) for _ in range(3)]
+    inputs[1][0, :3] = [np.nan, np.inf, -np.inf]
+    inputs[2][0, 3] = np.nan
+    op = h.make_op(name, ["X0", "X1", "X2"], ["Y"])
+    got = h.run_op(op, inputs)[0]
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, functools.reduce(REFERENCE[name], inputs))
+
+
 @h.requires_cuda
 @given(names, st.integers(1, 4), h.dims(0, 3),
        st.sampled_from([np.float32, np.float64, np.int32, np.int64]), st.data())

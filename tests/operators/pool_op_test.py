@@ -204,6 +204,74 @@ def test_max_pool_2d_planes(kernel, stride, pads):
     np.testing.assert_array_equal(h.run_op(op, [x])[0], reference(x))
 
 
+@pytest.mark.parametrize("nd,kernel,stride,pad,dilation", [
+    (1, 3, 2, 1, 2), (2, 2, 1, 1, 2), (2, 3, 2, 1, 3), (3, 2, 1, 1, 2)])
+def test_dilated_max_pool_and_indices_match_torch(nd, kernel, stride, pad, dilation):
+    torch = pytest.importorskip("torch")
+    rng = np.random.RandomState(nd + kernel + dilation)
+    shape = (2, 3) + (9, 8, 7)[:nd]
+    x = rng.randn(*shape).astype(np.float32)
+    x[0, 0].flat[:3] = x[0, 0].flat[3]  # ties: the first one (row-major) is the index
+    pool = getattr(torch.nn.functional, "max_pool%dd" % nd)
+    want, want_index = pool(torch.from_numpy(x), kernel, stride, pad, dilation,
+                            return_indices=True)
+    op = h.make_op("MaxPool", ["X"], ["Y", "I"], kernels=[kernel] * nd, strides=[stride] * nd,
+                   pads=[pad] * 2 * nd, dilations=[dilation] * nd)
+    y, index = h.run_op(op, [x])
+    np.testing.assert_array_equal(y, want.numpy())
+    plane = int(np.prod(shape[2:]))
+    offsets = (np.arange(shape[0] * shape[1]) * plane).reshape(shape[:2] + (1,) * nd)
+    assert index.dtype == np.int64
+    np.testing.assert_array_equal(index - offsets, want_index.numpy())  # torch: in-plane
+
+
+def test_max_pool_indices_in_column_major_order():
+    x = np.arange(2 * 5 * 4, dtype=np.float32).reshape(1, 2, 5, 4)
+    op = h.make_op("MaxPool", ["X"], ["Y", "I"], kernel=2, stride=2, storage_order=1)
+    y, index = h.run_op(op, [x])
+    # Each window's maximum is its bottom-right element (row r, column c of
+    # its plane); column-major within the plane: r + 5 * c.
+    rows, cols = np.meshgrid([1, 3], [1, 3], indexing="ij")
+    want = np.stack([rows + 5 * cols + 20 * p for p in range(2)])[None]
+    np.testing.assert_array_equal(index, want)
+    np.testing.assert_array_equal(y, x[:, :, 1::2, 1::2])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int32, np.int64])
+def test_max_pool_of_integers(dtype):
+    torch = pytest.importorskip("torch")
+    rng = np.random.RandomState(3)
+    info = np.iinfo(dtype)
+    x = rng.randint(max(info.min, -1000), min(info.max, 1000), (2, 3, 7, 6)).astype(dtype)
+    op = h.make_op("MaxPool", ["X"], ["Y"], kernel=3, stride=2, pad=1)
+    got = h.run_op(op, [x])[0]
+    want = torch.nn.functional.max_pool2d(torch.from_numpy(x.astype(np.float64)), 3, 2, 1)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want.numpy().astype(dtype))
+
+
+@pytest.mark.parametrize("kind", ["MaxPool", "AveragePool"])
+def test_dilated_pool_gradient(kind):
+    rng = np.random.RandomState(5)
+    x = rng.permutation(2 * 2 * 7 * 6).reshape(2, 2, 7, 6).astype(np.float64) * 0.1
+    op = h.make_op(kind, ["X"], ["Y"], kernel=2, stride=1, pad=1, dilation=2)
+    h.check_gradient(op, [x], [0])
+
+
+def test_dilated_average_pool_matches_numpy():
+    rng = np.random.RandomState(6)
+    x = rng.randn(1, 2, 6, 7)
+    op = h.make_op("AveragePool", ["X"], ["Y"], kernel=2, stride=2, pad=1, dilation=2)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=np.nan)
+    oh, ow = (6 + 2 - 3) // 2 + 1, (7 + 2 - 3) // 2 + 1
+    want = np.zeros((1, 2, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            taps = padded[:, :, 2 * i:2 * i + 3:2, 2 * j:2 * j + 3:2].reshape(1, 2, -1)
+            want[:, :, i, j] = np.nanmean(taps, axis=2)  # padding not counted
+    np.testing.assert_allclose(h.run_op(op, [x])[0], want, rtol=1e-12)
+
+
 def test_pool_bad_inputs():
     x = np.zeros((1, 2, 4, 4), np.float32)
     h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"], kernel=2), [np.zeros((2, 4))],
@@ -213,9 +281,9 @@ def test_pool_bad_inputs():
     h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"], kernel=7, pad=1), [x],
                       "larger than the padded input", "'X'")
     h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"], kernel=2, pad=2), [x],
-                      "smaller than the kernel")
-    h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"], kernel=2, dilation=2), [x],
-                      "dilation")
+                      "smaller than the (dilated) kernel")
+    h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y", "I"], kernel=2, order="NHWC"),
+                      [x.transpose(0, 2, 3, 1).copy()], "Indices output 'I'", "NCHW")
     h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"], kernel=2, order="HWCN"), [x],
                       "order", "HWCN")
     h.assert_op_error(h.make_op("MaxPool", ["X"], ["Y"]), [x], "kernel")

@@ -235,12 +235,33 @@ def convert_clip(ctx):
         low = float('-inf') if low_value is None else common.scalar_float(ctx, low_value, 'min')
         high = float('inf') if high_value is None else common.scalar_float(
             ctx, high_value, 'max')
-    dtype = ctx.dtype(ctx.input(0))
-    if dtype is not None and dtype.kind != 'f':
-        raise ctx.unsupported('Clip of {} is not supported (Doppio clips floats)'.format(dtype))
     # ONNX: with min > max every element becomes max.
     low = min(low, high)
-    ctx.op('Clip', [ctx.input(0)], [ctx.output(0)], min=low, max=high)
+    dtype = ctx.dtype(ctx.input(0))
+    if dtype is not None and dtype.kind in 'iu':
+        _clip_integers(ctx, low, high)
+    elif dtype is not None and dtype.kind != 'f':
+        raise ctx.unsupported('Clip of {} is not supported'.format(dtype))
+    else:
+        ctx.op('Clip', [ctx.input(0)], [ctx.output(0)], min=low, max=high)
+
+
+def _clip_integers(ctx, low, high):
+    """Clip of an integer tensor as Max with the low bound, then Min with the
+    high one (Doppio's Clip op takes floats; integers compare exactly)."""
+    x = ctx.input(0)
+    bounds = [('Max', low), ('Min', high)]
+    bounds = [(op, bound) for op, bound in bounds if np.isfinite(bound)]
+    if not bounds:
+        ctx.op('Copy', [x], [ctx.output(0)])
+        return
+    current = x
+    for index, (op_type, bound) in enumerate(bounds):
+        target = ctx.output(0) if index == len(bounds) - 1 else ctx.temp('clipped')
+        operands = common.same_shape_inputs(ctx, [current, ctx.scalar_like(int(bound), x, 'bound')])
+        ctx.op(op_type, operands, [target])
+        ctx.record_shape(target, ctx.shape(x), ctx.dtype(x))
+        current = target
 
 
 @converts('IsNaN')

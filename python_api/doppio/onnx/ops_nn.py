@@ -47,10 +47,8 @@ def _window_args(ctx, x, kernel, pool):
     if pads is not None and any(p < 0 for p in pads):
         raise ctx.unsupported('negative pads are not supported')
     args = {'kernels': kernel, 'strides': strides}
-    if not pool:
+    if not pool or any(d != 1 for d in dilations):
         args['dilations'] = dilations
-    elif any(d != 1 for d in dilations):
-        raise ctx.unsupported('pooling with dilations {} is not supported'.format(dilations))
     effective = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
 
     if auto_pad in ('SAME_UPPER', 'SAME_LOWER'):
@@ -165,9 +163,10 @@ def convert_conv_transpose(ctx):
 def convert_pool(ctx):
     ctx.check_inputs(1)
     ctx.check_outputs(1, 2)
+    outputs = [ctx.output(0)]
+    storage_order = ctx.attrs.int('storage_order', 0)
     if ctx.optional_output(1) is not None:
-        raise ctx.unsupported('the Indices output of MaxPool is not supported')
-    ctx.attrs.ignore('storage_order')  # it only orders the Indices output
+        outputs.append(ctx.output(1))
     kernel = ctx.attrs.ints('kernel_shape', None)
     if kernel is None:
         raise ctx.invalid('attribute kernel_shape is required')
@@ -175,7 +174,9 @@ def convert_pool(ctx):
     args = _window_args(ctx, x, kernel, pool=True)
     if ctx.op_type == 'AveragePool':
         args['count_include_pad'] = ctx.attrs.int('count_include_pad', 0)
-    ctx.op(ctx.op_type, [x], [ctx.output(0)], **args)
+    elif len(outputs) > 1:
+        args['storage_order'] = storage_order
+    ctx.op(ctx.op_type, [x], outputs, **args)
 
 
 @converts('GlobalAveragePool', 'GlobalMaxPool')
