@@ -1,7 +1,10 @@
 #include "operators/cast_op.h"
 
 #include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -64,12 +67,84 @@ Dst CastValue(Src value) {
   }
 }
 
+// The shortest text that reads back as the same value, laid out as numpy's
+// str and Python's repr: positional for 1e-4 <= |x| < 1e16 (with ".0" when
+// whole), else scientific with a two-digit exponent ("1e-05"); NaN, INF,
+// -INF; a float16 as the float it stands for; a bool as 1 or 0.
+template <typename Src>
+std::string ShortestText(Src value) {
+  if constexpr (std::is_same<Src, float16>::value) {
+    return ShortestText(HalfToFloat(value));
+  } else if constexpr (std::is_same<Src, bool>::value) {
+    return value ? "1" : "0";
+  } else if constexpr (std::is_integral<Src>::value) {
+    return std::to_string(value);
+  } else {
+    if (std::isnan(value)) return "NaN";
+    if (std::isinf(value)) return value > 0 ? "INF" : "-INF";
+    char buffer[64];
+    const char* end =
+        std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific).ptr;
+    // buffer: [-]d[.ddd]e(+|-)xx: the shortest digits and the exponent.
+    const std::string text(static_cast<const char*>(buffer), end);
+    const size_t e = text.find('e');
+    const bool negative = text[0] == '-';
+    std::string digits;
+    for (size_t i = negative ? 1 : 0; i < e; ++i) {
+      if (text[i] != '.') digits += text[i];
+    }
+    const int exponent = std::atoi(text.c_str() + e + 1);
+    std::string out = negative ? "-" : "";
+    if (exponent >= -4 && exponent < 16) {
+      if (exponent >= 0) {
+        const size_t whole = static_cast<size_t>(exponent) + 1;
+        if (digits.size() < whole) digits.append(whole - digits.size(), '0');
+        out += digits.substr(0, whole) + "." +
+               (digits.size() > whole ? digits.substr(whole) : std::string("0"));
+      } else {
+        out += "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+      }
+      return out;
+    }
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    const int magnitude = exponent < 0 ? -exponent : exponent;
+    out += std::string("e") + (exponent < 0 ? "-" : "+") + (magnitude < 10 ? "0" : "") +
+           std::to_string(magnitude);
+    return out;
+  }
+}
+
+// A number read from text: a decimal or an integer, with "nan", "inf" and
+// "+inf"/"-inf" in any case for floats (strtod's forms); anything else, or
+// trailing characters, is an error naming the blob, the index and the text.
+template <typename Dst>
+Dst ParseText(const std::string& text, const std::string& blob, int64_t index) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(begin, &end);
+  DOPPIO_ENFORCE(end != begin && *end == '\0', "'", blob, "'[", index, "] is \"", text,
+                 "\", which is not a number");
+  if constexpr (std::is_integral<Dst>::value && !std::is_same<Dst, bool>::value) {
+    // Integers read exactly (a double holds only 53 bits).
+    if (text.find_first_of(".eEnNiI") == std::string::npos) {
+      errno = 0;
+      const long long whole = std::strtoll(begin, &end, 10);
+      DOPPIO_ENFORCE(errno == 0 && whole >= std::numeric_limits<Dst>::lowest() &&
+                         whole <= static_cast<long long>(std::numeric_limits<Dst>::max()),
+                     "'", blob, "'[", index, "] is \"", text, "\", outside the range of ",
+                     DataTypeName(DataTypeFor<Dst>()));
+      return static_cast<Dst>(whole);
+    }
+  }
+  return CastValue<Dst>(value);
+}
+
 }  // namespace
 
 void CastOp::RunOnDevice() {
   const Tensor& X = Input(0);
-  DOPPIO_ENFORCE(X.dtype() != DataType::kString, "'", input_name(0),
-                 "' holds strings, which cannot be cast");
   Tensor* Y = Output(0);
   // Y is written directly, keeping its storage from one run to the next (a
   // fresh tensor per run allocated every iteration). With Y in X's storage
@@ -79,24 +154,32 @@ void CastOp::RunOnDevice() {
   Tensor fresh;
   Tensor& converted = aliased ? fresh : *Y;
   converted.Resize(X.dims());
+  const int64_t n = X.numel();
   DispatchDataType(X.dtype(), [&](auto source_tag) {
     using S = typename decltype(source_tag)::type;
-    if constexpr (!std::is_same<S, std::string>::value) {
-      const S* x = X.data<S>();
-      DispatchDataType(to_, [&](auto target_tag) {
-        using D = typename decltype(target_tag)::type;
-        D* y = converted.mutable_data<D>();
-        const int64_t n = X.numel();
-        if constexpr (std::is_arithmetic_v<D>) {
-          ParallelFor(n, [&](int64_t begin, int64_t end) {
-            for (int64_t i = begin; i < end; ++i) y[i] = CastValue<D>(x[i]);
-          });
-        } else {
-          // Strings allocate (and may throw): not inside an OpenMP region.
-          for (int64_t i = 0; i < n; ++i) y[i] = CastValue<D>(x[i]);
+    const S* x = X.data<S>();
+    DispatchDataType(to_, [&](auto target_tag) {
+      using D = typename decltype(target_tag)::type;
+      D* y = converted.mutable_data<D>();
+      if constexpr (std::is_same<S, std::string>::value) {
+        // Strings parse (and may throw): not inside an OpenMP region.
+        for (int64_t i = 0; i < n; ++i) {
+          if constexpr (std::is_same<D, std::string>::value) {
+            y[i] = x[i];
+          } else {
+            y[i] = ParseText<D>(x[i], input_name(0), i);
+          }
         }
-      });
-    }
+      } else if constexpr (std::is_same<D, std::string>::value) {
+        for (int64_t i = 0; i < n; ++i) {
+          y[i] = shortest_strings_ ? ShortestText(x[i]) : CastValue<D>(x[i]);
+        }
+      } else {
+        ParallelFor(n, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) y[i] = CastValue<D>(x[i]);
+        });
+      }
+    });
   });
   if (aliased) *Y = std::move(fresh);
 }
@@ -113,13 +196,21 @@ OPERATOR_SCHEMA(Cast)
       return std::vector<TensorShape>{out};
     })
     .Arg("to", "(int or string, required) the TensorProto.DataType to cast to", true)
-    .Arg("from_type", "(int or string) the input's TensorProto.DataType; needed only for "
-                      "the gradient, which casts back to it")
-    .Input(0, "X", "tensor of any non-string type")
+    .Arg("from_type",
+         "(int or string) the input's TensorProto.DataType; needed only for "
+         "the gradient, which casts back to it")
+    .Arg("shortest_strings",
+         "(bool, default 0) numbers become the shortest text that reads "
+         "back as the same value (numpy's str; NaN, INF, -INF), as ONNX's "
+         "Cast, instead of std::to_string's six decimals (Caffe2's)")
+    .Input(0, "X", "tensor of any type")
     .Output(0, "Y", "X's elements converted to `to`, of X's shape")
-    .Doc("Casts the elements of X to the type `to`. Floats become integers by "
-         "truncation, saturating at the integer's range (nan gives 0); numbers "
-         "become bool by != 0 and strings by std::to_string.");
+    .Doc(
+        "Casts the elements of X to the type `to`. Floats become integers by "
+        "truncation, saturating at the integer's range (nan gives 0); numbers "
+        "become bool by != 0 and strings by std::to_string (or shortest_strings). "
+        "Strings become numbers by reading them (decimals, integers, nan, inf, +inf, "
+        "-inf in any case); text that is not a number is an error naming the element.");
 
 namespace {
 

@@ -2,8 +2,9 @@
 // TensorProto.DataType number or name such as "FLOAT" or "int64"). Floats
 // go to integers by truncation, saturating at the integer's range (nan
 // becomes 0) instead of C++'s undefined behaviour; numbers to bool by
-// != 0; any number to STRING with std::to_string, as Caffe2. Strings cannot
-// be cast from.
+// != 0; any number to STRING with std::to_string, as Caffe2 (or, with
+// shortest_strings, the shortest text that reads back exactly, as ONNX);
+// strings to numbers by reading them.
 //
 // FloatToHalf / HalfToFloat: Caffe2's fixed-type casts between float32 and
 // float16 (round to nearest even; FloatToHalf's `clip` saturates at
@@ -26,11 +27,13 @@ class CastOp final : public Operator<CPUContext> {
  public:
   CastOp(const OperatorDef& def, Workspace* workspace)
       : Operator<CPUContext>(def, workspace),
-        to_(CastTypeArgument(type(), ArgumentHelper(def), "to")) {}
+        to_(CastTypeArgument(type(), ArgumentHelper(def), "to")),
+        shortest_strings_(ArgumentHelper(def).GetSingle<bool>("shortest_strings", false)) {}
   void RunOnDevice() override;
 
  private:
   DataType to_;
+  bool shortest_strings_;
 };
 
 class FloatToHalfOp final : public Operator<CPUContext> {

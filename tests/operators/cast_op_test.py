@@ -52,6 +52,37 @@ def test_cast_to_string():
     assert list(got) == [b"1", b"-2"]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_shortest_strings_are_numpys(dtype):
+    rng = np.random.RandomState(0)
+    x = np.concatenate([rng.uniform(0, 1, 50), rng.standard_normal(20) * 10.0 ** rng.randint(
+        -12, 12, 20), [0.0, -0.0, 1e-45 if dtype == np.float32 else 5e-324, 123456789.0]])
+    x = x.astype(dtype)
+    got = h.run_op(h.make_op("Cast", ["X"], ["Y"], to="STRING", shortest_strings=1), [x])[0]
+    assert [g.decode() for g in got] == [str(v) for v in x]
+    specials = np.array([np.nan, np.inf, -np.inf], dtype)
+    got = h.run_op(h.make_op("Cast", ["X"], ["Y"], to="STRING", shortest_strings=1),
+                   [specials])[0]
+    assert list(got) == [b"NaN", b"INF", b"-INF"]
+
+
+@pytest.mark.parametrize("to,dtype", [("FLOAT", np.float32), ("DOUBLE", np.float64),
+                                      ("INT64", np.int64), ("INT8", np.int8)])
+def test_strings_read_as_numbers(to, dtype):
+    if np.dtype(dtype).kind == "f":
+        texts = ["0.47892547", "-1e-3", "NaN", "INF", "+INF", "-inf", " 2.5", "7"]
+        want = np.array([float(t) for t in texts], dtype)
+    else:
+        texts = ["12", "-7", "0", "3.9", "1e2"]
+        want = np.array([12, -7, 0, 3, 100], dtype)
+    got = h.run_op(h.make_op("Cast", ["S"], ["Y"], to=to), [np.array(texts, object)])[0]
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)
+    big = h.run_op(h.make_op("Cast", ["S"], ["Y"], to="INT64"),
+                   [np.array(["9007199254740993"], object)])[0]
+    assert big[0] == 9007199254740993  # exact, beyond a double's 53 bits
+
+
 def test_gradient_casts_back():
     op = h.make_op("Cast", ["X"], ["Y"], to=1, from_type="DOUBLE")
     ops, grads = h.gradient_ops(op)
@@ -70,8 +101,10 @@ def test_bad_types():
     h.assert_op_error(h.make_op("Cast", ["X"], ["Y"], to=0), [x], "'to'")
     h.assert_op_error(h.make_op("Cast", ["X"], ["Y"], to=3), [x], "BYTE")
     h.assert_op_error(h.make_op("Cast", ["X"], ["Y"]), [x], "'to'")
-    h.assert_op_error(h.make_op("Cast", ["S"], ["Y"], to=1), [np.array(["1"], object)],
-                      "'S'", "strings")
+    h.assert_op_error(h.make_op("Cast", ["S"], ["Y"], to=1),
+                      [np.array(["1", "2.5x"], object)], "'S'[1]", "2.5x", "not a number")
+    h.assert_op_error(h.make_op("Cast", ["S"], ["Y"], to="uint8"),
+                      [np.array(["300"], object)], "'S'[0]", "range of uint8")
 
 
 # ---- FloatToHalf / HalfToFloat against numpy's float16 ----

@@ -100,7 +100,7 @@ class DoppioRep(BackendRep):
                 workspace.CreateNet(self._running_net, overwrite=True)
                 self._ready_for = converted
             workspace.RunNet(self._running_net.name)
-            outputs = [workspace.FetchBlob(name) for name in converted.outputs]
+            outputs = [_onnx_value(workspace.FetchBlob(name)) for name in converted.outputs]
         return namedtupledict('Outputs', self.output_names)(*outputs)
 
     def _net_to_run(self, converted):
@@ -182,3 +182,13 @@ class DoppioRep(BackendRep):
 
 # Caffe2's name for the prepared-model class.
 Caffe2Rep = DoppioRep
+
+
+def _onnx_value(value):
+    """A fetched blob as ONNX gives values: string tensors hold str (UTF-8
+    text; Caffe2's FetchBlob gives bytes), as onnx.numpy_helper and ONNX
+    Runtime do."""
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return np.vectorize(lambda item: item.decode('utf-8') if isinstance(item, bytes)
+                            else item, otypes=[object])(value)
+    return value

@@ -282,11 +282,10 @@ def convert_cast(ctx):
         if to is None:
             raise ctx.invalid('attribute to is required')
         dtype = tensors.numpy_dtype(to, ctx.where)
-    source = ctx.dtype(ctx.input(0))
-    if dtype == np.dtype(object) or source == np.dtype(object):
-        raise ctx.unsupported('casts to or from strings are not supported')
-    ctx.op('Cast', [ctx.input(0)], [ctx.output(0)],
-           to=tensors.doppio_type_of_numpy(dtype, ctx.where))
+    args = {'to': tensors.doppio_type_of_numpy(dtype, ctx.where)}
+    if dtype == np.dtype(object):
+        args['shortest_strings'] = 1  # ONNX's text is numpy's str, not std::to_string's
+    ctx.op('Cast', [ctx.input(0)], [ctx.output(0)], **args)
 
 
 @converts('Constant')
