@@ -8,6 +8,10 @@
 //   im_info  [B, 3] (height, width, scale) of each scaled image
 //   box_out  [M, 4 K]; roi_batch_splits [B] (optional): RoIs per image
 //
+// With rotated=1 boxes are (ctr_x, ctr_y, w, h, angle in degrees): rois
+// [M, 5] or [M, 6], deltas and box_out [M, 5 K]; the angle is not scaled
+// (rotated_box_utils.h).
+//
 // Thread-safety: as any op.
 #pragma once
 
@@ -23,7 +27,16 @@ class BBoxTransformOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
+  // Moves, clips and scales one RoI's boxes (box_dim floats at `roi`, in
+  // the scaled image) by its `classes` deltas into `out`.
+  void TransformRoI(const float* roi, const float* deltas, int64_t classes, float scale,
+                    float height, float width, float* out) const;
+
   float weights_[4];
+  bool rotated_;
+  bool angle_bound_on_;
+  int angle_bound_lo_, angle_bound_hi_;
+  float clip_angle_thresh_;
   bool apply_scale_;
   bool correct_transform_coords_;
   float plus_one_;

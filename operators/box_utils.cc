@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/enforce.h"
+#include "operators/rotated_box_utils.h"
 
 namespace doppio {
 namespace boxes {
@@ -54,6 +55,18 @@ float Iou(const Box& a, const Box& b, float plus_one) {
   return inter / (Area(a, plus_one) + Area(b, plus_one) - inter);
 }
 
+namespace {
+
+// The IoU of the boxes at rows i and j (axis-aligned or rotated).
+float RowIou(const float* boxes, int64_t stride, int64_t i, int64_t j, float plus_one,
+             bool rotated) {
+  if (rotated)
+    return RotatedIou(RotatedBoxAt(boxes + i * stride), RotatedBoxAt(boxes + j * stride));
+  return Iou(BoxAt(boxes + i * stride), BoxAt(boxes + j * stride), plus_one);
+}
+
+}  // namespace
+
 std::vector<int64_t> ByDescendingScore(const float* scores, const std::vector<int64_t>& indices) {
   // NaN sorts last: compared as is it would break the sort's ordering.
   const auto key = [scores](int64_t i) {
@@ -66,19 +79,18 @@ std::vector<int64_t> ByDescendingScore(const float* scores, const std::vector<in
 }
 
 std::vector<int64_t> Nms(const float* boxes, int64_t stride, const std::vector<int64_t>& order,
-                         float threshold, int64_t top_n, float plus_one) {
+                         float threshold, int64_t top_n, float plus_one, bool rotated) {
   std::vector<int64_t> keep;
   std::vector<bool> suppressed(order.size(), false);
   for (size_t i = 0; i < order.size(); ++i) {
     if (suppressed[i]) continue;
     if (top_n >= 0 && static_cast<int64_t>(keep.size()) >= top_n) break;
     keep.push_back(order[i]);
-    const Box kept = BoxAt(boxes + order[i] * stride);
     for (size_t j = i + 1; j < order.size(); ++j) {
       if (suppressed[j]) continue;
       // A NaN IoU (degenerate boxes) fails Caffe2's "keep where IoU <=
       // threshold", so that box is dropped here too.
-      const float iou = Iou(kept, BoxAt(boxes + order[j] * stride), plus_one);
+      const float iou = RowIou(boxes, stride, order[i], order[j], plus_one, rotated);
       if (!(iou <= threshold)) suppressed[j] = true;
     }
   }
@@ -88,7 +100,7 @@ std::vector<int64_t> Nms(const float* boxes, int64_t stride, const std::vector<i
 std::vector<int64_t> SoftNms(const float* boxes, int64_t stride, float* scores,
                              int64_t score_stride, const std::vector<int64_t>& indices, float sigma,
                              float threshold, float score_threshold, int method, int64_t top_n,
-                             float plus_one) {
+                             float plus_one, bool rotated) {
   std::vector<int64_t> keep;
   std::vector<int64_t> pending = indices;
   const auto score = [&](int64_t i) -> float& { return scores[i * score_stride]; };
@@ -102,11 +114,10 @@ std::vector<int64_t> SoftNms(const float* boxes, int64_t stride, float* scores,
     const int64_t i = pending[best];
     keep.push_back(i);
     std::swap(pending[0], pending[best]);
-    const Box kept = BoxAt(boxes + i * stride);
     std::vector<int64_t> rest;
     for (size_t j = 1; j < pending.size(); ++j) {
       const int64_t k = pending[j];
-      const float iou = Iou(kept, BoxAt(boxes + k * stride), plus_one);
+      const float iou = RowIou(boxes, stride, i, k, plus_one, rotated);
       float weight = 1.f;
       if (method == 1) {
         weight = iou > threshold ? 1.f - iou : 1.f;

@@ -47,8 +47,9 @@ std::vector<int64_t> ByDescendingScore(const float* scores, const std::vector<in
 // Greedy non-maximum suppression over `order` (indices into the [n, 4]
 // `boxes` rows `stride` floats apart, best first): keeps a box unless its
 // IoU with a kept one exceeds `threshold`; at most top_n (< 0: all).
+// `rotated`: the rows are 5-float rotated boxes (rotated_box_utils.h).
 std::vector<int64_t> Nms(const float* boxes, int64_t stride, const std::vector<int64_t>& order,
-                         float threshold, int64_t top_n, float plus_one);
+                         float threshold, int64_t top_n, float plus_one, bool rotated = false);
 
 // Soft-NMS (Bodla et al.; Detectron's cython_nms): repeatedly keeps the
 // best pending box and decays the others' `scores` by their IoU with it
@@ -58,7 +59,7 @@ std::vector<int64_t> Nms(const float* boxes, int64_t stride, const std::vector<i
 std::vector<int64_t> SoftNms(const float* boxes, int64_t stride, float* scores,
                              int64_t score_stride, const std::vector<int64_t>& indices, float sigma,
                              float threshold, float score_threshold, int method, int64_t top_n,
-                             float plus_one);
+                             float plus_one, bool rotated = false);
 
 }  // namespace boxes
 }  // namespace doppio

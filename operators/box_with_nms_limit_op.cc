@@ -53,7 +53,11 @@ BoxWithNMSLimitOp::BoxWithNMSLimitOp(const OperatorDef& def, Workspace* workspac
       soft_nms_(GetSingleArgument<bool>("soft_nms_enabled", false)),
       soft_nms_sigma_(GetSingleArgument<float>("soft_nms_sigma", 0.5f)),
       soft_nms_min_score_(GetSingleArgument<float>("soft_nms_min_score_thres", 0.001f)),
-      plus_one_(GetSingleArgument<bool>("legacy_plus_one", true) ? 1.f : 0.f) {
+      plus_one_(GetSingleArgument<bool>("legacy_plus_one", true) ? 1.f : 0.f),
+      box_dim_(GetSingleArgument<bool>("rotated", false) ? 5 : 4),
+      cls_agnostic_(GetSingleArgument<bool>("cls_agnostic_bbox_reg", false)),
+      include_bg_(GetSingleArgument<bool>("input_boxes_include_bg_cls", true)),
+      output_include_bg_(GetSingleArgument<bool>("output_classes_include_bg_cls", true)) {
   const std::string method = GetSingleArgument<std::string>("soft_nms_method", "linear");
   DOPPIO_ENFORCE(method == "linear" || method == "gaussian" || method == "hard",
                  "soft_nms_method '", method, "' is not linear, gaussian or hard");
@@ -65,21 +69,25 @@ BoxWithNMSLimitOp::BoxWithNMSLimitOp(const OperatorDef& def, Workspace* workspac
 // NMS or soft-NMS per class, then the per-image limit. `s` ([n, K]) is
 // decayed in place by soft-NMS.
 std::vector<std::vector<int64_t>> BoxWithNMSLimitOp::KeepsOfImage(int64_t n, int64_t K,
-                                                                  const float* bx, float* s) const {
+                                                                  const float* bx, int64_t box_cols,
+                                                                  float* s) const {
   std::vector<std::vector<int64_t>> keeps(K);
+  const bool rotated = box_dim_ == 5;
   for (int64_t j = 1; j < K; ++j) {
+    const int64_t sc = ScoreColumn(j);
+    const float* class_boxes = bx + BoxColumn(j) * box_dim_;
     std::vector<int64_t> above;
     std::vector<float> column(n);
     for (int64_t i = 0; i < n; ++i) {
-      column[i] = s[i * K + j];
+      column[i] = s[i * K + sc];
       if (column[i] > score_threshold_) above.push_back(i);
     }
-    keeps[j] =
-        soft_nms_
-            ? boxes::SoftNms(bx + 4 * j, 4 * K, s + j, K, above, soft_nms_sigma_, nms_threshold_,
-                             soft_nms_min_score_, soft_nms_method_, -1, plus_one_)
-            : boxes::Nms(bx + 4 * j, 4 * K, boxes::ByDescendingScore(column.data(), above),
-                         nms_threshold_, -1, plus_one_);
+    keeps[j] = soft_nms_ ? boxes::SoftNms(class_boxes, box_cols, s + sc, K, above, soft_nms_sigma_,
+                                          nms_threshold_, soft_nms_min_score_, soft_nms_method_, -1,
+                                          plus_one_, rotated)
+                         : boxes::Nms(class_boxes, box_cols,
+                                      boxes::ByDescendingScore(column.data(), above),
+                                      nms_threshold_, -1, plus_one_, rotated);
   }
   // detections_per_im: exactly the image's best scores, as Caffe2 keeps
   // (Detectron's Python kept every tie at the cut). Caffe2's unstable sort
@@ -92,7 +100,7 @@ std::vector<std::vector<int64_t>> BoxWithNMSLimitOp::KeepsOfImage(int64_t n, int
   std::vector<Entry> kept;
   for (int64_t j = 1; j < K; ++j) {
     for (size_t p = 0; p < keeps[j].size(); ++p) {
-      kept.push_back({s[keeps[j][p] * K + j], j, static_cast<int64_t>(p)});
+      kept.push_back({s[keeps[j][p] * K + ScoreColumn(j)], j, static_cast<int64_t>(p)});
     }
   }
   if (detections_per_image_ > 0 && static_cast<int64_t>(kept.size()) > detections_per_image_) {
@@ -113,8 +121,15 @@ void BoxWithNMSLimitOp::RunOnDevice() {
   const Tensor& scores_in = Input(0);
   const Tensor& boxes_in = Input(1);
   const int64_t K = CheckMatrix(*this, 0, scores_in, -1), N = scores_in.dim(0);
-  DOPPIO_ENFORCE(CheckMatrix(*this, 1, boxes_in, N) == 4 * K, "boxes '", input_name(1),
-                 "' must have 4 columns per class of scores (", 4 * K, "), not ", boxes_in.dim(1));
+  DOPPIO_ENFORCE(K >= 1, "scores '", input_name(0), "' must have a column per class, not ",
+                 scores_in.dims());
+  const int64_t dim = box_dim_, box_cols = (BoxColumn(K - 1) + 1) * dim;
+  DOPPIO_ENFORCE(CheckMatrix(*this, 1, boxes_in, N) == box_cols, "boxes '", input_name(1),
+                 "' must have ", box_cols, " columns (", dim, " per box",
+                 cls_agnostic_ ? ", one box for all classes"
+                 : include_bg_ ? ", one box per class of scores"
+                               : ", one box per foreground class",
+                 "), not ", boxes_in.dim(1));
   const std::vector<int64_t> counts =
       BoxesPerImage(*this, InputSize() > 2 ? &Input(2) : nullptr, N);
   const int64_t B = static_cast<int64_t>(counts.size());
@@ -128,13 +143,14 @@ void BoxWithNMSLimitOp::RunOnDevice() {
   for (int64_t b = 0; b < B; ++b) {
     const int64_t n = counts[b];
     float* s = scores.data() + offset * K;
-    const float* bx = boxes + offset * 4 * K;
-    const std::vector<std::vector<int64_t>> keeps = KeepsOfImage(n, K, bx, s);
+    const float* bx = boxes + offset * box_cols;
+    const std::vector<std::vector<int64_t>> keeps = KeepsOfImage(n, K, bx, box_cols, s);
     for (int64_t j = 0; j < K; ++j) {
       for (int64_t i : keeps[j]) {
-        out_scores.push_back(s[i * K + j]);
-        out_boxes.insert(out_boxes.end(), bx + i * 4 * K + 4 * j, bx + i * 4 * K + 4 * j + 4);
-        out_classes.push_back(static_cast<float>(j));
+        out_scores.push_back(s[i * K + ScoreColumn(j)]);
+        const float* box = bx + i * box_cols + BoxColumn(j) * dim;
+        out_boxes.insert(out_boxes.end(), box, box + dim);
+        out_classes.push_back(static_cast<float>(output_include_bg_ ? j : j - 1));
         out_keeps.push_back(static_cast<int32_t>(i));
       }
       keeps_size[b * K + j] = static_cast<int32_t>(keeps[j].size());
@@ -150,7 +166,7 @@ void BoxWithNMSLimitOp::RunOnDevice() {
     std::copy(values.begin(), values.end(), t->template mutable_data<T>());
   };
   emit(0, {total}, out_scores);
-  emit(1, {total, 4}, out_boxes);
+  emit(1, {total, dim}, out_boxes);
   emit(2, {total}, out_classes);
   if (OutputSize() > 3) {
     emit(3, {B}, std::vector<float>(per_image.begin(), per_image.end()));
@@ -176,11 +192,22 @@ OPERATOR_SCHEMA(BoxWithNMSLimit)
     .Arg("soft_nms_sigma", "(float, default 0.5) the gaussian method's sigma")
     .Arg("soft_nms_min_score_thres", "(float, default 0.001) soft-NMS drops boxes decayed below")
     .Arg("legacy_plus_one", "(bool, default true) widths and heights are x2 - x1 + 1")
+    .Arg("rotated",
+         "(bool, default false) boxes are (ctr_x, ctr_y, w, h, angle in degrees), "
+         "5 floats each; NMS uses their rotated IoU")
+    .Arg("cls_agnostic_bbox_reg", "(bool, default false) one box per row for every class")
+    .Arg("input_boxes_include_bg_cls",
+         "(bool, default true) 0: boxes hold the K - 1 foreground classes only, and the "
+         "scores' background is their last column")
+    .Arg("output_classes_include_bg_cls",
+         "(bool, default true) 0: output classes count from 0 at the first foreground class")
     .Input(0, "scores", "[N, K] class scores, class 0 the background")
-    .Input(1, "boxes", "[N, 4 K] each class's box")
+    .Input(1, "boxes",
+           "[N, 4 K] each class's box (rotated: 5 per box; see the arguments for "
+           "class-agnostic and foreground-only boxes)")
     .Input(2, "batch_splits", "[B] (float, optional) boxes per image, in order")
     .Output(0, "scores", "[n] kept scores (soft-NMS: decayed)")
-    .Output(1, "boxes", "[n, 4] kept boxes")
+    .Output(1, "boxes", "[n, 4] kept boxes ([n, 5] rotated)")
     .Output(2, "classes", "[n] (float) their classes")
     .Output(3, "batch_splits", "[B] (float) kept per image")
     .Output(4, "keeps", "[n] (int32) each kept box's row within its image")

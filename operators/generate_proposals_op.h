@@ -10,8 +10,14 @@
 //   anchors     [A, 4]
 //   -> rois [n, 5] (image index, x1, y1, x2, y2), rois_probs [n]
 //
+// Rotated proposals (RRPN): anchors [A, 5] (ctr_x, ctr_y, w, h, angle in
+// degrees), deltas [N, 5 A, H, W], rois [n, 6]; see rotated_box_utils.h.
+//
 // Thread-safety: as any op.
 #pragma once
+
+#include <cstdint>
+#include <vector>
 
 #include "core/operator.h"
 
@@ -23,11 +29,19 @@ class GenerateProposalsOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
+  struct Image;
+  // One image's candidates (transformed, clipped, size-filtered), as
+  // `box_dim` floats per box in `boxes`; returns those that pass the filter.
+  std::vector<int64_t> Candidates(const Image& image, std::vector<float>* boxes) const;
+
   float feat_stride_;  // 1 / spatial_scale
   int64_t pre_nms_top_n_, post_nms_top_n_;
   float nms_threshold_, min_size_;
   bool correct_transform_coords_;
   float plus_one_;
+  bool angle_bound_on_;
+  int angle_bound_lo_, angle_bound_hi_;
+  float clip_angle_thresh_;
 };
 
 }  // namespace doppio

@@ -31,6 +31,9 @@ DOPPIO_DEBIAN_PACKAGES=(
   python3-torch
   # torchvision's architectures: tools/bench/torchvision_bench and its test
   python3-torchvision
+  # Shapely's polygon intersections: the independent reference for rotated
+  # boxes' IoU in the detection ops' tests
+  python3-shapely
   clang libclang-rt-dev lld
   # tools/build_wheel.sh, tools/install.sh and their tests (tests/install)
   python3-venv python3-pip patchelf pkgconf

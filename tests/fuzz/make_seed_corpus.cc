@@ -248,6 +248,30 @@ op { type: "Int8ChannelShuffle" input: "q" output: "cs" arg { name: "group" i: 1
 op { type: "Int8Dequantize" input: "fc" output: "y" }
 )";
 
+// Rotated-box detection ops (RRPN) on tensors the net fills.
+const char kRotatedNet[] = R"(
+name: "rotated"
+op { type: "GivenTensorFill" output: "scores" arg { name: "shape" ints: 1 ints: 1 ints: 2 ints: 2 }
+     arg { name: "values" floats: 0.9 floats: 0.1 floats: 0.5 floats: 0.7 } }
+op { type: "ConstantFill" output: "deltas" arg { name: "shape" ints: 1 ints: 5 ints: 2 ints: 2 }
+     arg { name: "value" f: 0.1 } }
+op { type: "GivenTensorFill" output: "im_info" arg { name: "shape" ints: 1 ints: 3 }
+     arg { name: "values" floats: 64 floats: 64 floats: 1 } }
+op { type: "GivenTensorFill" output: "anchors" arg { name: "shape" ints: 1 ints: 5 }
+     arg { name: "values" floats: 8 floats: 8 floats: 16 floats: 8 floats: 30 } }
+op { type: "GenerateProposals" input: "scores" input: "deltas" input: "im_info"
+     input: "anchors" output: "rois" output: "probs" arg { name: "min_size" f: 0 }
+     arg { name: "spatial_scale" f: 0.0625 } }
+op { type: "GivenTensorFill" output: "cls" arg { name: "shape" ints: 2 ints: 2 }
+     arg { name: "values" floats: 0.1 floats: 0.9 floats: 0.2 floats: 0.8 } }
+op { type: "GivenTensorFill" output: "boxes" arg { name: "shape" ints: 2 ints: 10 }
+     arg { name: "values" floats: 0 floats: 0 floats: 1 floats: 1 floats: 0 floats: 10
+           floats: 10 floats: 8 floats: 4 floats: 45 floats: 0 floats: 0 floats: 1 floats: 1
+           floats: 0 floats: 12 floats: 10 floats: 8 floats: 4 floats: -30 } }
+op { type: "BoxWithNMSLimit" input: "cls" input: "boxes" output: "s" output: "b" output: "c"
+     arg { name: "rotated" i: 1 } arg { name: "soft_nms_enabled" i: 1 } }
+)";
+
 const char kDagNet[] = R"(
 name: "dag"
 type: "dag"
@@ -358,6 +382,8 @@ void WriteNetSeeds() {
         FromText<doppio::NetDef>(kRunnableNet).SerializeAsString());
   Write("netdef_fuzz", "seed_dag.pb", FromText<doppio::NetDef>(kDagNet).SerializeAsString());
   Write("netdef_fuzz", "seed_int8.pb", FromText<doppio::NetDef>(kInt8Net).SerializeAsString());
+  Write("netdef_fuzz", "seed_rotated.pb",
+        FromText<doppio::NetDef>(kRotatedNet).SerializeAsString());
   Write("netdef_fuzz", "seed_training.pb",
         FromText<doppio::NetDef>(kTrainingNet).SerializeAsString());
   Write("netdef_fuzz", "seed_io.pb", FromText<doppio::NetDef>(kIONet).SerializeAsString());

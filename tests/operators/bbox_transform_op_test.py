@@ -36,6 +36,31 @@ def test_bbox_transform_matches_numpy(weights, apply_scale, correct, plus_one):
     np.testing.assert_array_equal(splits, [6, 0, 5])
 
 
+@pytest.mark.parametrize("plus_one", [True, False])
+def test_rotated_bbox_transform_matches_numpy(plus_one):
+    rng = np.random.RandomState(7)
+    counts, classes = [5, 4], 3
+    rois = []
+    for image, count in enumerate(counts):
+        ctr = rng.uniform(0, 300, (count, 2))
+        size = rng.uniform(4, 120, (count, 2))
+        angle = rng.choice([0.0, 0.8, -45.0, 70.0, -89.0], count)
+        rois.append(np.concatenate([np.full((count, 1), image), ctr, size, angle[:, None]], 1))
+    rois = np.concatenate(rois).astype(np.float32)
+    deltas = (rng.randn(len(rois), 5 * classes) * 0.4).astype(np.float32)
+    im_info = np.array([[400, 500, 1.6], [360, 300, 0.8]], np.float32)
+    op = h.make_op("BBoxTransform", ["r", "d", "i"], ["b", "s"], rotated=1,
+                   weights=[10.0, 10.0, 5.0, 5.0], legacy_plus_one=int(plus_one))
+    boxes, splits = h.run_op(op, [rois, deltas, im_info])
+    want = ref.bbox_transform_rotated_op(rois, deltas, im_info, (10.0, 10.0, 5.0, 5.0), True,
+                                         1.0, float(plus_one))
+    np.testing.assert_allclose(boxes, want, rtol=1e-5, atol=2e-3)
+    np.testing.assert_array_equal(splits, counts)
+    h.assert_op_error(op, [rois, deltas[:, :12], im_info], "'d'", "5 K")
+    h.assert_op_error(h.make_op("BBoxTransform", ["r", "d", "i"], ["b"]),
+                      [rois, deltas, im_info], "'r'", "[M, 4] or [M, 5]")
+
+
 def test_bbox_transform_four_column_rois():
     rng = np.random.RandomState(4)
     rois, deltas, im_info = _case(rng, [7], 2)

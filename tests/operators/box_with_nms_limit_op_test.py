@@ -56,6 +56,57 @@ def test_box_with_nms_limit_keeps_exactly_the_limit_of_tied_scores():
     np.testing.assert_array_equal(got[2], want["classes"])
 
 
+def _rotated_case(rng, n, classes):
+    ctr = rng.uniform(0, 100, (n, classes, 2))
+    size = rng.uniform(10, 50, (n, classes, 2))
+    angle = rng.uniform(-90, 90, (n, classes, 1))
+    boxes = np.concatenate([ctr, size, angle], axis=2).reshape(n, 5 * classes).astype(np.float32)
+    return rng.uniform(0, 1, (n, classes)).astype(np.float32), boxes
+
+
+@pytest.mark.parametrize("soft", [None, "linear", "gaussian"])
+def test_rotated_nms_matches_shapely(soft):
+    rng = np.random.RandomState(11)
+    scores, boxes = _rotated_case(rng, 60, 3)
+    args = dict(score_thresh=0.1, nms=0.3, detections_per_im=25, rotated=1)
+    if soft:
+        args.update(soft_nms_enabled=1, soft_nms_method=soft)
+    op = h.make_op("BoxWithNMSLimit", ["s", "b"], ["os", "ob", "oc", "on", "ok", "oz"], **args)
+    got = h.run_op(op, [scores, boxes])
+    want = ref.box_with_nms_limit(scores, boxes, [60], 0.1, 0.3, 25, soft, 1.0, rotated=True)
+    np.testing.assert_array_equal(got[4], want["keeps"])
+    np.testing.assert_array_equal(got[2], want["classes"])
+    np.testing.assert_allclose(got[0], want["scores"], rtol=1e-5)
+    np.testing.assert_array_equal(got[1], np.array(want["boxes"]).reshape(-1, 5))
+    if not soft:  # the case has overlaps: NMS suppressed some boxes
+        unlimited = ref.box_with_nms_limit(scores, boxes, [60], 0.1, 0.3, 0, None, 1.0,
+                                           rotated=True)
+        assert len(unlimited["scores"]) < np.sum(scores[:, 1:] > 0.1)
+
+
+@pytest.mark.parametrize("agnostic,include_bg,output_bg", [
+    (True, True, True), (False, False, True), (False, False, False), (True, False, False)])
+def test_box_layouts_and_class_numbering(agnostic, include_bg, output_bg):
+    rng = np.random.RandomState(12)
+    scores, boxes = _case(rng, 30, 4)
+    if agnostic:
+        boxes = boxes[:, :4].copy()
+    elif not include_bg:
+        boxes = boxes[:, 4:].copy()
+    op = h.make_op("BoxWithNMSLimit", ["s", "b"], ["os", "ob", "oc", "on", "ok", "oz"],
+                   score_thresh=0.3, nms=0.4, cls_agnostic_bbox_reg=int(agnostic),
+                   input_boxes_include_bg_cls=int(include_bg),
+                   output_classes_include_bg_cls=int(output_bg))
+    got = h.run_op(op, [scores, boxes])
+    want = ref.box_with_nms_limit(scores, boxes, [30], 0.3, 0.4, 100, None, 1.0,
+                                  agnostic=agnostic, include_bg=include_bg, output_bg=output_bg)
+    np.testing.assert_array_equal(got[4], want["keeps"])
+    np.testing.assert_array_equal(got[2], want["classes"])
+    np.testing.assert_array_equal(got[0], np.float32(want["scores"]))
+    np.testing.assert_array_equal(got[1], np.array(want["boxes"]).reshape(-1, 4))
+    assert (got[2].min() == 0) == (not output_bg)
+
+
 def test_box_with_nms_limit_matches_torchvision_nms():
     torch = pytest.importorskip("torch")
     tv_ops = pytest.importorskip("torchvision.ops")
@@ -83,7 +134,7 @@ def test_box_with_nms_limit_nan_and_empty():
 def test_box_with_nms_limit_bad_input():
     scores, boxes = _case(np.random.RandomState(1), 4, 3)
     op = h.make_op("BoxWithNMSLimit", ["s", "b", "n"], ["os", "ob", "oc"])
-    h.assert_op_error(op, [scores, boxes[:, :8], np.array([4], np.float32)], "'b'", "4 columns")
+    h.assert_op_error(op, [scores, boxes[:, :8], np.array([4], np.float32)], "'b'", "12 columns")
     h.assert_op_error(op, [scores, boxes, np.array([3], np.float32)], "add up to 3")
     h.assert_op_error(op, [scores, boxes, np.array([2.5, 1.5], np.float32)], "batch_splits[0]")
     h.assert_op_error(op, [scores, boxes[:3], np.array([4], np.float32)], "'b'")

@@ -32,6 +32,43 @@ def test_generate_proposals_matches_numpy(pre, post, correct, plus_one):
         np.testing.assert_array_equal(probs, want_probs.astype(np.float32))
 
 
+def _rotated_case(rng, n, A, H, W):
+    sizes = rng.uniform(8, 64, (A, 2))
+    angles = rng.choice([0.0, 0.5, 30.0, -60.0, 89.0], A)
+    anchors = np.concatenate([np.full((A, 2), 7.5), sizes, angles[:, None]], axis=1)
+    scores = rng.uniform(0, 1, (n, A, H, W)).astype(np.float32)
+    deltas = (rng.randn(n, 5 * A, H, W) * 0.3).astype(np.float32)
+    deltas[:, 4::5] *= 2.0  # turns of up to ~60 degrees, some past the +-90 fold
+    im_info = np.array([[H * 16 - 5, W * 16 - 9, 1.0], [H * 12, W * 14, 0.75]][:n], np.float32)
+    return scores, deltas, im_info, anchors.astype(np.float32)
+
+
+@pytest.mark.parametrize("pre,post,plus_one", [(6000, 300, True), (25, 8, False)])
+def test_rotated_proposals_match_numpy_and_shapely(pre, post, plus_one):
+    rng = np.random.RandomState(pre + post)
+    scores, deltas, im_info, anchors = _rotated_case(rng, 2, 4, 4, 5)
+    op = h.make_op("GenerateProposals", ["s", "d", "i", "a"], ["r", "p"], spatial_scale=1.0 / 16,
+                   pre_nms_topN=pre, post_nms_topN=post, nms_thresh=0.5, min_size=4.0,
+                   legacy_plus_one=int(plus_one), clip_angle_thresh=1.0)
+    rois, probs = h.run_op(op, [scores, deltas, im_info, anchors])
+    want_rois, want_probs = ref.generate_proposals_rotated(
+        scores, deltas, im_info, anchors, 16.0, pre, post, 0.5, 4.0, 1.0, float(plus_one))
+    assert rois.shape[1] == 6 and len(rois) > 10
+    assert np.abs(rois[:, 5]).max() <= 90 and np.abs(rois[:, 5]).max() > 30
+    np.testing.assert_allclose(rois, want_rois, rtol=1e-5, atol=1e-3)
+    np.testing.assert_array_equal(probs, want_probs.astype(np.float32))
+
+
+def test_rotated_proposals_errors():
+    rng = np.random.RandomState(1)
+    scores, deltas, im_info, anchors = _rotated_case(rng, 1, 2, 3, 3)
+    op = h.make_op("GenerateProposals", ["s", "d", "i", "a"], ["r", "p"])
+    h.assert_op_error(op, [scores, deltas[:, :8], im_info, anchors], "'d'", "N, 5 A, H, W")
+    h.assert_op_error(h.make_op("GenerateProposals", ["s", "d", "i", "a"], ["r", "p"],
+                                angle_bound_lo=-90, angle_bound_hi=45),
+                      [scores, deltas, im_info, anchors], "multiple of 180")
+
+
 def test_generate_proposals_nan_scores_sort_last():
     rng = np.random.RandomState(3)
     scores, deltas, im_info, anchors = _case(rng, 1, 2, 3, 3)

@@ -147,6 +147,12 @@ def softmax(x, axis=1):
 
 def generate_proposals(op, inputs):
     scores, deltas, im_info, anchors = [real(v) for v in inputs]
+    if anchors.shape[1] == 5:
+        return list(ref.generate_proposals_rotated(
+            scores, deltas, im_info, anchors, 1.0 / arg(op, 'spatial_scale', 1.0 / 16),
+            arg(op, 'pre_nms_topN', 6000), arg(op, 'post_nms_topN', 300),
+            arg(op, 'nms_thresh', 0.7), arg(op, 'min_size', 16.0),
+            arg(op, 'clip_angle_thresh', 1.0), float(arg(op, 'legacy_plus_one', 1))))
     rois, probs = ref.generate_proposals(
         scores, deltas, im_info, anchors, 1.0 / arg(op, 'spatial_scale', 1.0 / 16),
         arg(op, 'pre_nms_topN', 6000), arg(op, 'post_nms_topN', 300),
@@ -157,8 +163,16 @@ def generate_proposals(op, inputs):
 
 def bbox_transform(op, inputs):
     rois, deltas, im_info = [real(v) for v in inputs[:3]]
-    if rois.shape[1] == 4:
+    rotated = bool(arg(op, 'rotated', 0))
+    if rois.shape[1] == (5 if rotated else 4):
         rois = np.concatenate([np.zeros((len(rois), 1)), rois], axis=1)
+    if rotated:
+        out = ref.bbox_transform_rotated_op(
+            rois, deltas, im_info, tuple(arg(op, 'weights', [1.0] * 4)),
+            bool(arg(op, 'apply_scale', 1)), arg(op, 'clip_angle_thresh', 1.0),
+            float(arg(op, 'legacy_plus_one', 1)))
+        splits = np.array([np.sum(rois[:, 0] == i) for i in range(len(im_info))], np.float64)
+        return [out, splits]
     out = ref.bbox_transform_op(rois, deltas, im_info, tuple(arg(op, 'weights', [1.0] * 4)),
                                 bool(arg(op, 'apply_scale', 1)),
                                 bool(arg(op, 'correct_transform_coords', 0)),
@@ -174,8 +188,13 @@ def box_with_nms_limit(op, inputs):
     got = ref.box_with_nms_limit(scores.astype(np.float32), boxes.astype(np.float32), splits,
                                  arg(op, 'score_thresh', 0.05), arg(op, 'nms', 0.3),
                                  arg(op, 'detections_per_im', 100), soft,
-                                 float(arg(op, 'legacy_plus_one', 1)))
-    return [np.array(got['scores']), np.array(got['boxes']).reshape(-1, 4),
+                                 float(arg(op, 'legacy_plus_one', 1)),
+                                 rotated=bool(arg(op, 'rotated', 0)),
+                                 agnostic=bool(arg(op, 'cls_agnostic_bbox_reg', 0)),
+                                 include_bg=bool(arg(op, 'input_boxes_include_bg_cls', 1)),
+                                 output_bg=bool(arg(op, 'output_classes_include_bg_cls', 1)))
+    dim = 5 if arg(op, 'rotated', 0) else 4
+    return [np.array(got['scores']), np.array(got['boxes']).reshape(-1, dim),
             np.array(got['classes'], np.float64), np.array(got['splits'], np.float64),
             np.array(got['keeps'], np.float64), np.array(got['sizes']).reshape(-1, scores.shape[1])]
 

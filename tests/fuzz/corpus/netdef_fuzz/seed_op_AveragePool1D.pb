@@ -1,5 +1,5 @@
 
-op_AveragePool1DÅ
+op_AveragePool1Dè
 in0out0"AveragePool1D*
 
 kernel*
@@ -8,6 +8,7 @@
 pad*	
 order*
 
-legacy_pad*
+legacy_pad*
+dilation*
 global_pooling*
 count_include_pad:in0

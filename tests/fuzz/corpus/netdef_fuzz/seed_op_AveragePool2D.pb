@@ -1,5 +1,5 @@
 
-op_AveragePool2DÅ
+op_AveragePool2Dè
 in0out0"AveragePool2D*
 
 kernel*
@@ -8,6 +8,7 @@
 pad*	
 order*
 
-legacy_pad*
+legacy_pad*
+dilation*
 global_pooling*
 count_include_pad:in0

@@ -1,5 +1,5 @@
 
-op_AveragePool2DGradient“
+op_AveragePool2DGradient¡
 in0
 in1
 in2out0"AveragePool2DGradient*
@@ -10,6 +10,7 @@
 pad*	
 order*
 
-legacy_pad*
+legacy_pad*
+dilation*
 global_pooling*
 count_include_pad:in0:in1:in2

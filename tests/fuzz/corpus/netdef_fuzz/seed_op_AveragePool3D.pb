@@ -1,5 +1,5 @@
 
-op_AveragePool3DÅ
+op_AveragePool3Dè
 in0out0"AveragePool3D*
 
 kernel*
@@ -8,6 +8,7 @@
 pad*	
 order*
 
-legacy_pad*
+legacy_pad*
+dilation*
 global_pooling*
 count_include_pad:in0

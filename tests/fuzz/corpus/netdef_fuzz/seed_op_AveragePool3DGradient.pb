@@ -1,5 +1,5 @@
 
-op_AveragePool3DGradient“
+op_AveragePool3DGradient¡
 in0
 in1
 in2out0"AveragePool3DGradient*
@@ -10,6 +10,7 @@
 pad*	
 order*
 
-legacy_pad*
+legacy_pad*
+dilation*
 global_pooling*
 count_include_pad:in0:in1:in2

@@ -1,5 +1,6 @@
 
-op_Cast(
+op_Cast>
 in0out0"Cast*
 to*
-	from_type:in0
+	from_type*
+shortest_strings:in0

@@ -1,6 +1,7 @@
 
-	op_Gather6
+	op_GatherH
 in0
 in1out0"Gather*
 axis*
-dense_gradient:in0:in1
+dense_gradient*
+wrap_indices:in0:in1

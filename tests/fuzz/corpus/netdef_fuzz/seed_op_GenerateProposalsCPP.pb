@@ -1,5 +1,5 @@
 
-op_GenerateProposalsCPP¿
+op_GenerateProposalsCPP’
 in0
 in1
 in2
@@ -11,4 +11,8 @@
 nms_thresh*
 min_size*
 correct_transform_coords*
-legacy_plus_one:in0:in1:in2:in3
+legacy_plus_one*
+angle_bound_on*
+angle_bound_lo*
+angle_bound_hi*
+clip_angle_thresh:in0:in1:in2:in3

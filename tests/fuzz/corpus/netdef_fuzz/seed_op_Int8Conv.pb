@@ -6,9 +6,9 @@
 kernel*
 
 stride*
-pad*
-dilation*	
-group*	
+pad*	
 order*
 Y_scale*
-Y_zero_point:in0:in1
+Y_zero_point*
+dilation*	
+group:in0:in1

@@ -6,8 +6,8 @@
 kernel*
 
 stride*
-pad*
-adj*	
+pad*	
 order*
 Y_scale*
-Y_zero_point:in0:in1
+Y_zero_point*
+adj:in0:in1

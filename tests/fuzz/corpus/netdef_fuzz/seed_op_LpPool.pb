@@ -1,5 +1,5 @@
 
-	op_LpPoolj
+	op_LpPoolx
 in0out0"LpPool*
 
 kernel*
@@ -8,6 +8,7 @@
 pad*	
 order*
 
-legacy_pad*
+legacy_pad*
+dilation*
 global_pooling*
 p:in0

@@ -1,5 +1,5 @@
 
-op_LpPoolGradient|
+op_LpPoolGradientŠ
 in0
 in1
 in2out0"LpPoolGradient*
@@ -10,6 +10,7 @@
 pad*	
 order*
 
-legacy_pad*
+legacy_pad*
+dilation*
 global_pooling*
 p:in0:in1:in2

@@ -1,6 +1,6 @@
 
 
-op_MaxPoold
+op_MaxPool…
 in0out0"MaxPool*
 
 kernel*
@@ -9,5 +9,7 @@ op_MaxPoold
 pad*	
 order*
 
-legacy_pad*
-global_pooling:in0
+legacy_pad*
+dilation*
+global_pooling*
+storage_order:in0

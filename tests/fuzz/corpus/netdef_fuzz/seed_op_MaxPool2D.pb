@@ -1,5 +1,5 @@
 
-op_MaxPool2Df
+op_MaxPool2D‡
 in0out0"	MaxPool2D*
 
 kernel*
@@ -8,5 +8,7 @@
 pad*	
 order*
 
-legacy_pad*
-global_pooling:in0
+legacy_pad*
+dilation*
+global_pooling*
+storage_order:in0

@@ -1,5 +1,5 @@
 
-op_MaxPool3Df
+op_MaxPool3D‡
 in0out0"	MaxPool3D*
 
 kernel*
@@ -8,5 +8,7 @@
 pad*	
 order*
 
-legacy_pad*
-global_pooling:in0
+legacy_pad*
+dilation*
+global_pooling*
+storage_order:in0

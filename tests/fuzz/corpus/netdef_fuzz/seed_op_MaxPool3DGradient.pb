@@ -1,5 +1,5 @@
 
-op_MaxPool3DGradientx
+op_MaxPool3DGradient†
 in0
 in1
 in2out0"MaxPool3DGradient*
@@ -10,5 +10,6 @@
 pad*	
 order*
 
-legacy_pad*
+legacy_pad*
+dilation*
 global_pooling:in0:in1:in2
