@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ RoIAlignArgs ReadRoIAlignArgs(const OperatorBase& op) {
   a.pooled_w = op.GetSingleArgument<int64_t>("pooled_w", 1);
   a.sampling_ratio = op.GetSingleArgument<int64_t>("sampling_ratio", -1);
   a.aligned = op.GetSingleArgument<bool>("aligned", false);
+  a.rotated = op.type().rfind("RoIAlignRotated", 0) == 0;
   DOPPIO_ENFORCE(std::isfinite(a.spatial_scale) && a.spatial_scale > 0, "spatial_scale (",
                  a.spatial_scale, ") must be a positive number");
   DOPPIO_ENFORCE(a.pooled_h > 0 && a.pooled_w > 0, "pooled_h and pooled_w (", a.pooled_h, ", ",
@@ -51,10 +53,13 @@ FeatureShape ShapeOf(const OperatorBase& op, const Tensor& x, StorageOrder order
   return {x.dim(0), x.dim(nchw ? 1 : 3), x.dim(nchw ? 2 : 1), x.dim(nchw ? 3 : 2)};
 }
 
-void CheckRoIs(const OperatorBase& op, const Tensor& x, const Tensor& rois) {
-  DOPPIO_ENFORCE(rois.ndim() == 2 && (rois.dim(1) == 4 || rois.dim(1) == 5), "RoIs '",
-                 op.input_name(1), "' must be [R, 5] (batch index, x1, y1, x2, y2) or [R, 4], not ",
-                 rois.dims());
+void CheckRoIs(const OperatorBase& op, const Tensor& x, const Tensor& rois, bool rotated) {
+  const int64_t box = rotated ? 5 : 4;
+  DOPPIO_ENFORCE(rois.ndim() == 2 && (rois.dim(1) == box || rois.dim(1) == box + 1), "RoIs '",
+                 op.input_name(1), "' must be ",
+                 rotated ? "[R, 6] (batch index, ctr_x, ctr_y, w, h, angle) or [R, 5]"
+                         : "[R, 5] (batch index, x1, y1, x2, y2) or [R, 4]",
+                 ", not ", rois.dims());
   DOPPIO_ENFORCE(rois.dtype() == x.dtype(), "RoIs '", op.input_name(1), "' hold ",
                  DataTypeName(rois.dtype()), ", X holds ", DataTypeName(x.dtype()));
 }
@@ -116,32 +121,64 @@ int64_t GridSide(const RoIAlignArgs& a, T side, int64_t pooled) {
   return grid <= 0 ? 0 : static_cast<int64_t>(std::min(grid, double{kMaxSamplesPerBin + 1}));
 }
 
-// Appends RoI `r` (its 4 or 5 values at `roi`) to the table.
+// A RoI on X: its bins' grid starts at (start_x, start_y) of the RoI's own
+// frame, which is turned by (cos, sin) and moved by (cx, cy) onto X. An
+// upright RoI's frame is X's: (1, 0) and (0, 0), so x is exactly xx.
+template <typename T>
+struct RoIFrame {
+  T start_x, start_y, w, h, cos, sin, cx, cy;
+};
+
+// The frame of RoI `r` (its box values at `roi`: x1, y1, x2, y2, or ctr_x,
+// ctr_y, w, h, angle), scaled onto X.
+template <typename T>
+RoIFrame<T> FrameOf(const RoIAlignArgs& a, int64_t r, const T* roi) {
+  const int values = a.rotated ? 5 : 4;
+  for (int k = 0; k < values; ++k) {
+    DOPPIO_ENFORCE(std::isfinite(roi[k]), "RoI ", r, " has a non-finite coordinate ", roi[k]);
+  }
+  const T scale = static_cast<T>(a.spatial_scale), offset = a.aligned ? T(0.5) : T(0);
+  RoIFrame<T> f;
+  if (a.rotated) {
+    f.cx = roi[0] * scale - offset, f.cy = roi[1] * scale - offset;
+    f.w = roi[2] * scale, f.h = roi[3] * scale;
+    const double theta = static_cast<double>(roi[4]) * 3.14159265358979323846 / 180.0;
+    f.cos = static_cast<T>(std::cos(theta)), f.sin = static_cast<T>(std::sin(theta));
+    DOPPIO_ENFORCE(!a.aligned || (f.w >= 0 && f.h >= 0), "RoI ", r, " has a negative size (",
+                   roi[2], ", ", roi[3], ")");
+  } else {
+    f.cx = f.cy = T(0), f.cos = T(1), f.sin = T(0);
+    f.start_x = roi[0] * scale - offset, f.start_y = roi[1] * scale - offset;
+    f.w = roi[2] * scale - offset - f.start_x, f.h = roi[3] * scale - offset - f.start_y;
+  }
+  DOPPIO_ENFORCE(std::isfinite(f.cx) && std::isfinite(f.cy) && std::isfinite(f.w) &&
+                     std::isfinite(f.h) && (a.rotated || std::isfinite(f.start_x + f.start_y)),
+                 "RoI ", r, " is out of range once scaled by spatial_scale ", a.spatial_scale);
+  if (!a.aligned) {  // Caffe2's: at least one pixel
+    f.w = std::max<T>(f.w, 1);
+    f.h = std::max<T>(f.h, 1);
+  }
+  if (a.rotated) f.start_x = -f.w / 2, f.start_y = -f.h / 2;
+  return f;
+}
+
+// Appends RoI `r` (its values at `roi`, the batch index first when `cols`
+// has one) to the table.
 template <typename T>
 void AddRoI(const RoIAlignArgs& a, const FeatureShape& s, int64_t r, const T* roi, int64_t cols,
             SampleTable<T>* table) {
   int64_t image = 0;
-  if (cols == 5) {
+  if (cols == (a.rotated ? 6 : 5)) {
     image = boxes::ImageIndex(roi[0], r, s.batch, "X");
     ++roi;
   } else {
-    DOPPIO_ENFORCE(s.batch > 0, "RoI ", r, " of 4 columns refers to image 0, but X has none");
+    DOPPIO_ENFORCE(s.batch > 0, "RoI ", r,
+                   " without a batch index refers to image 0, but X "
+                   "has none");
   }
-  for (int k = 0; k < 4; ++k) {
-    DOPPIO_ENFORCE(std::isfinite(roi[k]), "RoI ", r, " has a non-finite coordinate ", roi[k]);
-  }
-  const T scale = static_cast<T>(a.spatial_scale), offset = a.aligned ? T(0.5) : T(0);
-  const T start_w = roi[0] * scale - offset, start_h = roi[1] * scale - offset;
-  T roi_w = roi[2] * scale - offset - start_w, roi_h = roi[3] * scale - offset - start_h;
-  DOPPIO_ENFORCE(std::isfinite(start_w) && std::isfinite(start_h) && std::isfinite(roi_w) &&
-                     std::isfinite(roi_h),
-                 "RoI ", r, " is out of range once scaled by spatial_scale ", a.spatial_scale);
-  if (!a.aligned) {  // Caffe2's: at least one pixel
-    roi_w = std::max<T>(roi_w, 1);
-    roi_h = std::max<T>(roi_h, 1);
-  }
-  const T bin_h = roi_h / static_cast<T>(a.pooled_h), bin_w = roi_w / static_cast<T>(a.pooled_w);
-  const int64_t grid_h = GridSide(a, roi_h, a.pooled_h), grid_w = GridSide(a, roi_w, a.pooled_w);
+  const RoIFrame<T> f = FrameOf(a, r, roi);
+  const T bin_h = f.h / static_cast<T>(a.pooled_h), bin_w = f.w / static_cast<T>(a.pooled_w);
+  const int64_t grid_h = GridSide(a, f.h, a.pooled_h), grid_w = GridSide(a, f.w, a.pooled_w);
   DOPPIO_ENFORCE(grid_h <= kMaxSamplesPerBin / std::max<int64_t>(grid_w, 1), "RoI ", r, " needs a ",
                  grid_h, " x ", grid_w, " sampling grid per bin (at most ", kMaxSamplesPerBin,
                  " samples): its coordinates or spatial_scale are out of scale");
@@ -150,11 +187,13 @@ void AddRoI(const RoIAlignArgs& a, const FeatureShape& s, int64_t r, const T* ro
   for (int64_t ph = 0; ph < a.pooled_h; ++ph) {
     for (int64_t pw = 0; pw < a.pooled_w; ++pw) {
       for (int64_t iy = 0; iy < grid_h; ++iy) {
-        const T y =
-            start_h + ph * bin_h + static_cast<T>(iy + .5f) * bin_h / static_cast<T>(grid_h);
+        const T yy =
+            f.start_y + ph * bin_h + static_cast<T>(iy + .5f) * bin_h / static_cast<T>(grid_h);
         for (int64_t ix = 0; ix < grid_w; ++ix) {
-          const T x =
-              start_w + pw * bin_w + static_cast<T>(ix + .5f) * bin_w / static_cast<T>(grid_w);
+          const T xx =
+              f.start_x + pw * bin_w + static_cast<T>(ix + .5f) * bin_w / static_cast<T>(grid_w);
+          const T x = a.rotated ? xx * f.cos + yy * f.sin + f.cx : xx;
+          const T y = a.rotated ? yy * f.cos - xx * f.sin + f.cy : yy;
           AddSample(y, x, s.height, s.width, table);
         }
       }
@@ -266,7 +305,7 @@ void RoIAlignOp::RunOnDevice() {
   const Tensor& X = Input(0);
   const Tensor& rois = Input(1);
   const FeatureShape s = ShapeOf(*this, X, args_.order);
-  CheckRoIs(*this, X, rois);
+  CheckRoIs(*this, X, rois, args_.rotated);
   Tensor* Y = Output(0);
   Y->Resize(OutputDims(args_, rois.dim(0), s.channels));
   DispatchInput(FloatTypes{}, *this, 0, X.dtype(), [&](auto tag) {
@@ -290,7 +329,7 @@ void RoIAlignGradientOp::RunOnDevice() {
   const Tensor& rois = Input(1);
   const Tensor& dY = Input(2);
   const FeatureShape s = ShapeOf(*this, X, args_.order);
-  CheckRoIs(*this, X, rois);
+  CheckRoIs(*this, X, rois, args_.rotated);
   const std::vector<int64_t> y_dims = OutputDims(args_, rois.dim(0), s.channels);
   DOPPIO_ENFORCE(dY.dims() == y_dims && dY.dtype() == X.dtype(), "dY '", input_name(2), "' (",
                  dY.dims(), ", ", DataTypeName(dY.dtype()), ") must have RoIAlign's output shape ",
@@ -313,6 +352,8 @@ void RoIAlignGradientOp::RunOnDevice() {
 
 REGISTER_CPU_OPERATOR(RoIAlign, RoIAlignOp);
 REGISTER_CPU_OPERATOR(RoIAlignGradient, RoIAlignGradientOp);
+REGISTER_CPU_OPERATOR(RoIAlignRotated, RoIAlignOp);
+REGISTER_CPU_OPERATOR(RoIAlignRotatedGradient, RoIAlignGradientOp);
 
 namespace {
 
@@ -337,54 +378,76 @@ const char kOrderDoc[] = "(string, default NCHW) NCHW or NHWC, X's and Y's layou
 class GetRoIAlignGradient final : public GradientMakerBase {
   using GradientMakerBase::GradientMakerBase;
   std::vector<OperatorDef> GetGradientDefs() override {
-    return SingleGradientDef("RoIAlignGradient", "", {I(0), I(1), GO(0)}, {GI(0)}, Def().arg());
+    return SingleGradientDef(Def().type() + "Gradient", "", {I(0), I(1), GO(0)}, {GI(0)},
+                             Def().arg());
   }
 };
 
+void CommonArgs(OpSchema& schema) {
+  schema
+      .Arg("spatial_scale",
+           "(float, default 1) X's scale relative to the image the RoIs are in, e.g. 0.0625 "
+           "for a feature map of stride 16")
+      .Arg("pooled_h", "(int, default 1) Y's height")
+      .Arg("pooled_w", "(int, default 1) Y's width")
+      .Arg("sampling_ratio",
+           "(int, default -1) samples per bin side; <= 0: adaptive, ceil(RoI side / pooled side)")
+      .Arg("aligned",
+           "(bool, default false) later Caffe2's and torchvision's: shift the RoI by -0.5 pixel "
+           "(pixel centers) and do not widen RoIs thinner than one pixel")
+      .Arg("order", kOrderDoc);
+}
+
+// `rois` documents the RoIs input.
+std::function<void(OpSchema&)> ForwardSchema(const char* rois, const char* doc) {
+  return [rois, doc](OpSchema& schema) {
+    schema.NumInputs(2)
+        .NumOutputs(1)
+        .TensorInferenceFunction(RoIAlignInference)
+        .Apply(CommonArgs)
+        .Input(0, "X", "feature map [N, C, H, W] (NHWC: [N, H, W, C]), float32 or float64")
+        .Input(1, "RoIs", rois)
+        .Output(0, "Y", "[R, C, pooled_h, pooled_w] (NHWC: [R, pooled_h, pooled_w, C])")
+        .Doc(doc);
+  };
+}
+
+std::function<void(OpSchema&)> GradientSchema(const char* forward) {
+  return [forward](OpSchema& schema) {
+    schema.NumInputs(3)
+        .NumOutputs(1)
+        .Apply(CommonArgs)
+        .Input(0, "X", std::string(forward) + "'s X")
+        .Input(1, "RoIs", std::string(forward) + "'s RoIs")
+        .Input(2, "dY", "gradient of Y")
+        .Output(0, "dX", "gradient of X: each sample's share of dY on the pixels it interpolated")
+        .Doc("Gradient of " + std::string(forward) +
+             " with respect to X (the RoIs get none, as in Caffe2).");
+  };
+}
+
 }  // namespace
 
-OPERATOR_SCHEMA(RoIAlign)
-    .NumInputs(2)
-    .NumOutputs(1)
-    .TensorInferenceFunction(RoIAlignInference)
-    .Arg("spatial_scale",
-         "(float, default 1) X's scale relative to the image the RoIs are in, e.g. 0.0625 for a "
-         "feature map of stride 16")
-    .Arg("pooled_h", "(int, default 1) Y's height")
-    .Arg("pooled_w", "(int, default 1) Y's width")
-    .Arg("sampling_ratio",
-         "(int, default -1) samples per bin side; <= 0: adaptive, ceil(RoI side / pooled side)")
-    .Arg("aligned",
-         "(bool, default false) later Caffe2's and torchvision's: shift the RoI by -0.5 pixel "
-         "(pixel centers) and do not widen RoIs thinner than one pixel")
-    .Arg("order", kOrderDoc)
-    .Input(0, "X", "feature map [N, C, H, W] (NHWC: [N, H, W, C]), float32 or float64")
-    .Input(1, "RoIs",
-           "[R, 5] (batch index, x1, y1, x2, y2) or [R, 4] for one image, X's type, in the "
-           "image's coordinates")
-    .Output(0, "Y", "[R, C, pooled_h, pooled_w] (NHWC: [R, pooled_h, pooled_w, C])")
-    .Doc(
-        "Region of interest align (Mask R-CNN): each RoI pooled into pooled_h x pooled_w bins, "
-        "each the average of bilinearly interpolated samples; samples beyond one pixel outside "
-        "X count as 0.");
-
-OPERATOR_SCHEMA(RoIAlignGradient)
-    .NumInputs(3)
-    .NumOutputs(1)
-    .Arg("spatial_scale", "as RoIAlign's")
-    .Arg("pooled_h", "as RoIAlign's")
-    .Arg("pooled_w", "as RoIAlign's")
-    .Arg("sampling_ratio", "as RoIAlign's")
-    .Arg("aligned", "as RoIAlign's")
-    .Arg("order", kOrderDoc)
-    .Input(0, "X", "RoIAlign's X")
-    .Input(1, "RoIs", "RoIAlign's RoIs")
-    .Input(2, "dY", "gradient of Y")
-    .Output(0, "dX", "gradient of X: each sample's share of dY on the pixels it interpolated")
-    .Doc("Gradient of RoIAlign with respect to X (the RoIs get none, as in Caffe2).");
+OPERATOR_SCHEMA(RoIAlign).Apply(ForwardSchema(
+    "[R, 5] (batch index, x1, y1, x2, y2) or [R, 4] for one image, X's type, in the image's "
+    "coordinates",
+    "Region of interest align (Mask R-CNN): each RoI pooled into pooled_h x pooled_w bins, each "
+    "the average of bilinearly interpolated samples; samples beyond one pixel outside X count "
+    "as 0."));
+OPERATOR_SCHEMA(RoIAlignRotated)
+    .Apply(ForwardSchema(
+        "[R, 6] (batch index, ctr_x, ctr_y, w, h, angle in degrees counter-clockwise) or "
+        "[R, 5] for one image, X's type, in the image's coordinates",
+        "RoIAlign of rotated RoIs (RRPN): each RoI's bins laid out in its own frame, turned by "
+        "its angle about its center; otherwise as RoIAlign."));
+OPERATOR_SCHEMA(RoIAlignGradient).Apply(GradientSchema("RoIAlign"));
+OPERATOR_SCHEMA(RoIAlignRotatedGradient).Apply(GradientSchema("RoIAlignRotated"));
 
 REGISTER_GRADIENT(RoIAlign, GetRoIAlignGradient);
+REGISTER_GRADIENT(RoIAlignRotated, GetRoIAlignGradient);
 SHOULD_NOT_DO_GRADIENT(RoIAlignGradient,
+                       "it is a gradient op; second derivatives are not supported");
+SHOULD_NOT_DO_GRADIENT(RoIAlignRotatedGradient,
                        "it is a gradient op; second derivatives are not supported");
 
 }  // namespace doppio

@@ -13,6 +13,11 @@
 // the image; aligned (later Caffe2's argument) shifts the RoI by half a
 // pixel and lets it be thinner than one pixel.
 //
+// RoIAlignRotated / RoIAlignRotatedGradient (Caffe2's, for rotated region
+// proposals): RoIs [R, 6] (batch index, ctr_x, ctr_y, w, h, angle in degrees
+// counter-clockwise) or [R, 5]; the bins' grid is laid out in the RoI's own
+// frame and turned by its angle about its center.
+//
 // Thread-safety: as any op, one Run at a time; channels are split across the
 // intra-op threads, so the bits do not depend on the thread count.
 #pragma once
@@ -30,6 +35,7 @@ struct RoIAlignArgs {
   int64_t pooled_w = 1;
   int64_t sampling_ratio = -1;  // <= 0: adaptive, ceil(RoI side / pooled side)
   bool aligned = false;
+  bool rotated = false;  // the RoIAlignRotated ops
 };
 
 class RoIAlignOp final : public Operator<CPUContext> {
