@@ -190,18 +190,58 @@ def convert_global_pool(ctx):
 @converts('BatchNormalization')
 def convert_batch_norm(ctx):
     ctx.check_inputs(5)
-    ctx.attrs.ignore('momentum')  # only updates running statistics in training
     training = ctx.attrs.int('training_mode', 0) if ctx.opset >= 14 else 0
     if ctx.opset < 7:
         training = not ctx.attrs.int('is_test', 0)
     if ctx.opset < 9 and not ctx.attrs.int('spatial', 1):
         raise ctx.unsupported('spatial=0 (statistics per element) is not supported')
+    if training and ctx.opset >= 14:
+        _batch_norm_training(ctx)
+        return
+    ctx.attrs.ignore('momentum')  # only updates running statistics in training
     if training or ctx.num_outputs > 1:
-        raise ctx.unsupported('training mode (batch statistics, running-statistic '
-                              'outputs) is not supported; Doppio imports models for inference')
+        raise ctx.unsupported('training mode before opset 14 (saved mean and variance '
+                              'outputs) is not supported')
     ctx.check_outputs(1)
     ctx.op('SpatialBN', ctx.inputs(), [ctx.output(0)], is_test=1,
            epsilon=ctx.attrs.float('epsilon', 1e-5))
+
+
+def _batch_norm_training(ctx):
+    """ONNX's training_mode=1: normalized with the batch's mean and
+    population variance over every axis but the channels', and, as outputs 1
+    and 2, running statistics updated with momentum (running * momentum +
+    batch * (1 - momentum)). Doppio's SpatialBN updates its running variance
+    with the unbiased variance (as PyTorch), so this is spelled in
+    elementwise ops."""
+    ctx.check_outputs(1, 3)
+    x, scale, bias, mean, var = ctx.inputs()
+    rank = ctx.rank(x)
+    axes = [0] + list(range(2, rank))
+    epsilon = ctx.attrs.float('epsilon', 1e-5)
+    momentum = ctx.attrs.float('momentum', 0.9)
+    per_channel = [1, -1] + [1] * (rank - 2)
+    batch_mean, centered, squares, batch_var = (ctx.temp(n) for n in (
+        'batch_mean', 'centered', 'squares', 'batch_var'))
+    ctx.op('ReduceMean', [x], [batch_mean], axes=axes, keepdims=1)
+    ctx.op('Sub', [x, batch_mean], [centered])
+    ctx.op('Mul', [centered, centered], [squares])
+    ctx.op('ReduceMean', [squares], [batch_var], axes=axes, keepdims=1)
+    std, normalized, scaled = ctx.temp('std'), ctx.temp('normalized'), ctx.temp('scaled')
+    ctx.op('Add', [batch_var, ctx.scalar_like(epsilon, x, 'epsilon')], [std])
+    ctx.op('Sqrt', [std], [std])
+    ctx.op('Div', [centered, std], [normalized])
+    ctx.op('Mul', [normalized, common.reshape(ctx, scale, per_channel, hint='scale')], [scaled])
+    ctx.op('Add', [scaled, common.reshape(ctx, bias, per_channel, hint='bias')], [ctx.output(0)])
+    for index, (running, batch) in enumerate(((mean, batch_mean), (var, batch_var)), start=1):
+        out = ctx.optional_output(index)
+        if out is None:
+            continue
+        kept, added = ctx.temp('kept'), ctx.temp('added')
+        ctx.op('Scale', [running], [kept], scale=momentum)
+        ctx.op('Scale', [common.reshape(ctx, batch, [-1], hint='batch_stat')], [added],
+               scale=1.0 - momentum)
+        ctx.op('Add', [kept, added], [out])
 
 
 @converts('InstanceNormalization')
