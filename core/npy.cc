@@ -231,7 +231,7 @@ constexpr DescrType kDescrTypes[] = {
     {"f2", DataType::kFloat16}, {"f4", DataType::kFloat},  {"f8", DataType::kDouble},
     {"i1", DataType::kInt8},    {"i2", DataType::kInt16},  {"i4", DataType::kInt32},
     {"i8", DataType::kInt64},   {"u1", DataType::kUint8},  {"u2", DataType::kUint16},
-    {"b1", DataType::kBool},
+    {"u4", DataType::kUint32},  {"u8", DataType::kUint64}, {"b1", DataType::kBool},
 };
 
 std::string SupportedDescrs() {

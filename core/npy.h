@@ -2,7 +2,7 @@
 // command-line tools can be made and checked with numpy.save / numpy.load.
 //
 // Reading accepts format versions 1.0, 2.0 and 3.0; dtypes float16/32/64,
-// int8/16/32/64, uint8/16 and bool, in either byte order (big-endian data is
+// int8/16/32/64, uint8/16/32/64 and bool, in either byte order (big-endian data is
 // byte-swapped); C order, or Fortran order where the two layouts coincide
 // (at most one dimension larger than 1). Everything in the file is validated
 // before anything is allocated from it: the magic, the header length, the

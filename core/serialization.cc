@@ -59,7 +59,8 @@ int64_t ElementsOnWire(const TensorProto& proto, DataType wire_type,
     return proto.float_data_size();
   } else if constexpr (std::is_same<T, double>::value) {
     return proto.double_data_size();
-  } else if constexpr (std::is_same<T, int64_t>::value) {
+  } else if constexpr (std::is_same<T, int64_t>::value || std::is_same<T, uint32_t>::value ||
+                       std::is_same<T, uint64_t>::value) {
     return proto.int64_data_size();
   } else if constexpr (std::is_same<T, std::string>::value) {
     return proto.string_data_size();
@@ -91,6 +92,18 @@ void ReadElements(const TensorProto& proto, DataType wire_type, int64_t count,
     std::copy(proto.double_data().begin(), proto.double_data().begin() + count, out);
   } else if constexpr (std::is_same<T, int64_t>::value) {
     std::copy(proto.int64_data().begin(), proto.int64_data().begin() + count, out);
+  } else if constexpr (std::is_same<T, uint64_t>::value) {
+    // Its two's-complement bits.
+    for (int64_t i = 0; i < count; ++i) {
+      out[i] = static_cast<uint64_t>(proto.int64_data(static_cast<int>(i)));
+    }
+  } else if constexpr (std::is_same<T, uint32_t>::value) {
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t value = proto.int64_data(static_cast<int>(i));
+      DOPPIO_ENFORCE(value >= 0 && value <= 0xffffffffLL, "tensor ", label, ": int64_data[", i,
+                     "] = ", value, " does not fit uint32");
+      out[i] = static_cast<uint32_t>(value);
+    }
   } else if constexpr (std::is_same<T, std::string>::value) {
     for (int64_t i = 0; i < count; ++i) out[i] = proto.string_data(static_cast<int>(i));
   } else if constexpr (std::is_same<T, bool>::value) {
@@ -122,6 +135,10 @@ void WriteElements(const T* values, int64_t count, TensorProto* proto) {
     proto->mutable_double_data()->Add(values, values + count);
   } else if constexpr (std::is_same<T, int64_t>::value) {
     proto->mutable_int64_data()->Add(values, values + count);
+  } else if constexpr (std::is_same<T, uint32_t>::value || std::is_same<T, uint64_t>::value) {
+    auto* field = proto->mutable_int64_data();
+    field->Reserve(static_cast<int>(count));
+    for (int64_t i = 0; i < count; ++i) field->AddAlreadyReserved(static_cast<int64_t>(values[i]));
   } else if constexpr (std::is_same<T, std::string>::value) {
     auto* field = proto->mutable_string_data();
     field->Reserve(static_cast<int>(count));

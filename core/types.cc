@@ -80,6 +80,10 @@ size_t ItemSize(DataType dtype) {
     case DataType::kUint8:
     case DataType::kByte: return 1;
     case DataType::kUint16: return 2;
+    case DataType::kUint32:
+      return 4;
+    case DataType::kUint64:
+      return 8;
     case DataType::kBool: return sizeof(bool);
     case DataType::kString: return sizeof(std::string);
     default: return 0;
@@ -98,6 +102,10 @@ const char* DataTypeName(DataType dtype) {
     case DataType::kUint8: return "uint8";
     case DataType::kByte: return "byte";
     case DataType::kUint16: return "uint16";
+    case DataType::kUint32:
+      return "uint32";
+    case DataType::kUint64:
+      return "uint64";
     case DataType::kBool: return "bool";
     case DataType::kString: return "str";
     default: return "undefined";

@@ -22,6 +22,8 @@ enum class DataType : int {
   kInt64 = 10,
   kFloat16 = 12,
   kDouble = 13,
+  kUint32 = 17,
+  kUint64 = 18,
 };
 
 // IEEE half precision stored as its bit pattern; arithmetic converts to float.
@@ -54,6 +56,8 @@ DOPPIO_DECLARE_DTYPE_(int32_t, DataType::kInt32);
 DOPPIO_DECLARE_DTYPE_(int64_t, DataType::kInt64);
 DOPPIO_DECLARE_DTYPE_(uint8_t, DataType::kUint8);
 DOPPIO_DECLARE_DTYPE_(uint16_t, DataType::kUint16);
+DOPPIO_DECLARE_DTYPE_(uint32_t, DataType::kUint32);
+DOPPIO_DECLARE_DTYPE_(uint64_t, DataType::kUint64);
 DOPPIO_DECLARE_DTYPE_(bool, DataType::kBool);
 DOPPIO_DECLARE_DTYPE_(std::string, DataType::kString);
 #undef DOPPIO_DECLARE_DTYPE_

@@ -18,6 +18,10 @@ decltype(auto) DispatchDataType(DataType dtype, Fn&& fn) {
     case DataType::kUint8:
     case DataType::kByte: return fn(TypeTag<uint8_t>{});
     case DataType::kUint16: return fn(TypeTag<uint16_t>{});
+    case DataType::kUint32:
+      return fn(TypeTag<uint32_t>{});
+    case DataType::kUint64:
+      return fn(TypeTag<uint64_t>{});
     case DataType::kBool: return fn(TypeTag<bool>{});
     case DataType::kString: return fn(TypeTag<std::string>{});
     default: break;

@@ -42,8 +42,11 @@ constexpr bool kReadDirectly =
 
 template <typename T>
 T NarrowInteger(const OperatorBase& op, const std::string& name, int64_t value) {
-  DOPPIO_ENFORCE(value >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-                     value <= static_cast<int64_t>(std::numeric_limits<T>::max()),
+  // Arguments are int64: a uint64 takes any non-negative one.
+  constexpr int64_t kHighest = std::is_same<T, uint64_t>::value
+                                   ? std::numeric_limits<int64_t>::max()
+                                   : static_cast<int64_t>(std::numeric_limits<T>::max());
+  DOPPIO_ENFORCE(value >= static_cast<int64_t>(std::numeric_limits<T>::min()) && value <= kHighest,
                  "argument '", name, "' value ", value, " does not fit ",
                  DataTypeName(DataTypeFor<T>()));
   return static_cast<T>(value);
@@ -93,6 +96,8 @@ DOPPIO_INSTANTIATE_FILL_ARGUMENT_(int32_t)
 DOPPIO_INSTANTIATE_FILL_ARGUMENT_(int64_t)
 DOPPIO_INSTANTIATE_FILL_ARGUMENT_(uint8_t)
 DOPPIO_INSTANTIATE_FILL_ARGUMENT_(uint16_t)
+DOPPIO_INSTANTIATE_FILL_ARGUMENT_(uint32_t)
+DOPPIO_INSTANTIATE_FILL_ARGUMENT_(uint64_t)
 DOPPIO_INSTANTIATE_FILL_ARGUMENT_(bool)
 DOPPIO_INSTANTIATE_FILL_ARGUMENT_(std::string)
 #undef DOPPIO_INSTANTIATE_FILL_ARGUMENT_

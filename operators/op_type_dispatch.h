@@ -28,8 +28,8 @@ using NumericTypes = TypeList<float, double, int32_t, int64_t>;
 // NumericTypes and the narrow integers: for forward elementwise math that
 // ONNX models run on any integer width (wrapping as numpy does); gradients
 // stay on NumericTypes.
-using AllNumericTypes =
-    TypeList<float, double, int32_t, int64_t, int8_t, uint8_t, int16_t, uint16_t>;
+using AllNumericTypes = TypeList<float, double, int32_t, int64_t, int8_t, uint8_t, int16_t,
+                                 uint16_t, uint32_t, uint64_t>;
 using IndexTypes = TypeList<int32_t, int64_t>;
 using BoolTypes = TypeList<bool>;
 

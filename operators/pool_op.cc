@@ -161,7 +161,12 @@ void MaxPoolGradientPlane2x2(const Pool3& s, const T* xp, const T* yp, const T* 
 // |x|^p, one term of LpPool's sum.
 template <typename T>
 T LpPower(T x, T p) {
-  return std::pow(std::abs(x), p);
+  // (Instantiated for MaxPool's integer types too, where it never runs.)
+  if constexpr (std::is_unsigned<T>::value) {
+    return static_cast<T>(std::pow(x, p));
+  } else {
+    return static_cast<T>(std::pow(std::abs(x), p));
+  }
 }
 
 // d y / d x for y = (sum |x|^p)^(1/p): sign(x) |x|^(p-1) / y^(p-1); 0 where

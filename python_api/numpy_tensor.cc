@@ -32,10 +32,13 @@ DataType DataTypeOfArray(const py::array& array, const std::string& blob_name) {
   if (kind == 'u') {
     if (size == 1) return DataType::kUint8;
     if (size == 2) return DataType::kUint16;
+    if (size == 4) return DataType::kUint32;
+    if (size == 8) return DataType::kUint64;
   }
   DOPPIO_THROW("cannot feed blob '", blob_name, "': numpy dtype ",
-               py::repr(dtype).cast<std::string>(), " is not supported (use float16/32/64, "
-               "int8/16/32/64, uint8/16, bool or str)");
+               py::repr(dtype).cast<std::string>(),
+               " is not supported (use float16/32/64, "
+               "int8/16/32/64, uint8/16/32/64, bool or str)");
 }
 
 // numpy's name for a numeric or bool dtype is DataTypeName's; strings (and

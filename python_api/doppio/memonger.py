@@ -408,6 +408,8 @@ _SIZEOFS = {
     caffe2_pb2.TensorProto.INT8: 1,
     caffe2_pb2.TensorProto.UINT8: 1,
     caffe2_pb2.TensorProto.UINT16: 2,
+    caffe2_pb2.TensorProto.UINT32: 4,
+    caffe2_pb2.TensorProto.UINT64: 8,
     caffe2_pb2.TensorProto.INT16: 2,
     caffe2_pb2.TensorProto.BOOL: 1,
     caffe2_pb2.TensorProto.INT64: 8,

@@ -208,6 +208,8 @@ _DATA_TYPE_FOR_DTYPE = [
     (np.int64, core.DataType.INT64),
     (np.uint8, core.DataType.UINT8),
     (np.uint16, core.DataType.UINT16),
+    (np.uint32, core.DataType.UINT32),
+    (np.uint64, core.DataType.UINT64),
 ]
 
 

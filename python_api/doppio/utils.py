@@ -61,6 +61,8 @@ _VALUE_FIELDS = {
     caffe2_pb2.TensorProto.FLOAT: 'float_data',
     caffe2_pb2.TensorProto.DOUBLE: 'double_data',
     caffe2_pb2.TensorProto.INT64: 'int64_data',
+    caffe2_pb2.TensorProto.UINT32: 'int64_data',
+    caffe2_pb2.TensorProto.UINT64: 'int64_data',
 }
 
 
@@ -79,6 +81,8 @@ def NumpyArrayToCaffe2Tensor(arr, name=None):
     values = arr.flatten()
     if field == 'int32_data':
         values = values.astype(np.int32)
+    elif arr.dtype == np.uint64:
+        values = values.view(np.int64)  # its two's-complement bits, as Doppio stores them
     getattr(tensor, field).extend(values.tolist())
     return tensor
 

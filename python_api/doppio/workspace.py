@@ -335,6 +335,11 @@ def _TensorProtoToArray(tensor):
         return np.asarray(tensor.double_data, dtype=np.float64).reshape(shape)
     if tensor.data_type == dtypes.INT64:
         return np.asarray(tensor.int64_data, dtype=np.int64).reshape(shape)
+    if tensor.data_type in (dtypes.UINT32, dtypes.UINT64):
+        # int64_data holds them (a uint64 as its two's-complement bits).
+        wide = np.asarray(tensor.int64_data, dtype=np.int64).view(np.uint64)
+        kind = np.uint32 if tensor.data_type == dtypes.UINT32 else np.uint64
+        return wide.astype(kind).reshape(shape)
     if tensor.data_type == dtypes.STRING:
         return np.asarray(list(tensor.string_data), dtype=object).reshape(shape)
     small_ints = {
@@ -433,6 +438,8 @@ _PROTO_TYPES = {
     np.dtype(np.int64): caffe2_pb2.TensorProto.INT64,
     np.dtype(np.int16): caffe2_pb2.TensorProto.INT16,
     np.dtype(np.uint16): caffe2_pb2.TensorProto.UINT16,
+    np.dtype(np.uint32): caffe2_pb2.TensorProto.UINT32,
+    np.dtype(np.uint64): caffe2_pb2.TensorProto.UINT64,
     np.dtype(np.uint8): caffe2_pb2.TensorProto.UINT8,
     np.dtype(np.int8): caffe2_pb2.TensorProto.INT8,
     np.dtype(np.bool_): caffe2_pb2.TensorProto.BOOL,

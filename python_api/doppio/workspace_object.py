@@ -122,6 +122,8 @@ _NUMPY_TYPES = {
     caffe2_pb2.TensorProto.INT16: numpy.int16,
     caffe2_pb2.TensorProto.INT8: numpy.int8,
     caffe2_pb2.TensorProto.UINT16: numpy.uint16,
+    caffe2_pb2.TensorProto.UINT32: numpy.uint32,
+    caffe2_pb2.TensorProto.UINT64: numpy.uint64,
     caffe2_pb2.TensorProto.UINT8: numpy.uint8,
     caffe2_pb2.TensorProto.BOOL: numpy.bool_,
     caffe2_pb2.TensorProto.FLOAT16: numpy.float16,

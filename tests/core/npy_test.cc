@@ -129,6 +129,8 @@ TEST(NpyRoundTripTest, EveryDtype) {
   ExpectRoundTrip<int64_t>(Bytes<int64_t>({INT64_MIN, INT64_MAX, 0, -1}), "<i8");
   ExpectRoundTrip<uint8_t>(Bytes<uint8_t>({0, 255, 1, 128}), "|u1");
   ExpectRoundTrip<uint16_t>(Bytes<uint16_t>({0, 65535, 1, 32768}), "<u2");
+  ExpectRoundTrip<uint32_t>(Bytes<uint32_t>({0, 4294967295u, 1, 2147483648u}), "<u4");
+  ExpectRoundTrip<uint64_t>(Bytes<uint64_t>({0, 18446744073709551615ull, 1, 1ull << 63}), "<u8");
   ExpectRoundTrip<bool>(std::string("\x01\x00\x00\x01", 4), "|b1");
 }
 
@@ -249,7 +251,7 @@ TEST(NpyHostileTest, HeaderLengthBeyondFile) {
 TEST(NpyHostileTest, UnsupportedDescr) {
   ExpectParseError(MakeNpy(Dict("<c8", "(1,)"), std::string(8, '\0')), "unsupported .npy dtype '<c8'");
   ExpectParseError(MakeNpy(Dict("<U3", "(1,)"), std::string(12, '\0')), "unsupported .npy dtype");
-  ExpectParseError(MakeNpy(Dict("<u4", "(1,)"), std::string(4, '\0')), "unsupported .npy dtype");
+  ExpectParseError(MakeNpy(Dict("<f16", "(1,)"), std::string(16, '\0')), "unsupported .npy dtype");
   ExpectParseError(MakeNpy(Dict("|O", "(1,)"), std::string(8, '\0')), "unsupported .npy dtype");
   const std::string structured =
       "{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, 'shape': (1,), }";

@@ -138,6 +138,8 @@ std::map<std::string, Tensor> TensorsOfEveryType(int64_t n) {
   int64_t* i64 = make("int64", DataType::kInt64, shape)->mutable_data<int64_t>();
   uint8_t* u8 = make("uint8", DataType::kUint8, shape)->mutable_data<uint8_t>();
   uint16_t* u16 = make("uint16", DataType::kUint16, shape)->mutable_data<uint16_t>();
+  uint32_t* u32 = make("uint32", DataType::kUint32, shape)->mutable_data<uint32_t>();
+  uint64_t* u64 = make("uint64", DataType::kUint64, shape)->mutable_data<uint64_t>();
   bool* b = make("bool", DataType::kBool, shape)->mutable_data<bool>();
   std::string* s = make("string", DataType::kString, shape)->mutable_data<std::string>();
   for (int64_t i = 0; i < n; ++i) {
@@ -150,6 +152,8 @@ std::map<std::string, Tensor> TensorsOfEveryType(int64_t n) {
     i64[i] = i % 2 ? INT64_MIN + i : INT64_MAX - i;
     u8[i] = static_cast<uint8_t>(255 - i);
     u16[i] = static_cast<uint16_t>(65535 - i);
+    u32[i] = static_cast<uint32_t>(i % 2 ? i : UINT32_MAX - i);
+    u64[i] = i % 2 ? static_cast<uint64_t>(i) : UINT64_MAX - static_cast<uint64_t>(i);
     b[i] = i % 3 == 0;
     s[i] = std::string(static_cast<size_t>(i), 'a' + i % 26) + std::string(1, '\0') + "\xff";
   }

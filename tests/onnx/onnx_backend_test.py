@@ -66,8 +66,6 @@ INCLUDED = [
 
 # Tests of included families that Doppio cannot run, with the reason.
 EXCLUDED_TESTS = {
-    r'^test_(max|min)_(uint32|uint64)': 'uint32/uint64 tensors do not exist in Doppio',
-    r'^test_pow_types_float32_uint(32|64)': 'uint32/uint64 tensors do not exist in Doppio',
     r'^test_(cast|castlike)_.*BFLOAT16': 'bfloat16 tensors do not exist in Doppio',
     r'^test_einsum_batch_diagonal': 'Einsum with a repeated letter (a diagonal)',
 }

@@ -11,7 +11,7 @@ TYPES = {
     np.float32: (1, "FLOAT"), np.int32: (2, "INT32"), np.bool_: (5, "BOOL"),
     np.uint8: (6, "UINT8"), np.int8: (7, "INT8"), np.uint16: (8, "UINT16"),
     np.int16: (9, "INT16"), np.int64: (10, "INT64"), np.float16: (12, "FLOAT16"),
-    np.float64: (13, "DOUBLE"),
+    np.float64: (13, "DOUBLE"), np.uint32: (17, "UINT32"), np.uint64: (18, "UINT64"),
 }
 types = st.sampled_from(sorted(TYPES, key=lambda t: TYPES[t][0]))
 

@@ -60,7 +60,19 @@ def test_integer_forward_matches_numpy(name, shapes, dtype, data):
     h.check_inplace(op, [a, b])
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+@pytest.mark.parametrize("name", sorted(NUMPY_OPS))
+def test_uint64_forward_wraps_as_numpy(name):
+    rng = np.random.RandomState(4)
+    a = rng.randint(0, 2**63, size=(3, 4), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    b = rng.randint(1, 2**40, size=(4,), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        want = (a // b) if name == "Div" else NUMPY_OPS[name](a, b)  # unsigned: // truncates
+    got = h.run_op(h.make_op(name, ["A", "B"], ["C"]), [a, b])[0]
+    assert got.dtype == np.uint64
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.uint32])
 @pytest.mark.parametrize("name", sorted(NUMPY_OPS))
 def test_narrow_integer_forward_wraps_as_numpy(name, dtype):
     info = np.iinfo(dtype)
@@ -70,8 +82,12 @@ def test_narrow_integer_forward_wraps_as_numpy(name, dtype):
                     size=(4,)).astype(dtype)
     if name == "Div":
         b[b == 0] = 1
-        # C's division truncates toward zero (numpy's // floors).
-        want = (np.trunc(a.astype(np.int64) / b.astype(np.int64))).astype(np.int64)
+        # C's division truncates toward zero (numpy's // floors; the same
+        # for unsigned types, exact where float division might round up).
+        if np.dtype(dtype).kind == "u":
+            want = a.astype(np.uint64) // b.astype(np.uint64)
+        else:
+            want = (np.trunc(a.astype(np.int64) / b.astype(np.int64))).astype(np.int64)
     else:
         with np.errstate(over="ignore"):
             want = NUMPY_OPS[name](a.astype(np.int64), b.astype(np.int64))

@@ -14,7 +14,7 @@ names = st.sampled_from(["Max", "Min"])
 
 @given(names, st.integers(1, 4), h.dims(0, 3),
        st.sampled_from([np.float32, np.float64, np.int32, np.int64, np.int8, np.uint8,
-                        np.int16, np.uint16]), st.data())
+                        np.int16, np.uint16, np.uint32, np.uint64]), st.data())
 def test_forward_matches_numpy(name, count, shape, dtype, data):
     inputs = [data.draw(h.arrays(tuple(shape), dtype)) for _ in range(count)]
     op = h.make_op(name, ["X%d" % i for i in range(count)], ["Y"])

@@ -378,6 +378,8 @@ std::vector<Case> Cases() {
       {MakeOp("RoIAlign", {"x", "r"}, {"y"},
               {IntArg("pooled_h", 3), testing::StringArg("order", "NHWC")}),
        {{{2, 5, 6, 4}, f64}, {{2, 4}, f64}}},
+      {MakeOp("RoIAlignRotated", {"x", "r"}, {"y"}, {IntArg("pooled_h", 2), IntArg("pooled_w", 3)}),
+       {{{1, 2, 5, 6}, f32}, {{3, 6}, f32}}},
       {MakeOp("ResizeNearest", {"x"}, {"y"},
               {FloatArg("height_scale", 2), FloatArg("width_scale", 1.5)}),
        {{{1, 2, 3, 5}, f32}}},

@@ -13,7 +13,8 @@ from doppio.proto import doppio_pb2 as caffe2_pb2
 
 
 @pytest.mark.parametrize('dtype', [np.float32, np.float64, np.int32, np.int64, np.int16,
-                                   np.uint16, np.int8, np.uint8, np.bool_])
+                                   np.uint16, np.uint32, np.uint64, np.int8, np.uint8,
+                                   np.bool_])
 def test_numpy_tensor_round_trip(dtype):
     arr = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
     proto = utils.NumpyArrayToCaffe2Tensor(arr, 'x')

@@ -11,7 +11,7 @@ from doppio import _C, core, scope, workspace
 from doppio.proto import doppio_pb2
 
 NUMERIC_DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32,
-                  np.int64, np.uint8, np.uint16, np.bool_]
+                  np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_]
 SHAPES = [(), (0,), (2, 0, 3), (5,), (2, 3, 4)]
 
 
@@ -229,7 +229,7 @@ def test_run_unknown_net():
 
 
 @pytest.mark.parametrize("bad", [
-    np.zeros(3, np.complex64), np.zeros(2, np.uint32), np.zeros(2, np.uint64),
+    np.zeros(3, np.complex64), np.zeros(2, np.float128),
     np.array(["2020-01-01"], dtype="datetime64[D]"),
 ])
 def test_feed_unsupported_dtype(bad):

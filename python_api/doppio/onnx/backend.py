@@ -34,6 +34,7 @@ _NUMPY_TO_ONNX = {
     np.dtype(np.int16): onnx.TensorProto.INT16, np.dtype(np.int32): onnx.TensorProto.INT32,
     np.dtype(np.int64): onnx.TensorProto.INT64, np.dtype(np.uint8): onnx.TensorProto.UINT8,
     np.dtype(np.uint16): onnx.TensorProto.UINT16, np.dtype(np.bool_): onnx.TensorProto.BOOL,
+    np.dtype(np.uint32): onnx.TensorProto.UINT32, np.dtype(np.uint64): onnx.TensorProto.UINT64,
     np.dtype(object): onnx.TensorProto.STRING,
 }
 

@@ -24,11 +24,12 @@ CAFFE2_TO_ONNX_DTYPE = {
     1: TensorProto.FLOAT, 2: TensorProto.INT32, 5: TensorProto.BOOL,
     6: TensorProto.UINT8, 7: TensorProto.INT8, 8: TensorProto.UINT16,
     9: TensorProto.INT16, 10: TensorProto.INT64, 12: TensorProto.FLOAT16,
-    13: TensorProto.DOUBLE,
+    13: TensorProto.DOUBLE, 17: TensorProto.UINT32, 18: TensorProto.UINT64,
 }
 CAFFE2_DTYPE_NAMES = {
     'FLOAT': 1, 'INT32': 2, 'BYTE': 3, 'STRING': 4, 'BOOL': 5, 'UINT8': 6, 'INT8': 7,
-    'UINT16': 8, 'INT16': 9, 'INT64': 10, 'FLOAT16': 12, 'DOUBLE': 13,
+    'UINT16': 8, 'INT16': 9, 'INT64': 10, 'FLOAT16': 12, 'DOUBLE': 13, 'UINT32': 17,
+    'UINT64': 18,
 }
 NUMPY_TO_ONNX_DTYPE = {
     np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
@@ -36,6 +37,7 @@ NUMPY_TO_ONNX_DTYPE = {
     np.dtype(np.int16): TensorProto.INT16, np.dtype(np.int32): TensorProto.INT32,
     np.dtype(np.int64): TensorProto.INT64, np.dtype(np.uint8): TensorProto.UINT8,
     np.dtype(np.uint16): TensorProto.UINT16, np.dtype(np.bool_): TensorProto.BOOL,
+    np.dtype(np.uint32): TensorProto.UINT32, np.dtype(np.uint64): TensorProto.UINT64,
 }
 ONNX_TO_NUMPY_DTYPE = {v: k for k, v in NUMPY_TO_ONNX_DTYPE.items()}
 

@@ -21,6 +21,8 @@ _TYPES = {
     OnnxTensor.INT64: (np.dtype(np.int64), _C2.INT64),
     OnnxTensor.UINT8: (np.dtype(np.uint8), _C2.UINT8),
     OnnxTensor.UINT16: (np.dtype(np.uint16), _C2.UINT16),
+    OnnxTensor.UINT32: (np.dtype(np.uint32), _C2.UINT32),
+    OnnxTensor.UINT64: (np.dtype(np.uint64), _C2.UINT64),
     OnnxTensor.BOOL: (np.dtype(np.bool_), _C2.BOOL),
     OnnxTensor.STRING: (np.dtype(object), _C2.STRING),
 }
