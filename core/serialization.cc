@@ -19,10 +19,10 @@ namespace doppio {
 namespace {
 
 template <typename T>
-constexpr bool kNarrowType =
-    std::is_same<T, bool>::value || std::is_same<T, int8_t>::value ||
-    std::is_same<T, int16_t>::value || std::is_same<T, uint8_t>::value ||
-    std::is_same<T, uint16_t>::value || std::is_same<T, float16>::value;
+constexpr bool kNarrowType = std::is_same<T, bool>::value || std::is_same<T, int8_t>::value ||
+                             std::is_same<T, int16_t>::value || std::is_same<T, uint8_t>::value ||
+                             std::is_same<T, uint16_t>::value || std::is_same<T, float16>::value ||
+                             std::is_same<T, bfloat16>::value;
 
 // data_type as written. proto2 files unknown enum values among the unknown
 // fields and reports the default, so a value from a newer or corrupt writer
@@ -108,11 +108,11 @@ void ReadElements(const TensorProto& proto, DataType wire_type, int64_t count,
     for (int64_t i = 0; i < count; ++i) out[i] = proto.string_data(static_cast<int>(i));
   } else if constexpr (std::is_same<T, bool>::value) {
     for (int64_t i = 0; i < count; ++i) out[i] = proto.int32_data(static_cast<int>(i)) != 0;
-  } else if constexpr (std::is_same<T, float16>::value) {
+  } else if constexpr (std::is_same<T, float16>::value || std::is_same<T, bfloat16>::value) {
     for (int64_t i = 0; i < count; ++i) {
       const int32_t bits = proto.int32_data(static_cast<int>(i));
       DOPPIO_ENFORCE(bits >= 0 && bits <= 0xffff, "tensor ", label, ": int32_data[", i,
-                     "] = ", bits, " is not a float16 bit pattern");
+                     "] = ", bits, " is not a ", DataTypeName(DataTypeFor<T>()), " bit pattern");
       out[i].bits = static_cast<uint16_t>(bits);
     }
   } else {
@@ -149,7 +149,7 @@ void WriteElements(const T* values, int64_t count, TensorProto* proto) {
     auto* field = proto->mutable_int32_data();
     field->Reserve(static_cast<int>(count));
     for (int64_t i = 0; i < count; ++i) {
-      if constexpr (std::is_same<T, float16>::value) {
+      if constexpr (std::is_same<T, float16>::value || std::is_same<T, bfloat16>::value) {
         field->AddAlreadyReserved(static_cast<int32_t>(values[i].bits));
       } else {
         field->AddAlreadyReserved(static_cast<int32_t>(values[i]));

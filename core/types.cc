@@ -68,11 +68,35 @@ float16 FloatToHalf(float f) {
   return h;
 }
 
+float BFloat16ToFloat(bfloat16 b) {
+  const uint32_t bits = static_cast<uint32_t>(b.bits) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+bfloat16 FloatToBFloat16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  bfloat16 b;
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x7fffffu)) {
+    b.bits = static_cast<uint16_t>((bits >> 16) | 0x40u);  // a quiet NaN, sign kept
+    return b;
+  }
+  // Round to nearest even on the 16 bits dropped; a carry into the exponent
+  // is the correct rounding (up to infinity past the largest bfloat16).
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  b.bits = static_cast<uint16_t>(bits >> 16);
+  return b;
+}
+
 size_t ItemSize(DataType dtype) {
   switch (dtype) {
     case DataType::kFloat: return 4;
     case DataType::kDouble: return 8;
     case DataType::kFloat16: return 2;
+    case DataType::kBFloat16:
+      return 2;
     case DataType::kInt8: return 1;
     case DataType::kInt16: return 2;
     case DataType::kInt32: return 4;
@@ -95,6 +119,8 @@ const char* DataTypeName(DataType dtype) {
     case DataType::kFloat: return "float32";
     case DataType::kDouble: return "float64";
     case DataType::kFloat16: return "float16";
+    case DataType::kBFloat16:
+      return "bfloat16";
     case DataType::kInt8: return "int8";
     case DataType::kInt16: return "int16";
     case DataType::kInt32: return "int32";

@@ -22,6 +22,7 @@ enum class DataType : int {
   kInt64 = 10,
   kFloat16 = 12,
   kDouble = 13,
+  kBFloat16 = 16,
   kUint32 = 17,
   kUint64 = 18,
 };
@@ -32,6 +33,15 @@ struct float16 {
 };
 float HalfToFloat(float16 h);
 float16 FloatToHalf(float f);
+
+// bfloat16 (float32's sign, exponent and top 7 mantissa bits) stored as its
+// bit pattern. Widening is exact; narrowing rounds to nearest, ties to even
+// (as PyTorch and ONNX since 1.14), and keeps NaN a NaN.
+struct bfloat16 {
+  uint16_t bits = 0;
+};
+float BFloat16ToFloat(bfloat16 b);
+bfloat16 FloatToBFloat16(float f);
 
 // Bytes per element; std::string for kString.
 size_t ItemSize(DataType dtype);
@@ -50,6 +60,7 @@ struct DataTypeOf;
 DOPPIO_DECLARE_DTYPE_(float, DataType::kFloat);
 DOPPIO_DECLARE_DTYPE_(double, DataType::kDouble);
 DOPPIO_DECLARE_DTYPE_(float16, DataType::kFloat16);
+DOPPIO_DECLARE_DTYPE_(bfloat16, DataType::kBFloat16);
 DOPPIO_DECLARE_DTYPE_(int8_t, DataType::kInt8);
 DOPPIO_DECLARE_DTYPE_(int16_t, DataType::kInt16);
 DOPPIO_DECLARE_DTYPE_(int32_t, DataType::kInt32);

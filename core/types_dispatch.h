@@ -11,6 +11,8 @@ decltype(auto) DispatchDataType(DataType dtype, Fn&& fn) {
     case DataType::kFloat: return fn(TypeTag<float>{});
     case DataType::kDouble: return fn(TypeTag<double>{});
     case DataType::kFloat16: return fn(TypeTag<float16>{});
+    case DataType::kBFloat16:
+      return fn(TypeTag<bfloat16>{});
     case DataType::kInt8: return fn(TypeTag<int8_t>{});
     case DataType::kInt16: return fn(TypeTag<int16_t>{});
     case DataType::kInt32: return fn(TypeTag<int32_t>{});

@@ -46,8 +46,12 @@ template <typename Dst, typename Src>
 Dst CastValue(Src value) {
   if constexpr (std::is_same<Src, float16>::value) {
     return CastValue<Dst>(HalfToFloat(value));
+  } else if constexpr (std::is_same<Src, bfloat16>::value) {
+    return CastValue<Dst>(BFloat16ToFloat(value));
   } else if constexpr (std::is_same<Dst, float16>::value) {
     return FloatToHalf(static_cast<float>(value));
+  } else if constexpr (std::is_same<Dst, bfloat16>::value) {
+    return FloatToBFloat16(static_cast<float>(value));
   } else if constexpr (std::is_same<Dst, std::string>::value) {
     return std::to_string(value);
   } else if constexpr (std::is_same<Dst, bool>::value) {
@@ -75,6 +79,8 @@ template <typename Src>
 std::string ShortestText(Src value) {
   if constexpr (std::is_same<Src, float16>::value) {
     return ShortestText(HalfToFloat(value));
+  } else if constexpr (std::is_same<Src, bfloat16>::value) {
+    return ShortestText(BFloat16ToFloat(value));
   } else if constexpr (std::is_same<Src, bool>::value) {
     return value ? "1" : "0";
   } else if constexpr (std::is_integral<Src>::value) {

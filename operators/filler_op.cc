@@ -60,6 +60,8 @@ T ScalarArgumentAs(const OperatorBase& op, const std::string& name, const T& def
     return op.GetSingleArgument<T>(name, default_value);
   } else if constexpr (std::is_same<T, float16>::value) {
     return FloatToHalf(op.GetSingleArgument<float>(name, HalfToFloat(default_value)));
+  } else if constexpr (std::is_same<T, bfloat16>::value) {
+    return FloatToBFloat16(op.GetSingleArgument<float>(name, BFloat16ToFloat(default_value)));
   } else {
     const int64_t value =
         op.GetSingleArgument<int64_t>(name, static_cast<int64_t>(default_value));
@@ -74,6 +76,10 @@ std::vector<T> ListArgumentAs(const OperatorBase& op, const std::string& name) {
   } else if constexpr (std::is_same<T, float16>::value) {
     std::vector<T> values;
     for (float v : op.GetRepeatedArgument<float>(name)) values.push_back(FloatToHalf(v));
+    return values;
+  } else if constexpr (std::is_same<T, bfloat16>::value) {
+    std::vector<T> values;
+    for (float v : op.GetRepeatedArgument<float>(name)) values.push_back(FloatToBFloat16(v));
     return values;
   } else {
     std::vector<T> values;
@@ -90,6 +96,7 @@ std::vector<T> ListArgumentAs(const OperatorBase& op, const std::string& name) {
 DOPPIO_INSTANTIATE_FILL_ARGUMENT_(float)
 DOPPIO_INSTANTIATE_FILL_ARGUMENT_(double)
 DOPPIO_INSTANTIATE_FILL_ARGUMENT_(float16)
+DOPPIO_INSTANTIATE_FILL_ARGUMENT_(bfloat16)
 DOPPIO_INSTANTIATE_FILL_ARGUMENT_(int8_t)
 DOPPIO_INSTANTIATE_FILL_ARGUMENT_(int16_t)
 DOPPIO_INSTANTIATE_FILL_ARGUMENT_(int32_t)

@@ -45,6 +45,8 @@ template <typename T>
 void PrintElement(std::ostream& out, const T& value) {
   if constexpr (std::is_same<T, float16>::value) {
     out << HalfToFloat(value);
+  } else if constexpr (std::is_same<T, bfloat16>::value) {
+    out << BFloat16ToFloat(value);
   } else if constexpr (std::is_same<T, int8_t>::value || std::is_same<T, uint8_t>::value) {
     out << static_cast<int>(value);  // numbers, not characters
   } else {

@@ -161,6 +161,36 @@ void FeedInt8Blob(const std::string& name, const py::array& array, float scale,
   Registry().Current()->CreateBlob(name)->Reset(std::move(int8_tensor));
 }
 
+// A bfloat16 tensor (numpy has no bfloat16) from float32/float64 values,
+// rounded to nearest even, or from uint16 arrays of bfloat16 bit patterns.
+void FeedBFloat16Blob(const std::string& name, const py::array& array) {
+  Tensor values;
+  ArrayToTensor(array, name, &values);
+  Tensor tensor(values.dims(), DataType::kBFloat16);
+  bfloat16* out = tensor.mutable_data<bfloat16>();
+  const int64_t n = values.numel();
+  switch (values.dtype()) {
+    case DataType::kUint16:
+      for (int64_t i = 0; i < n; ++i) out[i].bits = values.data<uint16_t>()[i];
+      break;
+    case DataType::kFloat:
+      for (int64_t i = 0; i < n; ++i) out[i] = FloatToBFloat16(values.data<float>()[i]);
+      break;
+    case DataType::kDouble:
+      // As x.astype(float32) then a cast: two roundings, which can differ
+      // from rounding the double once where float32's rounding lands on a
+      // bfloat16 midpoint.
+      for (int64_t i = 0; i < n; ++i) {
+        out[i] = FloatToBFloat16(static_cast<float>(values.data<double>()[i]));
+      }
+      break;
+    default:
+      DOPPIO_THROW("cannot feed bfloat16 blob '", name, "' from ", DataTypeName(values.dtype()),
+                   ": give float32/float64 values or uint16 bit patterns");
+  }
+  Registry().Current()->CreateBlob(name)->Reset(std::make_unique<Tensor>(std::move(tensor)));
+}
+
 // GPU tensors are copied to the host first; a std::string blob comes back
 // as bytes; an Int8TensorCPU as (data, scale, zero_point), as Caffe2's
 // fetch_blob returns it. A CUDA device option only asserts that the caller expects a GPU
@@ -527,6 +557,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("feed_string_blob", &FeedStringBlob, py::arg("name"), py::arg("value"));
   m.def("feed_int8_blob", &FeedInt8Blob, py::arg("name"), py::arg("array"), py::arg("scale"),
         py::arg("zero_point"));
+  m.def("feed_bfloat16_blob", &FeedBFloat16Blob, py::arg("name"), py::arg("array"));
   m.def("fetch_blob", &FetchBlob, py::arg("name"), py::arg("device_option") = py::none());
   m.def("tensor_view", &TensorViewOfBlob, py::arg("name"));
   m.def("has_blob", [](const std::string& name) { return Registry().Current()->HasBlob(name); });

@@ -97,6 +97,14 @@ py::array TensorToArray(const Tensor& tensor, const std::string& blob_name) {
     }
     return result;
   }
+  if (tensor.dtype() == DataType::kBFloat16) {
+    // numpy has no bfloat16: the values widen exactly to float32.
+    py::array_t<float> result(shape);
+    float* out = result.mutable_data();
+    const bfloat16* data = tensor.data<bfloat16>();
+    for (int64_t i = 0; i < tensor.numel(); ++i) out[i] = BFloat16ToFloat(data[i]);
+    return std::move(result);
+  }
   py::array result(py::dtype(NumpyName(tensor.dtype())), shape);
   if (tensor.nbytes() > 0) std::memcpy(result.mutable_data(), tensor.raw_data(), tensor.nbytes());
   return result;
@@ -105,6 +113,8 @@ py::array TensorToArray(const Tensor& tensor, const std::string& blob_name) {
 py::array TensorView(Tensor* tensor, const std::string& blob_name) {
   DOPPIO_ENFORCE(tensor->device().kind == DeviceKind::kCPU, "blob '", blob_name,
                  "' is on a GPU; Python ops see host tensors only");
+  DOPPIO_ENFORCE(tensor->dtype() != DataType::kBFloat16, "blob '", blob_name,
+                 "' holds bfloat16, which numpy cannot view; Cast it to float32 first");
   if (tensor->dtype() == DataType::kString) return TensorToArray(*tensor, blob_name);
   std::vector<py::ssize_t> shape(tensor->dims().begin(), tensor->dims().end());
   void* data = tensor->raw_mutable_data();
@@ -116,8 +126,9 @@ py::array TensorView(Tensor* tensor, const std::string& blob_name) {
 py::array SharedTensorView(const Tensor& tensor, const std::string& blob_name) {
   DOPPIO_ENFORCE(tensor.device().kind == DeviceKind::kCPU, "blob '", blob_name,
                  "' is on a GPU; only a host tensor can be viewed in place (fetch copies)");
-  if (tensor.dtype() == DataType::kString || !tensor.has_storage()) {
-    return TensorToArray(tensor, blob_name);
+  if (tensor.dtype() == DataType::kString || tensor.dtype() == DataType::kBFloat16 ||
+      !tensor.has_storage()) {
+    return TensorToArray(tensor, blob_name);  // a copy: numpy cannot view these
   }
   auto owner = std::make_unique<Tensor>(tensor.device());
   owner->ShareData(tensor);

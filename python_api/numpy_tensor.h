@@ -18,7 +18,8 @@ namespace python {
 void ArrayToTensor(const pybind11::array& array, const std::string& blob_name,
                    Tensor* tensor);
 
-// A new numpy array holding a copy of the host tensor's elements.
+// A new numpy array holding a copy of the host tensor's elements (bfloat16
+// widened to float32, since numpy has no bfloat16).
 pybind11::array TensorToArray(const Tensor& tensor, const std::string& blob_name);
 
 // A writable numpy array over the host tensor's own elements (no copy; valid

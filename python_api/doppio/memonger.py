@@ -404,6 +404,7 @@ _SIZEOFS = {
     caffe2_pb2.TensorProto.DOUBLE: 8,
     caffe2_pb2.TensorProto.FLOAT: 4,
     caffe2_pb2.TensorProto.FLOAT16: 2,
+    caffe2_pb2.TensorProto.BFLOAT16: 2,
     caffe2_pb2.TensorProto.INT32: 4,
     caffe2_pb2.TensorProto.INT8: 1,
     caffe2_pb2.TensorProto.UINT8: 1,

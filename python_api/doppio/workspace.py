@@ -372,13 +372,19 @@ def _AsFeedableArray(name, arr):
 # for biases) and the quantization real = scale * (data - zero_point).
 Int8Tensor = collections.namedtuple('Int8Tensor', ['data', 'scale', 'zero_point'])
 
+# What FeedBlob makes a bfloat16 tensor of (numpy has no bfloat16): float
+# values, rounded to nearest even, or a uint16 array of bfloat16 bit
+# patterns. FetchBlob gives a bfloat16 tensor back widened to float32.
+BFloat16Tensor = collections.namedtuple('BFloat16Tensor', ['values'])
+
 
 def FeedBlob(name, arr, device_option=None):
     """Stores `arr` (numpy array, TensorProto, scalar or list) as a tensor
     in blob `name` of the current workspace. A str or bytes is a string blob,
     as in Caffe2: FetchBlob gives it back as bytes (a str as its UTF-8), Save
     writes it as Caffe2 does; a numpy array of strings is a string tensor.
-    An Int8Tensor (a Doppio extension) becomes an Int8TensorCPU blob."""
+    An Int8Tensor (a Doppio extension) becomes an Int8TensorCPU blob, a
+    BFloat16Tensor a bfloat16 tensor."""
     name = StringifyBlobName(name)
     if isinstance(arr, (str, bytes)):
         C.feed_string_blob(name, arr.encode('utf-8') if isinstance(arr, str) else arr)
@@ -386,6 +392,9 @@ def FeedBlob(name, arr, device_option=None):
     if isinstance(arr, Int8Tensor):
         C.feed_int8_blob(name, np.ascontiguousarray(arr.data), float(arr.scale),
                          int(arr.zero_point))
+        return True
+    if isinstance(arr, BFloat16Tensor):
+        C.feed_bfloat16_blob(name, np.asarray(arr.values))
         return True
     arr = _AsFeedableArray(name, arr)
     if device_option is None:

@@ -132,6 +132,7 @@ std::map<std::string, Tensor> TensorsOfEveryType(int64_t n) {
   float* f = make("float", DataType::kFloat, shape)->mutable_data<float>();
   double* d = make("double", DataType::kDouble, shape)->mutable_data<double>();
   float16* h = make("float16", DataType::kFloat16, shape)->mutable_data<float16>();
+  bfloat16* bf = make("bfloat16", DataType::kBFloat16, shape)->mutable_data<bfloat16>();
   int8_t* i8 = make("int8", DataType::kInt8, shape)->mutable_data<int8_t>();
   int16_t* i16 = make("int16", DataType::kInt16, shape)->mutable_data<int16_t>();
   int32_t* i32 = make("int32", DataType::kInt32, shape)->mutable_data<int32_t>();
@@ -146,6 +147,7 @@ std::map<std::string, Tensor> TensorsOfEveryType(int64_t n) {
     f[i] = 0.25f * i - 3.0f;
     d[i] = 1e300 / (i + 1);
     h[i].bits = static_cast<uint16_t>(0x3c00 + 17 * i);
+    bf[i].bits = static_cast<uint16_t>(0xbf80 - 31 * i);
     i8[i] = static_cast<int8_t>(i % 2 ? -128 + i : 127 - i);
     i16[i] = static_cast<int16_t>(i % 2 ? -32768 + i : 32767 - i);
     i32[i] = static_cast<int32_t>(i % 2 ? INT32_MIN + i : INT32_MAX - i);

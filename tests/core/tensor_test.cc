@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -166,6 +168,52 @@ TEST(TensorTest, HalfConversionMatchesIeee) {
   for (uint32_t bits = 0; bits < 0x7c00; ++bits) {
     const float16 h{static_cast<uint16_t>(bits)};
     ASSERT_EQ(FloatToHalf(HalfToFloat(h)).bits, bits);
+  }
+}
+
+// The bfloat16 nearest to `f` (ties to the even pattern), found by
+// comparing the two candidates in double: independent of the bit trick.
+uint16_t NearestBFloat16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  const uint16_t down = static_cast<uint16_t>(bits >> 16);
+  const uint16_t up = static_cast<uint16_t>(down + 1);
+  const double low = BFloat16ToFloat(bfloat16{down}), high = BFloat16ToFloat(bfloat16{up});
+  const double distance_low = std::fabs(f - low), distance_high = std::fabs(high - f);
+  if (distance_low != distance_high) return distance_low < distance_high ? down : up;
+  return (down & 1) ? up : down;
+}
+
+TEST(TensorTest, BFloat16ConversionRoundsToNearestEven) {
+  EXPECT_EQ(FloatToBFloat16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(FloatToBFloat16(-2.0f).bits, 0xc000);
+  EXPECT_EQ(BFloat16ToFloat(bfloat16{0x3f80}), 1.0f);
+  EXPECT_EQ(FloatToBFloat16(std::numeric_limits<float>::infinity()).bits, 0x7f80);
+  EXPECT_EQ(FloatToBFloat16(std::numeric_limits<float>::max()).bits, 0x7f80);  // rounds up
+  const bfloat16 nan = FloatToBFloat16(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_TRUE(std::isnan(BFloat16ToFloat(nan)));
+  uint32_t signaling_bits = 0xff800001u;  // a NaN whose payload is only in the dropped bits
+  float signaling;
+  std::memcpy(&signaling, &signaling_bits, sizeof(signaling));
+  EXPECT_TRUE(std::isnan(BFloat16ToFloat(FloatToBFloat16(signaling))));
+  EXPECT_EQ(FloatToBFloat16(signaling).bits & 0x8000, 0x8000);  // the sign stays
+  // Every finite bfloat16 widens and narrows back to itself ...
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    const bfloat16 value{static_cast<uint16_t>(b)};
+    if ((b & 0x7f80) == 0x7f80) continue;  // inf / NaN
+    ASSERT_EQ(FloatToBFloat16(BFloat16ToFloat(value)).bits, b);
+  }
+  // ... and floats round to the nearer neighbor, ties to even (midpoints
+  // included: the low 16 bits exactly 0x8000).
+  uint32_t state = 12345;
+  for (int i = 0; i < 200000; ++i) {
+    state = state * 1664525u + 1013904223u;
+    uint32_t bits = (state & 0x7f7fffffu) | (i % 2 ? 0x80000000u : 0u);
+    if (i % 7 == 0) bits = (bits & 0xffff0000u) | 0x8000u;
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    if (!std::isfinite(f) || std::fabs(f) > 3.3e38f) continue;
+    ASSERT_EQ(FloatToBFloat16(f).bits, NearestBFloat16(f)) << std::hex << bits;
   }
 }
 

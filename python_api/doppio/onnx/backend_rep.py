@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import onnx
 from onnx.backend.base import BackendRep, namedtupledict
 
 from doppio import transformations, workspace
@@ -63,6 +64,7 @@ class DoppioRep(BackendRep):
                 self._declared_dtypes[value.name] = tensors.numpy_dtype(
                     elem_type, 'graph input {!r}'.format(value.name))
         self.output_names = [v.name for v in model.graph.output]
+        self._output_dtypes = [v.type.tensor_type.elem_type for v in model.graph.output]
 
     @property
     def init_net(self):
@@ -92,6 +94,8 @@ class DoppioRep(BackendRep):
                 workspace.ResetWorkspace()
                 workspace.RunNetOnce(converted.init_net)
             for name, value in feeds.items():
+                if self._declared_dtypes.get(name) == tensors.BFLOAT16:
+                    value = workspace.BFloat16Tensor(value)
                 workspace.FeedBlob(name, value, device_option=_CPU)
             if self._ready_for is not converted:
                 # Ops resolve their input blobs when the net is created, so
@@ -100,7 +104,8 @@ class DoppioRep(BackendRep):
                 workspace.CreateNet(self._running_net, overwrite=True)
                 self._ready_for = converted
             workspace.RunNet(self._running_net.name)
-            outputs = [_onnx_value(workspace.FetchBlob(name)) for name in converted.outputs]
+            outputs = [_onnx_value(workspace.FetchBlob(name), dtype)
+                       for name, dtype in zip(converted.outputs, self._output_dtypes)]
         return namedtupledict('Outputs', self.output_names)(*outputs)
 
     def _net_to_run(self, converted):
@@ -148,6 +153,14 @@ class DoppioRep(BackendRep):
         for name in list(named):
             value = np.asarray(named[name])
             declared = self._declared_dtypes.get(name)
+            if declared == tensors.BFLOAT16:
+                # bfloat16 comes as onnx.numpy_helper gives it (uint16 bit
+                # patterns) or as float values to round.
+                if value.dtype != np.uint16 and value.dtype.kind != 'f':
+                    raise InvalidInputError('run: graph input {!r} is declared bfloat16 but '
+                                            'was given {}'.format(name, value.dtype))
+                named[name] = value
+                continue
             if declared is not None and value.dtype != declared and not (
                     declared == np.dtype(object) and value.dtype.kind in 'OSU'):
                 raise InvalidInputError('run: graph input {!r} is declared {} but was given '
@@ -184,10 +197,12 @@ class DoppioRep(BackendRep):
 Caffe2Rep = DoppioRep
 
 
-def _onnx_value(value):
-    """A fetched blob as ONNX gives values: string tensors hold str (UTF-8
-    text; Caffe2's FetchBlob gives bytes), as onnx.numpy_helper and ONNX
-    Runtime do."""
+def _onnx_value(value, elem_type):
+    """A fetched blob as onnx.numpy_helper gives values: string tensors hold
+    str (UTF-8 text; Caffe2's FetchBlob gives bytes); bfloat16 tensors (which
+    FetchBlob widens to float32) their uint16 bit patterns."""
+    if elem_type == onnx.TensorProto.BFLOAT16 and isinstance(value, np.ndarray):
+        return (np.ascontiguousarray(value, np.float32).view(np.uint32) >> 16).astype(np.uint16)
     if isinstance(value, np.ndarray) and value.dtype == object:
         return np.vectorize(lambda item: item.decode('utf-8') if isinstance(item, bytes)
                             else item, otypes=[object])(value)

@@ -8,9 +8,14 @@ from doppio.proto import doppio_pb2
 
 _C2 = doppio_pb2.TensorProto
 
+# numpy has no bfloat16: this dtype stands for it in the converter's type
+# tracking (its storage, uint16 bit patterns, as onnx.numpy_helper gives
+# bfloat16 tensors).
+BFLOAT16 = np.dtype([('bfloat16', '<u2')])
+
 # ONNX element type -> (numpy dtype, Doppio/Caffe2 TensorProto.DataType).
-# Types Doppio tensors cannot hold (uint32, uint64, complex, bfloat16) are
-# absent on purpose.
+# Types Doppio tensors cannot hold (complex, 8-bit floats) are absent on
+# purpose.
 _TYPES = {
     OnnxTensor.FLOAT: (np.dtype(np.float32), _C2.FLOAT),
     OnnxTensor.DOUBLE: (np.dtype(np.float64), _C2.DOUBLE),
@@ -23,6 +28,7 @@ _TYPES = {
     OnnxTensor.UINT16: (np.dtype(np.uint16), _C2.UINT16),
     OnnxTensor.UINT32: (np.dtype(np.uint32), _C2.UINT32),
     OnnxTensor.UINT64: (np.dtype(np.uint64), _C2.UINT64),
+    OnnxTensor.BFLOAT16: (BFLOAT16, _C2.BFLOAT16),
     OnnxTensor.BOOL: (np.dtype(np.bool_), _C2.BOOL),
     OnnxTensor.STRING: (np.dtype(object), _C2.STRING),
 }
@@ -71,6 +77,9 @@ def to_array(tensor, what):
     if tensor.HasField('segment'):
         raise UnsupportedError('{}: segmented tensors are not supported'.format(what))
     dtype = numpy_dtype(tensor.data_type, what)
+    if dtype == BFLOAT16:
+        raise UnsupportedError('{}: bfloat16 initializers and constants are not supported '
+                               'yet'.format(what))
     dims = list(tensor.dims)
     if any(d < 0 for d in dims):
         raise InvalidModelError('{}: negative dims {}'.format(what, dims))
