@@ -128,7 +128,7 @@ template <typename Dst>
 Dst ParseText(const std::string& text, const std::string& blob, int64_t index) {
   const char* begin = text.c_str();
   char* end = nullptr;
-  errno = 0;
+  // Out-of-range text reads as strtod gives it: +-inf, or 0 (as numpy's float()).
   const double value = std::strtod(begin, &end);
   DOPPIO_ENFORCE(end != begin && *end == '\0', "'", blob, "'[", index, "] is \"", text,
                  "\", which is not a number");

@@ -92,11 +92,15 @@ inline int64_t WindowCount(const Range& d, const Range& h, const Range& w) {
 template <typename T>
 int64_t FirstMaxInWindow(const Pool3& s, const Range& d, const Range& h, const Range& w, const T* x,
                          int64_t step, T top) {
-  int64_t found = -1;
-  ForEachInWindow(s, d, h, w, [&](int64_t i) {
-    if (found < 0 && x[i * step] == top) found = i;
-  });
-  return found;
+  for (int64_t i = d.begin; i < d.end; i += d.step) {
+    for (int64_t j = h.begin; j < h.end; j += h.step) {
+      const int64_t row = (i * s.in[1] + j) * s.in[2];
+      for (int64_t k = w.begin; k < w.end; k += w.step) {
+        if (x[(row + k) * step] == top) return row + k;
+      }
+    }
+  }
+  return -1;
 }
 
 }  // namespace pool_window
