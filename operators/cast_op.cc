@@ -128,22 +128,36 @@ template <typename Dst>
 Dst ParseText(const std::string& text, const std::string& blob, int64_t index) {
   const char* begin = text.c_str();
   char* end = nullptr;
-  // Out-of-range text reads as strtod gives it: +-inf, or 0 (as numpy's float()).
-  const double value = std::strtod(begin, &end);
-  DOPPIO_ENFORCE(end != begin && *end == '\0', "'", blob, "'[", index, "] is \"", text,
-                 "\", which is not a number");
+  const auto check_number = [&] {
+    DOPPIO_ENFORCE(end != begin && *end == '\0', "'", blob, "'[", index, "] is \"", text,
+                   "\", which is not a number");
+  };
+  const auto check_range = [&](bool fits) {
+    DOPPIO_ENFORCE(errno == 0 && fits, "'", blob, "'[", index, "] is \"", text,
+                   "\", outside the range of ", DataTypeName(DataTypeFor<Dst>()));
+  };
   if constexpr (std::is_integral<Dst>::value && !std::is_same<Dst, bool>::value) {
-    // Integers read exactly (a double holds only 53 bits).
-    if (text.find_first_of(".eEnNiI") == std::string::npos) {
+    // Whole numbers read exactly (a double holds only 53 bits); decimals,
+    // exponents and hex go through strtod below.
+    if (text.find_first_of(".eEnNiIxX") == std::string::npos) {
       errno = 0;
-      const long long whole = std::strtoll(begin, &end, 10);
-      DOPPIO_ENFORCE(errno == 0 && whole >= std::numeric_limits<Dst>::lowest() &&
-                         whole <= static_cast<long long>(std::numeric_limits<Dst>::max()),
-                     "'", blob, "'[", index, "] is \"", text, "\", outside the range of ",
-                     DataTypeName(DataTypeFor<Dst>()));
-      return static_cast<Dst>(whole);
+      if constexpr (std::is_same<Dst, uint64_t>::value) {
+        const unsigned long long whole = std::strtoull(begin, &end, 10);
+        check_number();
+        check_range(text.find('-') == std::string::npos || whole == 0);
+        return static_cast<Dst>(whole);
+      } else {
+        const long long whole = std::strtoll(begin, &end, 10);
+        check_number();
+        check_range(whole >= static_cast<long long>(std::numeric_limits<Dst>::lowest()) &&
+                    whole <= static_cast<long long>(std::numeric_limits<Dst>::max()));
+        return static_cast<Dst>(whole);
+      }
     }
   }
+  // Out-of-range text reads as strtod gives it: +-inf, or 0 (as numpy's float()).
+  const double value = std::strtod(begin, &end);
+  check_number();
   return CastValue<Dst>(value);
 }
 

@@ -81,6 +81,13 @@ def test_strings_read_as_numbers(to, dtype):
     big = h.run_op(h.make_op("Cast", ["S"], ["Y"], to="INT64"),
                    [np.array(["9007199254740993"], object)])[0]
     assert big[0] == 9007199254740993  # exact, beyond a double's 53 bits
+    huge = h.run_op(h.make_op("Cast", ["S"], ["Y"], to="UINT64"),
+                    [np.array(["18446744073709551615", "7", "-0"], object)])[0]
+    np.testing.assert_array_equal(huge, np.array([2**64 - 1, 7, 0], np.uint64))
+    h.assert_op_error(h.make_op("Cast", ["S"], ["Y"], to="UINT64"),
+                      [np.array(["-3"], object)], "'S'[0]", "range of uint64")
+    h.assert_op_error(h.make_op("Cast", ["S"], ["Y"], to="INT32"),
+                      [np.array(["12abc"], object)], "'S'[0]", "not a number")
 
 
 def test_gradient_casts_back():
