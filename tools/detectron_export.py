@@ -124,9 +124,14 @@ def _unavailable_module(name):
 def load_converter(checkout, path):
     """Detectron's convert_pkl_to_pb.py as a module."""
     if path is None:
-        source = subprocess.run(
+        shown = subprocess.run(
             ['git', '-C', checkout, 'show', '{}:{}'.format(CONVERTER_COMMIT, CONVERTER_PATH)],
-            check=True, stdout=subprocess.PIPE).stdout.decode()
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if shown.returncode != 0:
+            raise SystemExit('{} has no git history with {} at {} ({}); pass that version with '
+                             '--converter'.format(checkout, CONVERTER_PATH, CONVERTER_COMMIT,
+                                                  shown.stderr.decode().strip()))
+        source = shown.stdout.decode()
         origin = '{}@{}'.format(CONVERTER_PATH, CONVERTER_COMMIT)
     else:
         with open(path) as f:

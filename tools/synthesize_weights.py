@@ -31,9 +31,9 @@ import argparse
 import sys
 
 import numpy as np
-from google.protobuf import text_format
+from google.protobuf.message import DecodeError
 
-from doppio import core, workspace
+from doppio import core, utils, workspace
 from doppio.proto import doppio_pb2
 
 CONV_TYPES = ('Conv', 'Int8Conv', 'Int8ConvRelu', 'ConvTranspose', 'Int8ConvTranspose')
@@ -117,18 +117,9 @@ class _Channels(object):
 
 
 def _arg(op, name, default=None):
-    for arg in op.arg:
-        if arg.name == name:
-            if arg.HasField('f'):
-                return arg.f
-            if arg.HasField('i'):
-                return arg.i
-            if arg.HasField('s'):
-                return arg.s.decode()
-            if arg.HasField('n'):
-                return arg.n
-            return list(arg.ints) or list(arg.floats)
-    return default
+    """Argument `name` of `op` (strings decoded), or `default`."""
+    value = utils.ArgsToDict(op.arg).get(name, default)
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _all_ops(net):
@@ -314,17 +305,13 @@ def _input_scale(blob):
 
 
 def load_net(path):
+    """A NetDef file, binary or text protobuf."""
     with open(path, 'rb') as f:
         data = f.read()
-    net = doppio_pb2.NetDef()
     try:
-        net.ParseFromString(data)
-        if not net.op:
-            raise ValueError('not binary')
-    except Exception:
-        net = doppio_pb2.NetDef()
-        text_format.Parse(data.decode(), net)
-    return net
+        return utils.TryReadProtoWithClass(doppio_pb2.NetDef, data)
+    except DecodeError as error:
+        raise ValueError('{}: neither a binary nor a text NetDef ({})'.format(path, error))
 
 
 def synthesize(net, inputs, classes=81, channels=32, seed=0):
@@ -342,7 +329,9 @@ def main(argv):
     args = parse_args(argv)
     inputs = {}
     for item in args.input:
-        name, path = item.split('=', 1)
+        name, equals, path = item.partition('=')
+        if not equals or not name:
+            raise SystemExit('--input {!r}: expected NAME=FILE.npy'.format(item))
         inputs[name] = np.load(path)
     init = synthesize(load_net(args.net), inputs, args.classes, args.channels, args.seed)
     with open(args.out, 'wb') as f:

@@ -87,6 +87,28 @@ def NumpyArrayToCaffe2Tensor(arr, name=None):
     return tensor
 
 
+def ArgsToDict(args):
+    """Caffe2's: OperatorDef arguments as {name: value}, each value the one
+    field the argument sets (f, i, s as bytes, n, or the first non-empty
+    repeated field as a list); None for an argument that sets none."""
+    values = {}
+    for arg in args:
+        if not arg.name:
+            continue
+        values[arg.name] = None
+        for field in arg.DESCRIPTOR.fields:
+            if field.name == 'name':
+                continue
+            if field.label == field.LABEL_REPEATED:
+                if len(getattr(arg, field.name)):
+                    values[arg.name] = list(getattr(arg, field.name))
+                    break
+            elif arg.HasField(field.name):
+                values[arg.name] = getattr(arg, field.name)
+                break
+    return values
+
+
 def TryReadProtoWithClass(cls, s):
     """A `cls` message from text or binary protobuf content; DecodeError when
     it is neither."""

@@ -146,6 +146,12 @@ def soft_nms(boxes, scores, indices, sigma, threshold, min_score, method, plus_o
     return keep, scores
 
 
+def _unscaled_size(height, width, scale):
+    """BBoxTransform's image size before scaling: Caffe2 rounds it in float32."""
+    return (int(np.float32(height) / np.float32(scale) + np.float32(0.5)),
+            int(np.float32(width) / np.float32(scale) + np.float32(0.5)))
+
+
 def bbox_transform_op(rois, deltas, im_info, weights, apply_scale, correct, plus_one):
     """Caffe2's BBoxTransform: rois [R, 5] in scaled-image coordinates,
     boxes moved, clipped to the unscaled image, optionally scaled back."""
@@ -154,9 +160,7 @@ def bbox_transform_op(rois, deltas, im_info, weights, apply_scale, correct, plus
         rows = rois[:, 0] == image
         boxes = rois[rows, 1:] / scale
         moved = bbox_transform(boxes, deltas[rows], weights, correct, plus_one)
-        # Caffe2 rounds the unscaled size in float32
-        h_img = int(np.float32(height) / np.float32(scale) + np.float32(0.5))
-        w_img = int(np.float32(width) / np.float32(scale) + np.float32(0.5))
+        h_img, w_img = _unscaled_size(height, width, scale)
         out[rows] = clip_boxes(moved, h_img, w_img, plus_one) * (scale if apply_scale else 1)
     return out
 
@@ -172,8 +176,7 @@ def bbox_transform_rotated_op(rois, deltas, im_info, weights, apply_scale, angle
         unscaled = rois[rows, 1:].astype(np.float64)
         unscaled[:, :4] /= scale
         moved = bbox_transform_rotated(unscaled, deltas[rows], weights)
-        h_img = int(np.float32(height) / np.float32(scale) + np.float32(0.5))
-        w_img = int(np.float32(width) / np.float32(scale) + np.float32(0.5))
+        h_img, w_img = _unscaled_size(height, width, scale)
         clipped = clip_rotated(moved, h_img, w_img, angle_thresh, plus_one)
         if apply_scale:
             for k in range(deltas.shape[1] // 5):

@@ -78,10 +78,17 @@ def test_fill_and_save_load_keep_the_bits(tmp_path):
     assert os.path.getsize(path) > 0
 
 
-def test_bad_feeds_are_errors():
+def test_bad_feeds_and_python_op_views_are_errors():
     with pytest.raises(RuntimeError, match="'b'.*int32"):
         workspace.FeedBlob("b", workspace.BFloat16Tensor(np.arange(3, dtype=np.int32)))
     assert not workspace.HasBlob("b")
+    workspace.FeedBlob("b", workspace.BFloat16Tensor(np.float32([1.5])))
+
+    def f(inputs, outputs):
+        inputs[0].data  # numpy cannot view bfloat16 in place
+
+    with pytest.raises(RuntimeError, match="'b'.*bfloat16.*Cast"):
+        workspace.RunOperatorOnce(core.CreatePythonOperator(f, ["b"], []))
 
 
 if __name__ == "__main__":

@@ -54,5 +54,17 @@ def test_debug_mode_exits_with_the_traceback_off_a_terminal():
     assert 'boom 17' in result.stderr
 
 
+
+def test_args_to_dict_reads_each_argument_kind():
+    op = core.CreateOperator('X', [], [], f=0.5, i=3, s='text', ints=[1, 2], floats=[0.25],
+                             strings=['a', 'b'], n=caffe2_pb2.NetDef(name='sub'))
+    op.arg.add(name='unset')
+    args = utils.ArgsToDict(op.arg)
+    assert args['f'] == 0.5 and args['i'] == 3 and args['s'] == b'text'
+    assert args['ints'] == [1, 2] and args['floats'] == [0.25]
+    assert args['strings'] == [b'a', b'b'] and args['n'].name == 'sub'
+    assert args['unset'] is None
+
+
 if __name__ == '__main__':
     sys.exit(pytest.main([__file__, '-q']))

@@ -17,19 +17,17 @@ import torch.nn.functional as F
 import torchvision.ops as tv_ops
 
 import detection_reference as ref
+from doppio import utils
 
 Int8 = collections.namedtuple('Int8', ['q', 'scale', 'zero_point'])
 
 
 def arg(op, name, default=None):
-    for a in op.arg:
-        if a.name == name:
-            for field in ('f', 'i', 's', 'n'):
-                if a.HasField(field):
-                    value = getattr(a, field)
-                    return value.decode() if field == 's' else value
-            return list(a.ints) or list(a.floats) or [s.decode() for s in a.strings]
-    return default
+    """Argument `name` of `op` (strings decoded), or `default`."""
+    value = utils.ArgsToDict(op.arg).get(name, default)
+    if isinstance(value, list):
+        return [v.decode() if isinstance(v, bytes) else v for v in value]
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def real(value):
