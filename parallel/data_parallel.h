@@ -69,6 +69,17 @@ struct ParallelizeOptions {
   // params, the update ops run once for the master, the init net makes only
   // the master's params and no param Broadcast (parallel/shared_model.h).
   bool shared_model = false;
+  // Each replica updates its own params from its own gradients: no gradient
+  // is reduced across replicas or shards (the init broadcast still makes
+  // them start equal). What Caffe2's Parallelize_BMUF builds its local
+  // steps from; its block update averages the params every few steps.
+  bool local_updates = false;
+  // Gradient accumulation: each run of the training net reads
+  // accumulate_steps micro-batches (forward and backward that many times),
+  // sums their gradients and reduces and updates once, as one batch
+  // accumulate_steps times larger would (the caller divides the loss scale
+  // by it too). Not with sparse gradients or shared_model.
+  int accumulate_steps = 1;
   // num_shards > 1: this process is one shard of a multi-process run
   // (parallel/distributed.h); devices are this process's own.
   RendezvousOptions rendezvous;

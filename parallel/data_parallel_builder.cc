@@ -1,5 +1,7 @@
 #include "parallel/data_parallel_builder.h"
 
+#include <algorithm>
+
 #include <set>
 
 #include "core/backward.h"
@@ -44,7 +46,11 @@ Parallelized BuildDataParallel(const ModelBuilders& builders, const ParallelizeO
 
   if (builders.input) builders.input(&model.param_init_net, &model.net);
   const int first_forward_op = model.net.op_size();
-  const float loss_scale = 1.0f / static_cast<float>(options.devices.size());
+  // The gradients are summed over devices, shards and micro-batches.
+  const float loss_scale =
+      1.0f / (static_cast<float>(options.devices.size()) *
+              static_cast<float>(std::max(1, options.rendezvous.num_shards)) *
+              static_cast<float>(std::max(1, options.accumulate_steps)));
   std::vector<std::string> losses =
       builders.forward(&model.param_init_net, &model.net, loss_scale);
   model.params = builders.params.empty()

@@ -37,7 +37,8 @@ struct ModelBuilders {
   std::function<void(NetDef* init, NetDef* net)> input;
   // Required: the forward pass into `net`, its params' initializers into
   // `init`. Returns the loss blobs, already multiplied by loss_scale
-  // (1 / number of devices, so the summed gradients are the batch mean's).
+  // (1 / (devices x shards x accumulate_steps), so the summed gradients are
+  // the global batch mean's).
   std::function<std::vector<std::string>(NetDef* init, NetDef* net, float loss_scale)> forward;
   // Optional (none: a forward-only model): update ops into `update`, their
   // state (learning rate, momentum) into `init`, given each trained param's

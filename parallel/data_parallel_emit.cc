@@ -7,6 +7,7 @@
 #include "core/argument.h"
 #include "core/enforce.h"
 #include "core/schema.h"
+#include "core/shape_walk.h"
 #include "parallel/data_parallel_phases.h"
 #include "parallel/device_collectives.h"
 #include "parallel/distributed.h"
@@ -200,12 +201,18 @@ void EmitSparseGather(const SparseGradientSync& sync, const ParallelPlan& plan,
   }
 }
 
-void EmitAfterOp(const AfterOp& after, const ParallelPlan& plan,
-                 const ParallelizeOptions& options, const Cloner& cloner,
-                 NetCollectives* collectives, NetDef* net) {
+void EmitStatistics(const AfterOp& after, const Cloner& cloner, NetCollectives* collectives,
+                    NetDef* net) {
   for (const std::string& blob : after.statistics) {
     AppendAll(collectives->devices.Allreduce(blob, cloner.RenameAll(blob)), net);
   }
+}
+
+// The gradient reductions after one op: over the replicas, across the
+// shards, the sparse concatenations.
+void EmitReductions(const AfterOp& after, const ParallelPlan& plan,
+                    const ParallelizeOptions& options, const Cloner& cloner,
+                    NetCollectives* collectives, NetDef* net) {
   for (const std::string& grad : after.gradients) {
     // A gradient summed across shards next needs the local sum on the first
     // replica only; the bucket's Broadcast hands the total back.
@@ -226,6 +233,129 @@ void EmitAfterOp(const AfterOp& after, const ParallelPlan& plan,
   }
 }
 
+void EmitAfterOp(const AfterOp& after, const ParallelPlan& plan,
+                 const ParallelizeOptions& options, const Cloner& cloner,
+                 NetCollectives* collectives, NetDef* net) {
+  EmitStatistics(after, cloner, collectives, net);
+  EmitReductions(after, plan, options, cloner, collectives, net);
+}
+
+// ---- gradient accumulation (plan.accumulate_steps > 1) ----
+
+OperatorDef MakeOp(const std::string& type, const std::vector<std::string>& inputs,
+                   const std::vector<std::string>& outputs, const DeviceOption& device_option) {
+  OperatorDef op;
+  op.set_type(type);
+  for (const std::string& input : inputs) op.add_input(input);
+  for (const std::string& output : outputs) op.add_output(output);
+  *op.mutable_device_option() = device_option;
+  return op;
+}
+
+OperatorDef Int64Fill(const std::string& blob, int64_t value) {
+  OperatorDef op = MakeOp("ConstantFill", {}, {blob}, DeviceOption());
+  Argument* shape = op.add_arg();
+  shape->set_name("shape");
+  shape->add_ints(1);
+  SetArgument(&op, "value", value);
+  SetArgument(&op, "dtype", static_cast<int64_t>(TensorProto::INT64));
+  return op;
+}
+
+// The While op names every blob its loop net reads before writing and every
+// blob it writes, so that the dag executor orders it against the ops around
+// it (it sees only the blobs an op names).
+void NameLoopBlobs(const NetDef& body, OperatorDef* loop) {
+  std::set<std::string> written, read_first, listed_inputs(loop->input().begin(),
+                                                           loop->input().end());
+  for (const OperatorDef& op : body.op()) {
+    for (const std::string& input : op.input()) {
+      if (!written.count(input) && listed_inputs.insert(input).second) loop->add_input(input);
+    }
+    for (const std::string& output : op.output()) {
+      if (written.insert(output).second) loop->add_output(output);
+    }
+  }
+}
+
+// Zeroed accumulators of each gradient's param's shape and dtype, per replica.
+void EmitZeroAccumulators(const ParallelPlan& plan, const DataParallelTemplate& model,
+                          NetDef* net) {
+  const std::map<std::string, TensorShape> shapes = InferNetShapes(model.param_init_net, {});
+  for (const auto& entry : plan.param_to_grad) {
+    auto known = shapes.find(entry.first);
+    const int64_t dtype = known == shapes.end() ? TensorProto::FLOAT : known->second.data_type();
+    for (const Replica& replica : plan.replicas) {
+      OperatorDef fill = MakeOp("ConstantFill", {replica.prefix + entry.first},
+                                {replica.prefix + plan.accumulators.at(entry.second)},
+                                replica.device_option);
+      SetArgument(&fill, "dtype", dtype);
+      *net->add_op() = std::move(fill);
+    }
+  }
+}
+
+// One micro-step: every replica's forward and backward ops, the statistics
+// sums, and each gradient added to its accumulator; then the step counter.
+NetDef MicroStepNet(const ParallelPlan& plan, const DataParallelTemplate& model,
+                    const ParallelizeOptions& options, const Cloner& cloner,
+                    const std::vector<bool>& shared_op, NetCollectives* collectives) {
+  NetDef body;
+  body.set_name(model.net.name() + "_micro_step");
+  body.set_type(options.net_type);
+  SetArgument(&body, "num_workers", options.num_threads_per_device);
+  for (size_t i = 0; i < plan.train_ops.size(); ++i) {
+    for (size_t r = 0; r < plan.replicas.size(); ++r) {
+      cloner.Append(plan.train_ops[i], shared_op[i], /*master_only=*/false, r, &body);
+    }
+    auto after = plan.after_op.find(static_cast<int>(i));
+    if (after != plan.after_op.end()) EmitStatistics(after->second, cloner, collectives, &body);
+  }
+  for (const auto& entry : plan.accumulators) {
+    for (const Replica& replica : plan.replicas) {
+      const std::string accumulator = replica.prefix + entry.second;
+      *body.add_op() = MakeOp("Add", {accumulator, replica.prefix + entry.first}, {accumulator},
+                              replica.device_option);
+    }
+  }
+  *body.add_op() = MakeOp("Iter", {kAccumulateStepBlob}, {kAccumulateStepBlob}, DeviceOption());
+  return body;
+}
+
+// The micro-step loop, then the gradients set to their sums and reduced.
+void EmitAccumulatedStep(const ParallelPlan& plan, const DataParallelTemplate& model,
+                         const ParallelizeOptions& options, const Cloner& cloner,
+                         const std::vector<bool>& shared_op, NetCollectives* collectives,
+                         NetDef* net) {
+  *net->add_op() = Int64Fill(kAccumulateStepBlob, 0);
+  *net->add_op() = Int64Fill(kAccumulateLimitBlob, plan.accumulate_steps);
+  const OperatorDef more = MakeOp("LT", {kAccumulateStepBlob, kAccumulateLimitBlob},
+                                  {kAccumulateMoreBlob}, DeviceOption());
+  *net->add_op() = more;
+  EmitZeroAccumulators(plan, model, net);
+  OperatorDef loop = MakeOp("While", {kAccumulateMoreBlob}, {}, DeviceOption());
+  loop.set_name(model.net.name() + "_micro_steps");
+  const NetDef body = MicroStepNet(plan, model, options, cloner, shared_op, collectives);
+  NameLoopBlobs(body, &loop);
+  Argument* loop_net = loop.add_arg();
+  loop_net->set_name("loop_net");
+  *loop_net->mutable_n() = body;
+  Argument* cond_net = loop.add_arg();
+  cond_net->set_name("cond_net");
+  cond_net->mutable_n()->set_name(model.net.name() + "_micro_step_condition");
+  *cond_net->mutable_n()->add_op() = more;
+  *net->add_op() = std::move(loop);
+  for (const auto& entry : plan.accumulators) {
+    for (const Replica& replica : plan.replicas) {
+      *net->add_op() = MakeOp("Copy", {replica.prefix + entry.second},
+                              {replica.prefix + entry.first}, replica.device_option);
+    }
+  }
+  for (const auto& entry : plan.after_op) {
+    EmitReductions(entry.second, plan, options, cloner, collectives, net);
+  }
+}
+
 }  // namespace
 
 NetDef EmitTrainNet(const ParallelPlan& plan, const DataParallelTemplate& model,
@@ -240,7 +370,10 @@ NetDef EmitTrainNet(const ParallelPlan& plan, const DataParallelTemplate& model,
   // replica's combined SpatialBN reads their sum.
   const std::vector<bool> shared_op =
       cloner.SharedOps(plan.train_ops, "net '" + model.net.name() + "'");
-  for (size_t i = 0; i < plan.train_ops.size(); ++i) {
+  if (plan.accumulate_steps > 1) {
+    EmitAccumulatedStep(plan, model, options, cloner, shared_op, &collectives, &net);
+  }
+  for (size_t i = 0; plan.accumulate_steps == 1 && i < plan.train_ops.size(); ++i) {
     for (size_t r = 0; r < plan.replicas.size(); ++r) {
       cloner.Append(plan.train_ops[i], shared_op[i], /*master_only=*/false, r, &net);
     }

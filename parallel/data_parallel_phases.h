@@ -1,6 +1,7 @@
 // The phases of the Parallelize pass (parallel/data_parallel.h), each a pure
 // function with its own test (tests/parallel/data_parallel_phases_test.cc).
-// Parallelize is: Validate, PlanParallelize, EmitTrainNet, EmitInitNet.
+// Parallelize is: Validate, PlanParallelize, EmitTrainNet, EmitInitNet,
+// AddScheduleCheck.
 //
 // Planning (data_parallel_planning.cc) fills a ParallelPlan step by step;
 // every step reads the template and options and what earlier steps planned.
@@ -30,9 +31,15 @@ void ValidateParallelize(const DataParallelTemplate& model, const ParallelizeOpt
 // The replicas, in options.devices order.
 std::vector<Replica> PlanReplicas(const ParallelizeOptions& options);
 
+// The template's params that no loss depends on through the forward ops
+// (by data flow; a path through StopGradient counts), in params order.
+std::vector<std::string> ParamsNoLossDependsOn(const DataParallelTemplate& model);
+
 // train_ops = forward + backward (the template's own backward when it
 // carries one, else AddGradientOperators over the losses), and the params'
-// dense and sparse gradients. Params the losses do not reach get none.
+// dense and sparse gradients. Params the losses do not reach get none;
+// params no loss depends on at all are refused (InvalidArgumentError naming
+// them), frozen ones (behind StopGradient) are left out.
 void PlanGradients(const DataParallelTemplate& model, ParallelPlan* plan);
 
 // Shared blobs, the shared model's master params, and the checks that
@@ -50,9 +57,22 @@ void PlanCombinedBatchNorm(const ParallelizeOptions& options, ParallelPlan* plan
 void PlanSparseGradients(const DataParallelTemplate& model, const ParallelizeOptions& options,
                          ParallelPlan* plan);
 
+// The blobs of the micro-step loop (accumulate_steps > 1): its int64
+// counter, its limit and its condition.
+constexpr const char* kAccumulateStepBlob = "__accumulate_step";
+constexpr const char* kAccumulateLimitBlob = "__accumulate_steps";
+constexpr const char* kAccumulateMoreBlob = "__accumulate_more";
+
+// accumulate_steps > 1: each dense gradient's accumulator (a free name; the
+// loop's blob names must be free too). Refuses sparse gradients and
+// shared_model (NotImplementedError).
+void PlanAccumulation(const DataParallelTemplate& model, const ParallelizeOptions& options,
+                      ParallelPlan* plan);
+
 // Dense gradient sums: each after the last op touching the gradient, in
 // the reverse order of the params' first forward use (the first layer's
-// gradient finishes last); across shards, in buckets.
+// gradient finishes last); across shards, in buckets. None with
+// local_updates.
 void PlanDenseReductions(const DataParallelTemplate& model, const ParallelizeOptions& options,
                          ParallelPlan* plan);
 
@@ -75,6 +95,20 @@ NetDef EmitTrainNet(const ParallelPlan& plan, const DataParallelTemplate& model,
 // then the planned broadcasts.
 NetDef EmitInitNet(const ParallelPlan& plan, const DataParallelTemplate& model,
                    const ParallelizeOptions& options);
+
+// ---- check ----
+
+// The dtype and shape of every replica's (prefixed) params, the other blobs
+// the init net makes, and the params' dense gradients, as far as the ops'
+// schemas infer them through the template's init net.
+std::map<std::string, TensorShape> ReplicaBlobShapes(const ParallelPlan& plan,
+                                                     const DataParallelTemplate& model);
+
+// Several processes: a VerifyCollectiveSchedule right after the init net's
+// CreateCommonWorld, carrying the schedule of every collective after it in
+// `init` and then in `net` (parallel/collective_schedule.h). Nothing for one.
+void AddScheduleCheck(const ParallelPlan& plan, const DataParallelTemplate& model,
+                      const ParallelizeOptions& options, const NetDef& net, NetDef* init);
 
 // Per replica: prefixed param -> prefixed dense gradient (empty for the
 // replicas of a shared model that own no params).

@@ -49,7 +49,15 @@ std::string ParallelPlan::ToString() const {
   }
   out << "training ops: " << num_forward_ops << " forward, "
       << train_ops.size() - num_forward_ops << " backward, " << update_net.op_size()
-      << " update\n";
+      << " update";
+  if (accumulate_steps > 1) {
+    out << "; forward and backward " << accumulate_steps << " times per step (micro-batches)";
+    std::vector<std::string> sums;
+    for (const auto& entry : accumulators) sums.push_back(entry.first + " -> " + entry.second);
+    out << "\naccumulated over micro-batches: " << Join(sums);
+  }
+  out << "\n";
+  if (local_updates) out << "local updates: each replica applies its own gradients\n";
   for (const auto& entry : after_op) {
     out << "  after op " << entry.first << " (" << Describe(train_ops[entry.first]) << "):\n";
     PrintAfterOp(entry.second, out);

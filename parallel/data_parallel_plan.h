@@ -54,6 +54,18 @@ struct ParallelPlan {
   std::set<std::string> master_params;
   // Several processes over a rendezvous.
   bool distributed = false;
+  // Micro-batches per step. Above 1 the training net runs the forward and
+  // backward ops in a While loop this many times (the same op instances
+  // every time, so a reader hands out consecutive batches and a stateful op
+  // keeps its state), adding each micro-batch's gradients into
+  // accumulators; after the loop the gradients are the sums and the
+  // reductions and updates run once. The after_op statistics are summed in
+  // every micro-step, the rest after the loop.
+  int accumulate_steps = 1;
+  // Each replica updates its own params; no gradient is reduced.
+  bool local_updates = false;
+  // Dense gradient -> the blob its micro-batch sum is kept in.
+  std::map<std::string, std::string> accumulators;
 
   // Forward then backward ops of the training net, after the
   // combine_spatial_bn rewrite; indices below refer to this list.

@@ -5,6 +5,7 @@
 
 #include "core/backward.h"
 #include "core/enforce.h"
+#include "core/schema.h"
 #include "parallel/combine_spatial_bn.h"
 #include "parallel/data_parallel_phases.h"
 #include "parallel/device_collectives.h"
@@ -30,10 +31,21 @@ void ValidateParallelizeOptions(const ParallelizeOptions& options) {
   if (options.shared_model && options.device_type != CPU) {
     throw InvalidArgumentError("Parallelize: shared_model is only supported on CPU devices");
   }
+  DOPPIO_ENFORCE(options.accumulate_steps >= 1, "Parallelize: accumulate_steps must be >= 1, "
+                 "got ", options.accumulate_steps);
   ValidateRendezvous(options.rendezvous);
 }
 
 namespace {
+
+std::string JoinQuoted(const std::vector<std::string>& names) {
+  std::string joined;
+  for (const std::string& name : names) {
+    if (!joined.empty()) joined += ", ";
+    joined += "'" + name + "'";
+  }
+  return joined;
+}
 
 // The last index of train_ops that reads or writes any of `blobs`, or -1.
 int LastTouch(const std::vector<OperatorDef>& train_ops, const std::set<std::string>& blobs) {
@@ -104,7 +116,39 @@ std::vector<std::string> ReductionOrder(const DataParallelTemplate& model,
   return params;
 }
 
+// Every blob `op` names, its net arguments' blobs included (If, While and
+// RecurrentNetwork read blobs from inside their step nets).
+std::set<std::string> BlobsNamedBy(const OperatorDef& op) {
+  std::set<std::string> names;
+  OperatorDef copy = op;
+  RenameOpBlobs(&copy, [&names](const std::string& name) {
+    names.insert(name);
+    return name;
+  });
+  return names;
+}
+
 }  // namespace
+
+std::vector<std::string> ParamsNoLossDependsOn(const DataParallelTemplate& model) {
+  // Backwards from the losses: an op that writes a blob a loss depends on
+  // makes the loss depend on everything it names. Overwritten values count
+  // too, which can only call a param used, never unused.
+  std::set<std::string> needed(model.losses.begin(), model.losses.end());
+  for (int i = model.net.op_size() - 1; i >= 0; --i) {
+    const OperatorDef& op = model.net.op(i);
+    bool feeds_loss = false;
+    for (const std::string& output : op.output()) feeds_loss = feeds_loss || needed.count(output);
+    if (!feeds_loss) continue;
+    const std::set<std::string> named = BlobsNamedBy(op);
+    needed.insert(named.begin(), named.end());
+  }
+  std::vector<std::string> unused;
+  for (const std::string& param : model.params) {
+    if (!needed.count(param)) unused.push_back(param);
+  }
+  return unused;
+}
 
 void ValidateParallelize(const DataParallelTemplate& model, const ParallelizeOptions& options) {
   ValidateParallelizeOptions(options);
@@ -150,6 +194,21 @@ void PlanGradients(const DataParallelTemplate& model, ParallelPlan* plan) {
     }
   }
   plan->train_ops.insert(plan->train_ops.end(), backward.ops.begin(), backward.ops.end());
+  // A param that gets no gradient because no loss depends on it at all is
+  // a model bug (a layer built but not wired in) that would otherwise train
+  // silently without it. A param whose path to the losses is cut (a
+  // StopGradient after frozen layers, as Detectron's FREEZE_AT does) is
+  // frozen on purpose and kept out of the reductions, as Caffe2 does.
+  const std::vector<std::string> unused = ParamsNoLossDependsOn(model);
+  if (!unused.empty()) {
+    throw InvalidArgumentError(MakeString(
+        "Parallelize: parameter", unused.size() > 1 ? "s " : " ", JoinQuoted(unused),
+        unused.size() > 1 ? " get" : " gets", " no gradient: no loss of net '", model.net.name(),
+        "' depends on ", unused.size() > 1 ? "them" : "it", " (losses: ",
+        JoinQuoted(model.losses), "). Wire the layer into a loss, or leave it out of the "
+        "model's params; to freeze a parameter on purpose, keep it in the forward pass "
+        "behind StopGradient"));
+  }
 }
 
 void PlanSharing(const DataParallelTemplate& model, const ParallelizeOptions& options,
@@ -165,6 +224,7 @@ void PlanSharing(const DataParallelTemplate& model, const ParallelizeOptions& op
                    "' is listed as shared; parameters are replicated per device");
   }
   plan->distributed = IsDistributed(options.rendezvous);
+  plan->local_updates = options.local_updates;
 }
 
 void PlanCombinedBatchNorm(const ParallelizeOptions& options, ParallelPlan* plan) {
@@ -183,8 +243,10 @@ void PlanSparseGradients(const DataParallelTemplate& model, const ParallelizeOpt
         options.rendezvous.num_shards, ") are not implemented yet; parameter '",
         plan->sparse_param_to_grad.begin()->first, "' has one"));
   }
-  // One replica applies its own slice as it is.
-  if (plan->replicas.size() < 2 || plan->sparse_param_to_grad.empty()) return;
+  // One replica, or replicas updating alone, apply their own slices as they are.
+  if (plan->replicas.size() < 2 || plan->sparse_param_to_grad.empty() || options.local_updates) {
+    return;
+  }
   const std::set<std::string> template_blobs = TemplateBlobs(model, *plan);
   std::vector<SparseGradientSync> syncs =
       PlanSparseGradientSync(plan->sparse_param_to_grad, template_blobs);
@@ -201,9 +263,40 @@ void PlanSparseGradients(const DataParallelTemplate& model, const ParallelizeOpt
   }
 }
 
+void PlanAccumulation(const DataParallelTemplate& model, const ParallelizeOptions& options,
+                      ParallelPlan* plan) {
+  plan->accumulate_steps = options.accumulate_steps;
+  if (options.accumulate_steps < 2) return;
+  if (!plan->sparse_param_to_grad.empty()) {
+    throw NotImplementedError(MakeString(
+        "Parallelize: accumulate_steps ", options.accumulate_steps, " with sparse gradients is "
+        "not implemented yet; parameter '", plan->sparse_param_to_grad.begin()->first,
+        "' has one"));
+  }
+  if (options.shared_model) {
+    throw NotImplementedError("Parallelize: accumulate_steps > 1 with shared_model is not "
+                              "implemented yet");
+  }
+  const std::set<std::string> template_blobs = TemplateBlobs(model, *plan);
+  for (const auto& entry : plan->param_to_grad) {
+    const std::string& param = entry.first;
+    const std::string& grad = entry.second;
+    const std::string accumulator = grad + "_accumulated";
+    DOPPIO_ENFORCE(!template_blobs.count(accumulator), "Parallelize: blob '", accumulator,
+                   "' already exists in the model; accumulate_steps needs that name to sum "
+                   "parameter '", param, "''s gradient over the micro-batches");
+    plan->accumulators[grad] = accumulator;
+  }
+  for (const char* name : {kAccumulateStepBlob, kAccumulateLimitBlob, kAccumulateMoreBlob}) {
+    DOPPIO_ENFORCE(!template_blobs.count(name), "Parallelize: blob '", name,
+                   "' already exists in the model; accumulate_steps needs that name for its "
+                   "micro-step loop");
+  }
+}
+
 void PlanDenseReductions(const DataParallelTemplate& model, const ParallelizeOptions& options,
                          ParallelPlan* plan) {
-  if (plan->replicas.size() < 2 && !plan->distributed) return;
+  if ((plan->replicas.size() < 2 && !plan->distributed) || options.local_updates) return;
   // CUDA replicas send each gradient across the shards alone
   // (parallel/distributed.h).
   const bool bucketed = plan->distributed && options.device_type == CPU;
@@ -260,6 +353,7 @@ ParallelPlan PlanParallelize(const DataParallelTemplate& model,
   PlanSharing(model, options, &plan);
   PlanCombinedBatchNorm(options, &plan);
   PlanSparseGradients(model, options, &plan);
+  PlanAccumulation(model, options, &plan);
   PlanDenseReductions(model, options, &plan);
   PlanInit(model, options, &plan);
   return plan;

@@ -113,6 +113,8 @@ void DefineRequest(py::module_& m) {
       .def_readwrite("shared_blobs", &ParallelizeOptions::shared_blobs)
       .def_readwrite("combine_spatial_bn", &ParallelizeOptions::combine_spatial_bn)
       .def_readwrite("shared_model", &ParallelizeOptions::shared_model)
+      .def_readwrite("accumulate_steps", &ParallelizeOptions::accumulate_steps)
+      .def_readwrite("local_updates", &ParallelizeOptions::local_updates)
       .def_readwrite("rendezvous", &ParallelizeOptions::rendezvous);
   py::class_<DataParallelTemplate> model(m, "DataParallelTemplate");
   model.def(py::init<>())
@@ -140,6 +142,8 @@ void DefineResult(py::module_& m) {
       .def_readonly("shared", &ParallelPlan::shared)
       .def_readonly("master_params", &ParallelPlan::master_params)
       .def_readonly("distributed", &ParallelPlan::distributed)
+      .def_readonly("accumulate_steps", &ParallelPlan::accumulate_steps)
+      .def_readonly("accumulators", &ParallelPlan::accumulators)
       .def_readonly("init_broadcasts", &ParallelPlan::init_broadcasts)
       .def_property_readonly("reductions", &Reductions)
       .def("__str__", &ParallelPlan::ToString);

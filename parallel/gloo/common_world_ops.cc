@@ -14,6 +14,7 @@
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
+#include "parallel/gloo/flight_recorder.h"
 #include "parallel/gloo/gloo_common.h"
 
 namespace doppio {
@@ -51,6 +52,7 @@ CreateCommonWorldOp::CreateCommonWorldOp(const OperatorDef& def, Workspace* work
   DOPPIO_ENFORCE(transport == "tcp", "transport '", transport,
                  "' is not supported; this build has Gloo's \"tcp\" transport");
   IgnoreSigpipeUnlessHandled();
+  InstallFlightRecorderSignal();
   gloo::transport::tcp::attr attr;
   // Without an interface Gloo binds to the address the host name resolves
   // to, as Caffe2 does.

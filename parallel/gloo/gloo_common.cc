@@ -12,6 +12,7 @@
 #include <gloo/common/logging.h>
 
 #include "core/workspace.h"
+#include "parallel/gloo/flight_recorder.h"
 #include "parallel/gloo/lost_peers.h"
 
 namespace doppio {
@@ -56,8 +57,32 @@ bool GlooFailureHandler::Run(const std::string& what, const CommonWorld& world,
   return RunNaming(what, DescribeRank(*world), world.get(), body);
 }
 
+namespace {
+
+// The bytes of the tensors a collective's op moves (its inputs after the
+// world), for the flight recorder.
+int64_t OperandBytes(const OperatorBase& op) {
+  int64_t bytes = 0;
+  for (int i = 1; i < op.InputSize(); ++i) {
+    const Blob& blob = op.InputBlob(i);
+    if (blob.IsTensor()) bytes += static_cast<int64_t>(blob.GetTensor().nbytes());
+  }
+  return bytes;
+}
+
+std::string DescribeOpForRecord(const OperatorBase& op) {
+  const OperatorDef& def = op.def();
+  return def.name().empty() ? def.type() : def.type() + " '" + def.name() + "'";
+}
+
+}  // namespace
+
 bool GlooFailureHandler::RunNaming(const std::string& what, const std::string& where,
                                    gloo::Context* world, const std::function<void()>& body) {
+  FlightRecorder& recorder = FlightRecorder::Get();
+  const uint64_t record =
+      recorder.Begin(DescribeOpForRecord(*op_), what, OperandBytes(*op_),
+                     world ? world->rank : -1, world ? world->size : 0);
   std::string message;
   // Only I/O failures come from peers; an enforce is this rank's own check.
   auto lost_peers = [&](const std::exception& error) -> std::string {
@@ -67,6 +92,7 @@ bool GlooFailureHandler::RunNaming(const std::string& what, const std::string& w
   };
   try {
     body();
+    recorder.End(record, "");
     if (status_ != nullptr) SetStatus(kGlooStatusOk);
     return true;
   } catch (const gloo::IoException& error) {
@@ -77,6 +103,12 @@ bool GlooFailureHandler::RunNaming(const std::string& what, const std::string& w
   } catch (const gloo::Exception& error) {
     message = lost_peers(error) + "Gloo error: " + error.what();
   }
+  recorder.End(record, message);
+  std::string problem;
+  const std::string dumped = recorder.Dump("Gloo " + what + " failed on " + where, &problem);
+  message += dumped.empty()
+                 ? " (flight recorder: " + problem + ")"
+                 : " (flight recorder: this rank's last collectives are in " + dumped + ")";
   if (status_ != nullptr) {
     SetStatus(kGlooStatusFailed);
     return false;

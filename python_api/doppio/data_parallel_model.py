@@ -119,7 +119,8 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
                 dynamic_memory_management=False, blobs_to_keep=None, use_nccl=False,
                 max_concurrent_distributed_ops=16, cpu_device=False, ideep=False,
                 num_threads_per_device=4, shared_model=False, combine_spatial_bn=False,
-                barrier_net_timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC):
+                barrier_net_timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC, accumulate_steps=1,
+                _local_updates=False):
     """Replicates the model on `devices` for synchronous SGD (see the module
     doc). `param_update_builder_fun(model)` or `optimizer_builder_fun(model)`
     (at most one; neither: forward only) adds the updates; both see
@@ -136,7 +137,14 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     (namescope cpu_N/ or gpu_N/) on the parallelized net, sparing the device's losses,
     param grads and blobs_to_keep; dynamic_memory_management=True adds Free
     ops after last use (memonger.release_blobs_when_used), sparing
-    blobs_to_keep on every device (names without the device prefix)."""
+    blobs_to_keep on every device (names without the device prefix).
+    accumulate_steps=K (a Doppio addition) makes each RunNet read K
+    micro-batches (the input and forward ops and the backward run K times,
+    so the input builder should read from a reader such as a DB input op),
+    sum their gradients locally and reduce and update once: one step of a
+    batch K times larger. The loss scale the forward builder gets is divided
+    by K for that. (_local_updates: Parallelize_BMUF's local steps, each
+    device applying its own gradients.)"""
     model = model_helper_obj
     if scope.CurrentDeviceScope() is not None:
         raise ParallelizeArgumentError('Parallelize must be called without a device scope: '
@@ -155,6 +163,8 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     # The pass's own checks of every option, before any builder runs.
     options = _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_params,
                            num_threads_per_device, shared_model, combine_spatial_bn, rendezvous)
+    options.accumulate_steps = int(accumulate_steps)
+    options.local_updates = bool(_local_updates)
     workspace.C.validate_parallelize_options(options)
     if model.params:
         raise ValueError('Parallelize: the model must be empty (it has params {}); '
@@ -263,7 +273,8 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
         for op in net.Proto().op:
             pre_existing.update(op.output)
 
-    loss_scale = 1.0 / (max(1, len(devices)) * options.rendezvous.num_shards)
+    loss_scale = 1.0 / (max(1, len(devices)) * options.rendezvous.num_shards *
+                        options.accumulate_steps)
     # Caffe2's builders see the devices (model._devices) while they run.
     model._devices = devices
     global _building_template
@@ -462,20 +473,39 @@ def GetDevices(model):
     return model._devices
 
 
+def _ModelNets(model):
+    """(net, runs per RunNet call; None: num_iterations) in run order: the
+    net alone, or Parallelize_BMUF's net and its block update."""
+    return getattr(model, '_data_parallel_model_nets', None) or [(model.net, None)]
+
+
+def CreateNet(model, overwrite=False):
+    """Creates the model's nets (Parallelize_BMUF's block update too)."""
+    _CheckParallelized(model)
+    for net, _ in _ModelNets(model):
+        workspace.CreateNet(net, overwrite=overwrite,
+                            input_blobs=list(net.Proto().external_input))
+
+
 def RunInitNet(model):
-    """Runs the init net (device 0's params broadcast) and creates the net;
-    inputs not fed yet (each device's data) start empty, as in Caffe2."""
+    """Runs the init nets (device 0's params broadcast; Parallelize_BMUF's
+    global model too) and creates the nets; inputs not fed yet (each
+    device's data) start empty, as in Caffe2."""
     _CheckParallelized(model)
     data_parallel_devices.CheckDevicesPresent(model, 'RunInitNet')
-    workspace.RunNetOnce(model.param_init_net)
-    workspace.CreateNet(model.net, overwrite=True,
-                        input_blobs=list(model.net.Proto().external_input))
+    for init_net in getattr(model, '_data_parallel_model_init_nets', None) or [
+            model.param_init_net]:
+        workspace.RunNetOnce(init_net)
+    CreateNet(model, overwrite=True)
 
 
 def RunNet(model, num_iterations):
+    """Runs the net num_iterations times; a Parallelize_BMUF model then runs
+    its block update once."""
     _CheckParallelized(model)
     data_parallel_devices.CheckDevicesPresent(model, 'RunNet')
-    workspace.RunNet(model.net.Proto().name, num_iterations)
+    for net, runs in _ModelNets(model):
+        workspace.RunNet(net.Proto().name, num_iterations if runs is None else runs)
 
 
 def GetCheckpointParams(model):
@@ -666,3 +696,9 @@ def ExtractPredictorNet(model, inputs, outputs, device):
     return model_helper.ExtractPredictorNet(
         net_proto=device0, input_blobs=prefixed_inputs, output_blobs=prefixed_outputs,
         device=device, renames=renames)
+
+
+# Caffe2's BMUF entry points live with their nets (data_parallel_bmuf.py);
+# imported last, as that module builds on the ones above.
+from doppio.data_parallel_bmuf import (Parallelize_BMUF, Parallelize_CPU_BMUF,  # noqa: E402,F401
+                                       Parallelize_GPU_BMUF, RunWarmup)

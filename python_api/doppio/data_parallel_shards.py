@@ -75,23 +75,34 @@ def Barrier(model):
     workspace.RunNet(model._barrier_net.Proto().name)
 
 
-def AllreduceAcrossShards(model, blobs):
-    """Appends to model.net a Gloo Allreduce of `blobs`, after the net's
-    other cross-process collectives; on the blobs' GPU for "gpu_<id>/" blobs
-    of a GPU model (the CUDA Gloo kernel), else on the CPU."""
+def AllreduceAcrossShards(model, blobs, net=None):
+    """Appends to `net` (default model.net) a Gloo Allreduce of `blobs`,
+    after the net's other cross-process collectives; on the blobs' GPU for
+    "gpu_<id>/" blobs of a GPU model (the CUDA Gloo kernel), else on the
+    CPU."""
+    _AppendCollective(model, 'Allreduce', blobs, net, 'AddDistributedBlobSync')
+
+
+def BroadcastAcrossShards(model, blobs, net):
+    """Appends to `net` a Gloo Broadcast of shard 0's `blobs` to every shard."""
+    _AppendCollective(model, 'Broadcast', blobs, net, 'BroadcastAcrossShards', root=0)
+
+
+def _AppendCollective(model, op_type, blobs, net, what, **kwargs):
     if not IsDistributed(model):
         return
     blobs = [str(b) for b in blobs]
     if not blobs:
         return
-    device_option = data_parallel_devices.DeviceOptionOfBlobs(
-        model, blobs, 'AddDistributedBlobSync')
-    proto = model.net.Proto()
+    net = model.net if net is None else net
+    device_option = data_parallel_devices.DeviceOptionOfBlobs(model, blobs, what)
+    proto = net.Proto()
     # After the net's other cross-process collectives: one common world
     # carries one collective at a time (parallel/distributed.h).
     previous = [op.output[0] for op in proto.op
                 if op.engine == model._rendezvous['engine'] and op.output]
-    model.net.Allreduce([model._rendezvous['common_world']] + blobs, blobs,
-                        engine=model._rendezvous['engine'], device_option=device_option)
+    getattr(net, op_type)([model._rendezvous['common_world']] + blobs, blobs,
+                          engine=model._rendezvous['engine'], device_option=device_option,
+                          **kwargs)
     if previous:
         proto.op[-1].control_input.append(previous[-1])

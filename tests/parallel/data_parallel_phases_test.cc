@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/backward.h"
+#include "parallel/collective_schedule.h"
 #include "parallel/data_parallel_phases.h"
 #include "tests/parallel/mlp_template.h"
 #include "tests/test_util.h"
@@ -17,6 +18,7 @@ namespace doppio {
 namespace {
 
 using testing::ErrorOf;
+using testing::IntsArg;
 using testing::kParams;
 using testing::MakeOp;
 using testing::MlpTemplate;
@@ -178,6 +180,176 @@ TEST(ParallelizePhasesTest, EmittersFollowThePlan) {
     EXPECT_EQ(op.input(0), "cpu_0/b2");
   }
   EXPECT_EQ(broadcasts, 1);
+}
+
+TEST(ParallelizePhasesTest, ParamsNoLossDependsOnAreRefusedByName) {
+  DataParallelTemplate model = MlpTemplate();
+  // A layer built but never wired into the loss.
+  *model.param_init_net.add_op() = MakeOp("XavierFill", {}, {"w3"}, {IntsArg("shape", {2, 5})});
+  *model.net.add_op() = MakeOp("FC", {"h", "w3", "b1"}, {"dangling"});
+  model.params.push_back("w3");
+  EXPECT_EQ(ParamsNoLossDependsOn(model), std::vector<std::string>{"w3"});
+  ParallelPlan plan;
+  EXPECT_THROW(PlanGradients(model, &plan), InvalidArgumentError);
+  EXPECT_MESSAGE_HAS(ErrorOf([&] { PlanParallelize(model, TwoDevices()); }),
+                     "parameter 'w3' gets no gradient",
+                        "no loss of net 'mlp' depends on it", "'avg_loss'", "StopGradient");
+}
+
+TEST(ParallelizePhasesTest, ParamsFrozenBehindStopGradientAreLeftOut) {
+  DataParallelTemplate model = MlpTemplate();
+  // Detectron's FREEZE_AT: the first layer's output goes through StopGradient.
+  OperatorDef stop = MakeOp("StopGradient", {"h"}, {"h"});
+  model.net.mutable_op()->Add(std::move(stop));
+  for (int i = model.net.op_size() - 1; i > 1; --i) model.net.mutable_op()->SwapElements(i, i - 1);
+  ASSERT_EQ(model.net.op(1).type(), "StopGradient");
+  model.param_update_net.clear_op();  // w1 and b1 have no gradient to update with
+  EXPECT_TRUE(ParamsNoLossDependsOn(model).empty());
+  const ParallelPlan plan = PlanParallelize(model, TwoDevices());
+  EXPECT_EQ(plan.param_to_grad.count("w1"), 0u);
+  EXPECT_EQ(plan.param_to_grad.count("b1"), 0u);
+  EXPECT_EQ(plan.param_to_grad.count("w2"), 1u);
+}
+
+TEST(ParallelizePhasesTest, AccumulationPlansAnAccumulatorPerGradient) {
+  ParallelizeOptions options = TwoDevices();
+  options.accumulate_steps = 3;
+  const ParallelPlan plan = PlanParallelize(MlpTemplate(), options);
+  EXPECT_EQ(plan.accumulate_steps, 3);
+  ASSERT_EQ(plan.accumulators.size(), 4u);
+  EXPECT_EQ(plan.accumulators.at("w1_grad"), "w1_grad_accumulated");
+  const std::string text = plan.ToString();
+  EXPECT_NE(text.find("forward and backward 3 times per step"), std::string::npos) << text;
+  EXPECT_NE(text.find("accumulated over micro-batches: b1_grad -> b1_grad_accumulated"),
+            std::string::npos) << text;
+
+  DataParallelTemplate taken = MlpTemplate();
+  *taken.param_init_net.add_op() =
+      MakeOp("ConstantFill", {}, {"w2_grad_accumulated"}, {IntsArg("shape", {1})});
+  EXPECT_MESSAGE_HAS(ErrorOf([&] { PlanParallelize(taken, options); }),
+                     "blob 'w2_grad_accumulated' already exists");
+}
+
+// The loop op of `net`, or null.
+const OperatorDef* FindLoop(const NetDef& net) {
+  for (const OperatorDef& op : net.op()) {
+    if (op.type() == "While") return &op;
+  }
+  return nullptr;
+}
+
+const NetDef* NetArgument(const OperatorDef& op, const std::string& name) {
+  for (const Argument& arg : op.arg()) {
+    if (arg.name() == name && arg.has_n()) return &arg.n();
+  }
+  return nullptr;
+}
+
+TEST(ParallelizePhasesTest, AccumulationLoopsOverMicroStepsThenReducesOnce) {
+  const DataParallelTemplate model = MlpTemplate();
+  ParallelizeOptions options = TwoDevices();
+  options.accumulate_steps = 3;
+  const ParallelPlan plan = PlanParallelize(model, options);
+  const NetDef net = EmitTrainNet(plan, model, options);
+  const OperatorDef* loop = FindLoop(net);
+  ASSERT_NE(loop, nullptr);
+  const NetDef* body = NetArgument(*loop, "loop_net");
+  const NetDef* condition = NetArgument(*loop, "cond_net");
+  ASSERT_NE(body, nullptr);
+  ASSERT_NE(condition, nullptr);
+  auto count = [](const NetDef& n, const std::string& type) {
+    int found = 0;
+    for (const OperatorDef& op : n.op()) found += op.type() == type;
+    return found;
+  };
+  // One micro-step in the body: 2 layers x 2 replicas, the gradients added
+  // into the accumulators, the counter; no reduction inside.
+  EXPECT_EQ(count(*body, "FC"), 2 * 2);
+  EXPECT_EQ(count(*body, "Add"), 4 * 2);
+  EXPECT_EQ(count(*body, "Iter"), 1);
+  EXPECT_EQ(count(*body, "Allreduce"), 0);
+  EXPECT_EQ(count(*condition, "LT"), 1);
+  EXPECT_EQ(count(net, "FC"), 0);
+  // Before the loop: the counter, its limit and zeroed accumulators; after
+  // it: the gradients set to the sums, then each reduced once.
+  int loop_at = -1, limit_at = -1, first_allreduce = -1, last_copy = -1, zeroed = 0;
+  for (int i = 0; i < net.op_size(); ++i) {
+    const OperatorDef& op = net.op(i);
+    if (&op == loop) loop_at = i;
+    if (op.type() == "ConstantFill" && op.output(0) == kAccumulateLimitBlob) {
+      limit_at = i;
+      for (const Argument& arg : op.arg()) {
+        if (arg.name() == "value") EXPECT_EQ(arg.i(), 3);
+      }
+    }
+    if (op.type() == "ConstantFill" && op.input_size() == 1) {
+      ++zeroed;
+      EXPECT_EQ(op.output(0), op.input(0) + "_grad_accumulated");
+    }
+    if (op.type() == "Copy") {
+      last_copy = i;
+      EXPECT_EQ(op.input(0), op.output(0) + "_accumulated");
+    }
+    if (op.type() == "Allreduce" && first_allreduce < 0) first_allreduce = i;
+  }
+  EXPECT_EQ(zeroed, 4 * 2);
+  EXPECT_LT(limit_at, loop_at);
+  EXPECT_LT(loop_at, last_copy);
+  EXPECT_LT(last_copy, first_allreduce);
+  EXPECT_EQ(count(net, "Allreduce"), 4);
+  EXPECT_EQ(count(net, "WeightedSum"), 4 * 2);
+  // The loop names what its body writes, so the dag orders the copies after it.
+  const std::set<std::string> outputs(loop->output().begin(), loop->output().end());
+  EXPECT_TRUE(outputs.count("cpu_3/w1_grad_accumulated"));
+  EXPECT_TRUE(outputs.count(kAccumulateStepBlob));
+
+  options.accumulate_steps = 0;
+  EXPECT_MESSAGE_HAS(ErrorOf([&] { ValidateParallelizeOptions(options); }),
+                     "accumulate_steps must be >= 1");
+  options.accumulate_steps = 2;
+  options.shared_model = true;
+  EXPECT_THROW(PlanParallelize(model, options), NotImplementedError);
+}
+
+TEST(ParallelizePhasesTest, ScheduleCheckFollowsTheWorldAndListsWhatComesAfter) {
+  const DataParallelTemplate model = MlpTemplate();
+  ParallelizeOptions options = TwoDevices();
+  options.rendezvous.num_shards = 2;
+  options.rendezvous.kv_handler = "store";
+  const Parallelized result = Parallelize(model, options);
+  const NetDef& init = result.param_init_net;
+  int create = -1;
+  for (int i = 0; i < init.op_size(); ++i) {
+    if (init.op(i).type() == "CreateCommonWorld") create = i;
+  }
+  ASSERT_GE(create, 0);
+  ASSERT_LT(create + 1, init.op_size());
+  const OperatorDef& check = init.op(create + 1);
+  EXPECT_EQ(check.type(), "VerifyCollectiveSchedule");
+  const std::vector<ScheduledCollective> schedule = ScheduleOfCheckOp(check);
+  // The four init broadcasts across shards, then one gradient bucket.
+  ASSERT_EQ(schedule.size(), 5u);
+  EXPECT_NE(schedule[0].signature.find("Broadcast engine=GLOO"), std::string::npos);
+  EXPECT_NE(schedule[0].signature.find("[cpu_0/w1 FLOAT (5, 4)]"), std::string::npos)
+      << schedule[0].signature;
+  EXPECT_NE(schedule[4].signature.find("AllreduceCoalesced"), std::string::npos);
+  EXPECT_NE(schedule[4].signature.find("cpu_0/w1_grad FLOAT (5, 4)"), std::string::npos)
+      << schedule[4].signature;
+  // Each entry points at its op, counted in the nets as emitted.
+  for (const ScheduledCollective& entry : schedule) {
+    const bool in_init = entry.where.rfind("net 'mlp_init' op ", 0) == 0;
+    const NetDef& net = in_init ? init : result.net;
+    const std::string prefix = in_init ? "net 'mlp_init' op " : "net 'mlp' op ";
+    ASSERT_EQ(entry.where.rfind(prefix, 0), 0u) << entry.where;
+    const int index = std::stoi(entry.where.substr(prefix.size()));
+    EXPECT_EQ(net.op(index).input(0), options.rendezvous.common_world) << entry.where;
+    EXPECT_GT(index, in_init ? create + 1 : -1);
+  }
+  // One process: no world, no check.
+  const Parallelized local = Parallelize(model, TwoDevices());
+  for (const OperatorDef& op : local.param_init_net.op()) {
+    EXPECT_NE(op.type(), "VerifyCollectiveSchedule");
+  }
 }
 
 TEST(ParallelizePhasesTest, ErrorKindsTheFrontEndsMapToTheirOwn) {
