@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/enforce.h"
@@ -44,6 +45,13 @@ std::string Microseconds(double us) {
 }
 
 }  // namespace
+
+bool IsCollectiveOp(const OperatorDef& def) {
+  static const std::set<std::string> kTypes = {
+      "Allreduce", "AllreduceCoalesced", "Broadcast", "Allgather", "ReduceScatter", "Barrier",
+      "CreateCommonWorld", "VerifyCollectiveSchedule"};
+  return def.engine() == "GLOO" || def.type().rfind("NCCL", 0) == 0 || kTypes.count(def.type());
+}
 
 std::string DeviceLabel(const DeviceOption& option) {
   const std::string id = std::to_string(option.cuda_gpu_id());
@@ -90,6 +98,11 @@ void NetProfiler::Record(const NetBase::OpEvent& event) {
   const std::chrono::duration<double> since_start = event.start - run_start_;
   trace.start_us = since_start.count() * 1e6;
   trace.duration_us = event.seconds * 1e6;
+  trace.collective = IsCollectiveOp(def);
+  for (int i = 0; trace.collective && i < event.op->InputSize(); ++i) {
+    const Blob& blob = event.op->InputBlob(i);
+    if (blob.IsTensor()) trace.bytes += static_cast<int64_t>(blob.GetTensor().nbytes());
+  }
   events_.push_back(std::move(trace));
 }
 
@@ -142,10 +155,16 @@ std::string NetProfiler::ChromeTraceJson() const {
   // the caller (who runs the net) first, and name them with metadata events.
   std::map<std::string, int> thread_ids{{"caller", 0}};
   std::vector<std::string> thread_names{"caller"};
+  bool any_collective = false;
   for (const OpTraceEvent& event : events_) {
     if (thread_ids.emplace(event.thread, static_cast<int>(thread_names.size())).second) {
       thread_names.push_back(event.thread);
     }
+    any_collective = any_collective || event.collective;
+  }
+  const std::string kCollectives = "collectives";
+  if (any_collective && thread_ids.emplace(kCollectives, thread_names.size()).second) {
+    thread_names.push_back(kCollectives);
   }
   std::ostringstream out;
   out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
@@ -164,6 +183,14 @@ std::string NetProfiler::ChromeTraceJson() const {
         << event.op_index << ", \"type\": " << JsonString(event.type)
         << ", \"device\": " << JsonString(event.device)
         << ", \"thread\": " << JsonString(event.thread) << "}}";
+    if (!event.collective) continue;
+    out << ",\n{\"name\": " << JsonString(event.name) << ", \"cat\": \"collective\""
+        << ", \"ph\": \"X\", \"pid\": 0, \"tid\": " << thread_ids.at(kCollectives)
+        << ", \"ts\": " << Microseconds(event.start_us)
+        << ", \"dur\": " << Microseconds(event.duration_us) << ", \"args\": {\"op_index\": "
+        << event.op_index << ", \"type\": " << JsonString(event.type)
+        << ", \"bytes\": " << event.bytes << ", \"thread\": " << JsonString(event.thread)
+        << "}}";
   }
   out << "\n]}\n";
   return out.str();

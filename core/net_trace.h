@@ -4,7 +4,9 @@
 // wall time of each op and of each whole run, keeps the events of the last
 // run, and renders them as chrome://tracing (Trace Event Format) JSON: one
 // complete ("X") event per op with its name, type, device, worker thread,
-// start and duration, plus one event for the whole run.
+// start and duration, plus one event for the whole run; each collective
+// also appears on a "collectives" track (category "collective", its bytes
+// in args).
 //
 // Thread-safety: the net serializes observer calls (core/net.h), and the
 // profiler's results are read after Run() returns; do not share one
@@ -27,7 +29,17 @@ struct OpTraceEvent {
   std::string thread;  // "cpu_0/worker 1", or "caller" off the worker pools
   double start_us = 0;  // from the start of the run
   double duration_us = 0;
+  // A collective (IsCollectiveOp), and the bytes of the tensors it reads.
+  bool collective = false;
+  int64_t bytes = 0;
 };
+
+// Ops that move data between devices or processes, by Caffe2's names:
+// engine GLOO, NCCL*, and Allreduce / AllreduceCoalesced / Broadcast /
+// Allgather / ReduceScatter / Barrier / CreateCommonWorld /
+// VerifyCollectiveSchedule. Traces put them on a "collectives" track of
+// their own, beside the compute threads, with their bytes.
+bool IsCollectiveOp(const OperatorDef& def);
 
 class NetProfiler {
  public:

@@ -153,6 +153,36 @@ OperatorDef ScheduleCheckOp(const std::vector<ScheduledCollective>& schedule,
   return op;
 }
 
+void InsertScheduleCheck(NetDef* init, const std::vector<const NetDef*>& nets,
+                         const std::string& common_world,
+                         const std::map<std::string, TensorShape>& shapes) {
+  int create = -1;
+  for (int i = 0; i < init->op_size(); ++i) {
+    const OperatorDef& op = init->op(i);
+    if (op.type() == "CreateCommonWorld" && op.output_size() == 1 &&
+        op.output(0) == common_world) {
+      create = i;
+    }
+  }
+  DOPPIO_ENFORCE(create >= 0, "init net '", init->name(), "' has no CreateCommonWorld for '",
+                 common_world, "' to check the collective schedule after");
+  const DeviceOption device = init->op(create).device_option();
+  const bool present = create + 1 < init->op_size() &&
+                       init->op(create + 1).type() == "VerifyCollectiveSchedule";
+  if (!present) {
+    // A collective cannot come before the world is made, so the schedule
+    // of the whole init net is what follows the check.
+    init->mutable_op()->Add();
+    for (int i = init->op_size() - 1; i > create + 1; --i) {
+      init->mutable_op()->SwapElements(i, i - 1);
+    }
+  }
+  std::vector<const NetDef*> all = {init};
+  all.insert(all.end(), nets.begin(), nets.end());
+  *init->mutable_op(create + 1) =
+      ScheduleCheckOp(CollectiveSchedule(all, common_world, shapes), common_world, device);
+}
+
 std::vector<ScheduledCollective> ScheduleOfCheckOp(const OperatorDef& op) {
   const Argument* signatures = nullptr;
   const Argument* places = nullptr;

@@ -68,6 +68,15 @@ std::vector<ScheduledCollective> DecodeSchedule(const std::string& text);
 OperatorDef ScheduleCheckOp(const std::vector<ScheduledCollective>& schedule,
                             const std::string& common_world, const DeviceOption& device_option);
 
+// Puts a VerifyCollectiveSchedule right after `init`'s CreateCommonWorld of
+// `common_world` (replacing the one there, if any), carrying the schedule
+// of every collective after it in `init` and then in `nets`, in order.
+// Front ends call it again when they add collectives to other nets.
+// Throws doppio::Error when `init` has no such CreateCommonWorld.
+void InsertScheduleCheck(NetDef* init, const std::vector<const NetDef*>& nets,
+                         const std::string& common_world,
+                         const std::map<std::string, TensorShape>& shapes);
+
 // The schedule a VerifyCollectiveSchedule op carries (its "schedule" and
 // "where" arguments); throws doppio::Error when they do not pair up.
 std::vector<ScheduledCollective> ScheduleOfCheckOp(const OperatorDef& op);

@@ -105,6 +105,10 @@ struct Parallelized {
   // device-prefixed param -> device-prefixed gradient. With shared_model
   // only the master's map has entries: the other devices own no params.
   std::vector<std::map<std::string, std::string>> device_param_to_grad;
+  // Several processes: the dtypes and shapes the schedule check describes
+  // collectives' blobs with (ReplicaBlobShapes), for a front end that adds
+  // collectives later and checks again (InsertScheduleCheck).
+  std::map<std::string, TensorShape> schedule_shapes;
   // What the pass decided: replicas and their prefixes, shared blobs, each
   // reduction and where it runs, the init broadcasts. ToString() prints it.
   ParallelPlan plan;

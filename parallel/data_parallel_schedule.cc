@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "core/enforce.h"
 #include "core/shape_walk.h"
 #include "parallel/collective_schedule.h"
 #include "parallel/data_parallel_phases.h"
@@ -32,26 +31,8 @@ std::map<std::string, TensorShape> ReplicaBlobShapes(const ParallelPlan& plan,
 void AddScheduleCheck(const ParallelPlan& plan, const DataParallelTemplate& model,
                       const ParallelizeOptions& options, const NetDef& net, NetDef* init) {
   if (!plan.distributed) return;
-  const std::string& world = options.rendezvous.common_world;
-  int create = -1;
-  for (int i = 0; i < init->op_size(); ++i) {
-    if (init->op(i).type() == "CreateCommonWorld" && init->op(i).output_size() == 1 &&
-        init->op(i).output(0) == world) {
-      create = i;
-    }
-  }
-  DOPPIO_ENFORCE(create >= 0, "Parallelize: the init net has no CreateCommonWorld for '", world,
-                 "' to check the collective schedule after");
-  // The check goes right after the world is made; a collective cannot come
-  // earlier, so the schedule of the whole init net is what follows it.
-  const DeviceOption device = init->op(create).device_option();
-  init->mutable_op()->Add();
-  for (int i = init->op_size() - 1; i > create + 1; --i) {
-    init->mutable_op()->SwapElements(i, i - 1);
-  }
-  const std::vector<ScheduledCollective> schedule =
-      CollectiveSchedule({init, &net}, world, ReplicaBlobShapes(plan, model));
-  *init->mutable_op(create + 1) = ScheduleCheckOp(schedule, world, device);
+  InsertScheduleCheck(init, {&net}, options.rendezvous.common_world,
+                      ReplicaBlobShapes(plan, model));
 }
 
 }  // namespace doppio

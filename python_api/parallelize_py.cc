@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/net_dag.h"
+#include "parallel/collective_schedule.h"
 #include "parallel/data_parallel.h"
 #include "parallel/data_parallel_phases.h"
 #include "python_api/proto_bytes.h"
@@ -161,6 +162,14 @@ void DefineResult(py::module_& m) {
                                return sparse;
                              })
       .def_readonly("device_param_to_grad", &Parallelized::device_param_to_grad)
+      .def_property_readonly("schedule_shapes",
+                             [](const Parallelized& r) {
+                               py::dict shapes;
+                               for (const auto& entry : r.schedule_shapes) {
+                                 shapes[py::str(entry.first)] = SerializeProto(entry.second);
+                               }
+                               return shapes;
+                             })
       .def_readonly("plan", &Parallelized::plan);
 }
 
@@ -177,6 +186,27 @@ void DefineParallelize(py::module_& m) {
       },
       py::arg("request"));
   m.def("validate_parallelize_options", &ValidateParallelizeOptions, py::arg("options"));
+  // The init net again with its collective schedule check covering `nets`
+  // too (parallel/collective_schedule.h), for collectives added after the
+  // pass; `shapes`: Parallelized.schedule_shapes.
+  m.def(
+      "insert_schedule_check",
+      [](const py::bytes& init_bytes, const std::vector<py::bytes>& net_bytes,
+         const std::string& common_world, const py::dict& shape_bytes) {
+        NetDef init = ParseProto<NetDef>(init_bytes, "init NetDef");
+        std::vector<NetDef> nets;
+        for (const py::bytes& bytes : net_bytes) nets.push_back(ParseProto<NetDef>(bytes, "NetDef"));
+        std::map<std::string, TensorShape> shapes;
+        for (const auto& entry : shape_bytes) {
+          shapes[entry.first.cast<std::string>()] = ParseProto<TensorShape>(
+              entry.second.cast<py::bytes>(), "TensorShape");
+        }
+        std::vector<const NetDef*> pointers;
+        for (const NetDef& net : nets) pointers.push_back(&net);
+        InsertScheduleCheck(&init, pointers, common_world, shapes);
+        return SerializeProto(init);
+      },
+      py::arg("init_net"), py::arg("nets"), py::arg("common_world"), py::arg("shapes"));
   m.def("device_prefix", &DevicePrefix, py::arg("device_type"), py::arg("device_id"));
   m.def("device_prefix_of", &DevicePrefixOf, py::arg("device_type"), py::arg("name"));
   // How the dag executor will run a net's ops on this machine (pools,

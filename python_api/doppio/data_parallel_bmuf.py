@@ -19,24 +19,14 @@ model._global_model_init_net (v = 0, global = the initial params),
 model._global_model_param_updates_net (the block update), and with
 warmup_iterations model._warmup_broadcast, which RunWarmup runs after
 warmup_iterations local steps. data_parallel_model.RunNet(model, n) runs
-n local steps, then the block update once."""
+n local steps, then the block update once. data_parallel_model's
+Parallelize_BMUF takes Caffe2's arguments and calls AddBlockNets."""
 
 from doppio import core
 from doppio import data_parallel_devices
-from doppio import data_parallel_model as dpm
 from doppio import data_parallel_shards
 from doppio import workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2
-
-
-def Parallelize_CPU_BMUF(*args, **kwargs):
-    kwargs['cpu_device'] = True
-    return Parallelize_BMUF(*args, **kwargs)
-
-
-def Parallelize_GPU_BMUF(*args, **kwargs):
-    kwargs['cpu_device'] = False
-    return Parallelize_BMUF(*args, **kwargs)
 
 
 def _v(param):
@@ -51,41 +41,13 @@ def _v_prev(param):
     return '{}_prev'.format(param)
 
 
-def Parallelize_BMUF(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
-                     param_update_builder_fun, block_learning_rate=1.0, block_momentum=None,
-                     devices=None, rendezvous=None, net_type='dag', master_device=None,
-                     use_nccl=False, nesterov=False, optimize_gradient_memory=False,
-                     reset_momentum_sgd=False, warmup_iterations=None,
-                     max_concurrent_distributed_ops=4, add_blobs_to_sync=None,
-                     num_threads_per_device=4, cpu_device=False,
-                     barrier_net_timeout_sec=dpm._DEFAULT_BARRIER_NET_TIMEOUT_SEC):
-    """Caffe2's arguments. block_momentum defaults to 1 - 1 / (devices of
-    every shard); the loss scale the forward builder gets is 1 / that
-    count, as in Caffe2. master_device (default the first device) keeps
-    the global model; reset_momentum_sgd zeroes the local momentum after
-    each block update."""
-    model = model_helper_obj
-    if devices is None:
-        devices = list(range(workspace.NumCudaDevices()))
-    devices = list(devices)
-    if not devices:
-        raise dpm.ParallelizeArgumentError('Parallelize_BMUF: the device list is empty')
-    if master_device is None:
-        master_device = devices[0]
-    if master_device not in devices:
-        raise dpm.ParallelizeArgumentError(
-            'Parallelize_BMUF: master_device {} is not one of the devices {}'.format(
-                master_device, devices))
-    # The pass broadcasts the first device's params: the master goes first.
-    ordered = [master_device] + [d for d in devices if d != master_device]
-    dpm.Parallelize(model, input_builder_fun, forward_pass_builder_fun,
-                    param_update_builder_fun=param_update_builder_fun, devices=ordered,
-                    rendezvous=rendezvous, net_type=net_type, use_nccl=use_nccl,
-                    optimize_gradient_memory=optimize_gradient_memory,
-                    num_threads_per_device=num_threads_per_device, cpu_device=cpu_device,
-                    barrier_net_timeout_sec=barrier_net_timeout_sec, _local_updates=True)
+def AddBlockNets(model, master_device, block_learning_rate, block_momentum, nesterov,
+                 reset_momentum_sgd, warmup_iterations, net_type):
+    """Adds the BMUF nets (module doc) to `model`, which the pass has made
+    with local updates, its master device first. block_momentum None:
+    1 - 1 / (devices of every shard), Caffe2's default."""
     num_shards = model._rendezvous['num_shards'] if model._rendezvous else 1
-    num_devices = len(devices) * num_shards
+    num_devices = len(model._devices) * num_shards
     if block_momentum is None:
         block_momentum = 1.0 - 1.0 / num_devices
     master = core.DeviceOption(model._device_type, master_device)
@@ -110,8 +72,6 @@ def Parallelize_BMUF(model_helper_obj, input_builder_fun, forward_pass_builder_f
         _AddBlockUpdate(update, master_blob(name), master, num_devices, block_learning_rate,
                         block_momentum, nesterov)
     _AddMasterBroadcasts(model, update, names, master_device, across_shards=False)
-    if add_blobs_to_sync is not None:
-        dpm.AddBlobSync(model, add_blobs_to_sync, net=update)
     if reset_momentum_sgd:
         for op in model.net.Proto().op:
             if op.type == 'MomentumSGDUpdate':
@@ -134,7 +94,6 @@ def Parallelize_BMUF(model_helper_obj, input_builder_fun, forward_pass_builder_f
     model._bmuf = dict(block_learning_rate=block_learning_rate,
                        block_momentum=block_momentum, nesterov=bool(nesterov),
                        master_device=master_device, num_devices=num_devices)
-    return model
 
 
 def _AddParamSums(model, net, names, master_device):
@@ -155,9 +114,10 @@ def _AddParamSums(model, net, names, master_device):
             staged.append(blob + '_on_master')
             net.Copy(blob, staged[-1], device_option=master)
         net.Sum([group[0]] + staged, group[0], device_option=master)
-    if data_parallel_shards.IsDistributed(model):
+    # One collective per param: a Gloo Allreduce sums all its inputs into one.
+    for name in names:
         data_parallel_shards.AllreduceAcrossShards(
-            model, [str(model._device_grouped_blobs[n][master_device]) for n in names], net=net)
+            model, [str(model._device_grouped_blobs[name][master_device])], net=net)
 
 
 def _AddBlockUpdate(net, param, master, num_devices, block_learning_rate, block_momentum,
@@ -183,9 +143,9 @@ def _AddMasterBroadcasts(model, net, names, master_device, across_shards):
     """The master's params to every device; first shard 0's to every shard
     when `across_shards` (after the block update every shard computed the
     same global model, so it needs none)."""
-    if across_shards and data_parallel_shards.IsDistributed(model):
+    for name in names if across_shards else []:
         data_parallel_shards.BroadcastAcrossShards(
-            model, [str(model._device_grouped_blobs[n][master_device]) for n in names], net=net)
+            model, [str(model._device_grouped_blobs[name][master_device])], net=net)
     if len(model._devices) < 2:
         return
     for name in names:

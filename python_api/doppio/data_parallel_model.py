@@ -74,6 +74,7 @@ import logging
 import re
 
 from doppio import core
+from doppio import data_parallel_bmuf
 from doppio import data_parallel_devices
 from doppio import data_parallel_shards
 from doppio.data_parallel_memory import (_AddDynamicMemoryOptimization,  # noqa: F401
@@ -339,6 +340,7 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     model.param_init_net = _NetFromBytes(result.param_init_net)
     model.net = _NetFromBytes(result.net)
     model._parallel_plan = result.plan
+    model._schedule_shapes = result.schedule_shapes
     model._device_prefixes = dict(zip(devices, result.plan.prefixes))
     # Caffe2's attribute: the device kind of "<kind>_<id>/" ("cpu", "gpu"),
     # which scripts format into blob names themselves.
@@ -582,6 +584,7 @@ def AddDistributedBlobSync(model, blobs):
     which creates the net."""
     _CheckParallelized(model)
     data_parallel_shards.AllreduceAcrossShards(model, blobs)
+    data_parallel_shards.RefreshScheduleCheck(model, [net for net, _ in _ModelNets(model)])
 
 
 def AddBlobSync(model, blobs, net=None):
@@ -698,7 +701,59 @@ def ExtractPredictorNet(model, inputs, outputs, device):
         device=device, renames=renames)
 
 
-# Caffe2's BMUF entry points live with their nets (data_parallel_bmuf.py);
-# imported last, as that module builds on the ones above.
-from doppio.data_parallel_bmuf import (Parallelize_BMUF, Parallelize_CPU_BMUF,  # noqa: E402,F401
-                                       Parallelize_GPU_BMUF, RunWarmup)
+def Parallelize_CPU_BMUF(*args, **kwargs):
+    kwargs['cpu_device'] = True
+    return Parallelize_BMUF(*args, **kwargs)
+
+
+def Parallelize_GPU_BMUF(*args, **kwargs):
+    kwargs['cpu_device'] = False
+    return Parallelize_BMUF(*args, **kwargs)
+
+
+def Parallelize_BMUF(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
+                     param_update_builder_fun, block_learning_rate=1.0, block_momentum=None,
+                     devices=None, rendezvous=None, net_type='dag', master_device=None,
+                     use_nccl=False, nesterov=False, optimize_gradient_memory=False,
+                     reset_momentum_sgd=False, warmup_iterations=None,
+                     max_concurrent_distributed_ops=4, add_blobs_to_sync=None,
+                     num_threads_per_device=4, cpu_device=False,
+                     barrier_net_timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC):
+    """Caffe2's block-wise model-update filtering (data_parallel_bmuf.py):
+    every device trains alone for the iterations of one RunNet, then the
+    block update averages the params over all devices and shards and
+    filters the change with block_momentum (default 1 - 1 / devices of
+    every shard). The loss scale is 1 / that count, as in Caffe2.
+    master_device (default the first device) keeps the global model."""
+    devices = list(range(workspace.NumCudaDevices()) if devices is None else devices)
+    if not devices:
+        raise ParallelizeArgumentError('Parallelize_BMUF: the device list is empty')
+    if master_device is None:
+        master_device = devices[0]
+    if master_device not in devices:
+        raise ParallelizeArgumentError(
+            'Parallelize_BMUF: master_device {} is not one of the devices {}'.format(
+                master_device, devices))
+    # The pass broadcasts the first device's params: the master goes first.
+    ordered = [master_device] + [d for d in devices if d != master_device]
+    Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
+                param_update_builder_fun=param_update_builder_fun, devices=ordered,
+                rendezvous=rendezvous, net_type=net_type, use_nccl=use_nccl,
+                optimize_gradient_memory=optimize_gradient_memory,
+                num_threads_per_device=num_threads_per_device, cpu_device=cpu_device,
+                barrier_net_timeout_sec=barrier_net_timeout_sec, _local_updates=True)
+    data_parallel_bmuf.AddBlockNets(model_helper_obj, master_device, block_learning_rate,
+                                    block_momentum, nesterov, reset_momentum_sgd,
+                                    warmup_iterations, net_type)
+    if add_blobs_to_sync is not None:
+        AddBlobSync(model_helper_obj, add_blobs_to_sync,
+                    net=model_helper_obj._global_model_param_updates_net)
+    # The block update and warmup nets carry collectives across shards too.
+    nets = [net for net, _ in _ModelNets(model_helper_obj)]
+    if getattr(model_helper_obj, '_warmup_broadcast', None) is not None:
+        nets.append(model_helper_obj._warmup_broadcast)
+    data_parallel_shards.RefreshScheduleCheck(model_helper_obj, nets)
+    return model_helper_obj
+
+
+RunWarmup = data_parallel_bmuf.RunWarmup

@@ -75,6 +75,23 @@ def Barrier(model):
     workspace.RunNet(model._barrier_net.Proto().name)
 
 
+def RefreshScheduleCheck(model, nets):
+    """The init net's collective schedule check (the pass put it after
+    CreateCommonWorld) made to cover `nets` too, in the order they run: a
+    collective added after the pass would otherwise be left out of the
+    comparison. The C++ side derives the schedule."""
+    if not IsDistributed(model):
+        return
+    init = model.param_init_net.Proto()
+    data = workspace.C.insert_schedule_check(
+        init.SerializeToString(), [net.Proto().SerializeToString() for net in nets],
+        model._rendezvous['common_world'], model._schedule_shapes)
+    checked = caffe2_pb2.NetDef()
+    checked.ParseFromString(data)
+    del init.op[:]
+    init.op.extend(checked.op)
+
+
 def AllreduceAcrossShards(model, blobs, net=None):
     """Appends to `net` (default model.net) a Gloo Allreduce of `blobs`,
     after the net's other cross-process collectives; on the blobs' GPU for
@@ -84,7 +101,8 @@ def AllreduceAcrossShards(model, blobs, net=None):
 
 
 def BroadcastAcrossShards(model, blobs, net):
-    """Appends to `net` a Gloo Broadcast of shard 0's `blobs` to every shard."""
+    """Appends to `net` a Gloo Broadcast of shard 0's first blob into every
+    one of `blobs` on every shard."""
     _AppendCollective(model, 'Broadcast', blobs, net, 'BroadcastAcrossShards', root=0)
 
 

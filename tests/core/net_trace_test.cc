@@ -179,6 +179,39 @@ TEST(NetProfilerTest, WriteChromeTraceWritesTheFileOrNamesIt) {
                      "/nonexistent_dir/x.json");
 }
 
+TEST(NetProfilerTest, CollectivesGetATrackOfTheirOwnWithTheirBytes) {
+  OperatorDef gloo = MakeOp("AllreduceCoalesced", {"world", "g"}, {"g"});
+  gloo.set_engine("GLOO");
+  EXPECT_TRUE(IsCollectiveOp(gloo));
+  EXPECT_TRUE(IsCollectiveOp(MakeOp("NCCLAllreduce", {"a"}, {"a"})));
+  EXPECT_TRUE(IsCollectiveOp(MakeOp("Broadcast", {"a", "b"}, {"a", "b"})));
+  EXPECT_FALSE(IsCollectiveOp(MakeOp("FC", {"x", "w", "b"}, {"y"})));
+
+  Workspace ws;
+  for (const char* name : {"a", "b"}) {
+    Tensor* t = ws.CreateBlob(name)->GetMutableTensor();
+    t->Resize({10});
+    float* data = t->mutable_data<float>();
+    for (int i = 0; i < 10; ++i) data[i] = 1.0f;
+  }
+  OperatorDef sum = MakeOp("Allreduce", {"a", "b"}, {"a", "b"});
+  sum.set_name("sum_ab");
+  NetBase* net = ws.CreateNet(Net("mixed", "simple", {SleepOn("compute", 1, 0), sum}));
+  NetProfiler profiler(net);
+  profiler.Run();
+  const std::vector<OpTraceEvent>& events = profiler.last_run_events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_FALSE(events[0].collective);
+  EXPECT_TRUE(events[1].collective);
+  EXPECT_EQ(events[1].bytes, 80);
+  const std::string json = profiler.ChromeTraceJson();
+  // The op on its thread, again on the collectives track; the run.
+  EXPECT_EQ(Count(json, "\"ph\": \"X\""), 4u);
+  EXPECT_MESSAGE_HAS(json, "\"args\": {\"name\": \"collectives\"}", "\"cat\": \"collective\"",
+                     "\"bytes\": 80", "\"name\": \"sum_ab\"");
+  EXPECT_EQ(Count(json, "{"), Count(json, "}"));
+}
+
 TEST(NetProfilerTest, JsonEscapesNames) {
   Workspace ws;
   NetBase* net = ws.CreateNet(Net("esc", "simple", {SleepOn("a\"b\\c", 0, 0)}));

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import uuid
 
+import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,6 +51,7 @@ def check_mismatch(reports, rank0_part, rank1_part):
         assert 'error' in report, (rank, report)
         assert report['check_op'] == 'VerifyCollectiveSchedule', report
         assert report['rest_s'] < 1.0, report
+        print('rank %d: schedule mismatch reported after %.1f ms' % (rank, 1e3 * report['rest_s']))
         errors.append(report['error'])
         assert 'collective schedules differ' in report['error'], report['error']
         assert 'VerifyCollectiveSchedule' in report['error'], report['error']
@@ -79,6 +81,30 @@ def test_accumulating_shards_pass_the_check_and_train_alike(store_dir):
     for report in reports:
         assert report.get('ok'), report
     assert reports[0]['fc1_w'] == reports[1]['fc1_w']
+
+
+def test_bmuf_shards_average_their_local_models(store_dir):
+    """Parallelize_BMUF over 2 processes: the first block update with the
+    default block momentum (1 - 1/2) and block_learning_rate 1 sets the
+    global model to the average of the two shards' local models."""
+    reports = launch(store_dir, [dict(variant='bmuf'), dict(variant='bmuf')])
+    for report in reports:
+        assert report.get('ok'), report
+    local = [np.array(r['local_fc1_w']) for r in reports]
+    assert np.abs(local[0] - local[1]).max() > 1e-4  # each trained on its own data
+    np.testing.assert_allclose(np.array(reports[0]['fc1_w']), (local[0] + local[1]) / 2,
+                               rtol=1e-5, atol=1e-6)
+    assert reports[0]['fc1_w'] == reports[1]['fc1_w']
+
+
+def test_a_sync_added_after_the_pass_is_checked_too(store_dir):
+    reports = launch(store_dir, [dict(variant='base'), dict(variant='base', extra_sync=True)])
+    for report in reports:
+        assert 'error' in report, report
+        assert report['rest_s'] < 1.0, report
+        assert 'collective schedules differ' in report['error'], report['error']
+    assert re.search(r'rank 0 has no collective \d+', reports[0]['error']), reports[0]['error']
+    assert 'cpu_0/fc1_b FLOAT (7)' in reports[0]['error'], reports[0]['error']
 
 
 def test_an_extra_layer_is_named_on_both_sides(store_dir):

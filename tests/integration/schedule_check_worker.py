@@ -46,12 +46,21 @@ def main():
                           num_shards=spec['num_shards'], engine='GLOO', transport='tcp',
                           interface='lo', exit_nets=None, timeout_ms=spec['timeout_ms'],
                           bucket_cap_mb=spec.get('bucket_cap_mb', 25))
-        data_parallel_model.Parallelize_CPU(
-            model, input_builder_fun=lambda m: None,
-            forward_pass_builder_fun=forward_for(spec['variant']),
-            optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.1),
-            devices=[0], rendezvous=rendezvous,
-            accumulate_steps=spec.get('accumulate_steps', 1))
+        if spec['variant'] == 'bmuf':
+            data_parallel_model.Parallelize_CPU_BMUF(
+                model, input_builder_fun=lambda m: None,
+                forward_pass_builder_fun=forward_for('base'),
+                param_update_builder_fun=lambda m: optimizer.build_sgd(m, 0.1),
+                devices=[0], rendezvous=rendezvous)
+        else:
+            data_parallel_model.Parallelize_CPU(
+                model, input_builder_fun=lambda m: None,
+                forward_pass_builder_fun=forward_for(spec['variant']),
+                optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.1),
+                devices=[0], rendezvous=rendezvous,
+                accumulate_steps=spec.get('accumulate_steps', 1))
+        if spec.get('extra_sync'):
+            data_parallel_model.AddDistributedBlobSync(model, ['cpu_0/fc1_b'])
         ops = list(model.param_init_net.Proto().op)
         create = [i for i, op in enumerate(ops) if op.type == 'CreateCommonWorld'][0]
         result['check_op'] = ops[create + 1].type
@@ -72,6 +81,11 @@ def main():
         workspace.FeedBlob('cpu_0/data', rng.randn(4, D_IN).astype(np.float32))
         workspace.FeedBlob('cpu_0/label', rng.randint(0, D_OUT, size=4).astype(np.int32))
         workspace.RunNetOnce(model.net)
+        if spec['variant'] == 'bmuf':
+            workspace.RunNetOnce(model._global_model_init_net)
+            workspace.RunNetOnce(model.net)
+            result['local_fc1_w'] = workspace.FetchBlob('cpu_0/fc1_w').tolist()
+            workspace.RunNetOnce(model._global_model_param_updates_net)
         result['fc1_w'] = workspace.FetchBlob('cpu_0/fc1_w').tolist()
         result['ok'] = True
     except RuntimeError as error:
