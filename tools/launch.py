@@ -2,6 +2,8 @@
 
     tools/python tools/launch.py --nprocs N [--store redis://host:port | file:///dir]
                                  [--start_redis] [--grace_s S] [--run_id ID]
+                                 [--max_restarts R [--checkpoint_dir DIR]
+                                  [--checkpoint_every K]]
                                  script.py [args...]
 
 Every process runs `script.py args...` with this interpreter and this
@@ -23,6 +25,15 @@ themselves once a collective loses its peer), then SIGTERM, then SIGKILL
 two seconds later; the launcher exits with the first failure's code
 (128 + signal for a process killed by a signal). Each process runs in its
 own session and dies with the launcher (PR_SET_PDEATHSIG), so none outlives it.
+
+Elastic restarts: with --max_restarts R, a failed launch (any rank failing
+or killed) stops every rank as above and starts them all again, up to R
+times, each time under a fresh DOPPIO_RUN_ID (so no rank meets the last
+attempt's store keys) with DOPPIO_RESTART_COUNT = the restarts so far. The
+ranks resume from their last complete checkpoint: --checkpoint_dir and
+--checkpoint_every reach them as DOPPIO_CHECKPOINT_DIR and
+DOPPIO_CHECKPOINT_EVERY, which doppio.distributed.Checkpointer reads.
+Ctrl-C or SIGTERM to the launcher stops the job without a restart.
 """
 import argparse
 import ctypes
@@ -56,7 +67,14 @@ def parse_args(argv):
                         "/usr/bin/redis-server", help="redis-server binary for --start_redis")
     parser.add_argument("--grace_s", type=float, default=5.0,
                         help="after a process fails, seconds the others get before SIGTERM")
-    parser.add_argument("--run_id", help="store key prefix (default: a fresh random id)")
+    parser.add_argument("--run_id", help="store key prefix (default: a fresh random id; "
+                        "with restarts, each attempt appends its number)")
+    parser.add_argument("--max_restarts", type=int, default=0,
+                        help="restart every rank after a failure up to this many times")
+    parser.add_argument("--checkpoint_dir",
+                        help="where the ranks checkpoint (DOPPIO_CHECKPOINT_DIR)")
+    parser.add_argument("--checkpoint_every", type=int, default=1,
+                        help="iterations between checkpoints (DOPPIO_CHECKPOINT_EVERY)")
     parser.add_argument("script", help="the Python script every rank runs")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     args = parser.parse_args(argv)
@@ -64,6 +82,10 @@ def parse_args(argv):
         parser.error("--nprocs must be at least 1, got %d" % args.nprocs)
     if args.grace_s < 0:
         parser.error("--grace_s must not be negative")
+    if args.max_restarts < 0:
+        parser.error("--max_restarts must not be negative")
+    if args.checkpoint_every < 1:
+        parser.error("--checkpoint_every must be at least 1")
     if args.store and args.start_redis:
         parser.error("give --store or --start_redis, not both")
     if args.store:
@@ -175,16 +197,21 @@ def forward_lines(source, sink, prefix, lock):
     source.close()
 
 
-def start_ranks(args, store, run_id):
+def start_ranks(args, store, run_id, restart=0):
     ranks = []
     for rank in range(args.nprocs):
         env = dict(os.environ)
         env.update({
             "DOPPIO_RANK": str(rank), "DOPPIO_WORLD_SIZE": str(args.nprocs),
             "DOPPIO_STORE": store, "DOPPIO_RUN_ID": run_id,
+            "DOPPIO_RESTART_COUNT": str(restart),
+            "DOPPIO_MAX_RESTARTS": str(args.max_restarts),
             "RANK": str(rank), "WORLD_SIZE": str(args.nprocs),
             "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(args.nprocs),
         })
+        if args.checkpoint_dir:
+            env["DOPPIO_CHECKPOINT_DIR"] = os.path.abspath(args.checkpoint_dir)
+            env["DOPPIO_CHECKPOINT_EVERY"] = str(args.checkpoint_every)
         # Lines should reach the terminal when printed, not when a rank exits.
         env.setdefault("PYTHONUNBUFFERED", "1")
         # New sessions: a rank's own children are signalled with it, and a
@@ -283,8 +310,17 @@ def main(argv=None):
             directory = tempfile.mkdtemp(prefix="doppio_launch_store_")
             cleanups.append(lambda: shutil.rmtree(directory, ignore_errors=True))
             store = "file://" + directory
-        ranks = start_ranks(args, store, run_id)
-        return supervise(ranks, args.grace_s, log)
+        for restart in range(args.max_restarts + 1):
+            attempt_id = run_id if restart == 0 else "%s-restart%d" % (run_id, restart)
+            ranks = start_ranks(args, store, attempt_id, restart)
+            code = supervise(ranks, args.grace_s, log)
+            if code == 0 or restart == args.max_restarts:
+                return code
+            log("restarting every rank (restart %d of %d)%s" % (
+                restart + 1, args.max_restarts,
+                " from the last complete checkpoint in %s" % args.checkpoint_dir
+                if args.checkpoint_dir else ""))
+        return code
     except KeyboardInterrupt as interrupt:
         log("interrupted (%s); stopping every rank" % (interrupt.args[0] if interrupt.args
                                                        else "SIGINT"))

@@ -22,8 +22,14 @@ A script then needs only:
 or passes a core.Net to both helpers to add the ops to that net instead
 (for an init net, as data_parallel_model's rendezvous expects a handler
 blob).
+
+Under `launch.py --max_restarts R --checkpoint_dir DIR --checkpoint_every K`
+the launcher restarts every rank after a failure, and Checkpointer (below)
+saves and restores what a resumed run needs (DOPPIO_RESTART_COUNT,
+DOPPIO_CHECKPOINT_DIR, DOPPIO_CHECKPOINT_EVERY).
 """
 import os
+import re
 from urllib.parse import urlsplit
 
 RANK_ENV = "DOPPIO_RANK"
@@ -142,3 +148,109 @@ def common_world_from_env(handler, net_or_workspace=None, world="comm_world",
                              timeout_ms=timeout_ms)
     _emit(net_or_workspace, op)
     return op.output[0]
+
+
+# ---- elastic restarts (tools/launch.py --max_restarts) ----
+
+def restart_count():
+    """How many times tools/launch.py has restarted this job's ranks
+    (DOPPIO_RESTART_COUNT; 0 on the first start or without the launcher)."""
+    value = os.environ.get("DOPPIO_RESTART_COUNT", "0")
+    try:
+        return int(value)
+    except ValueError:
+        raise RuntimeError("DOPPIO_RESTART_COUNT=%r is not an integer" % value)
+
+
+class Checkpointer(object):
+    """The checkpoint an elastic job resumes from after tools/launch.py
+    restarts its ranks (--checkpoint_dir DIR --checkpoint_every K, or the
+    arguments). Rank 0 saves device 0's state every K iterations: the
+    params, the optimizer state and everything else the init net makes
+    (data_parallel_model.GetCheckpointParams), and the shared iteration
+    counters, which carry the learning-rate schedule. Files are
+    DIR/checkpoint_<iteration>.minidb, written beside and renamed into
+    place by Save, so a rank killed mid-save leaves the previous one whole;
+    the newest two are kept.
+
+        checkpointer = distributed.Checkpointer(model)
+        first = checkpointer.restore()      # 0, or the iteration to resume at
+        for iteration in range(first, total):
+            ... feed the batch of `iteration` ...
+            data_parallel_model.RunNet(model, 1)
+            checkpointer.after_iteration(iteration)
+
+    With batches that are a function of the iteration (fed, or readers
+    that start where the iteration says) the resumed run is bit for bit the
+    uninterrupted one. Call restore() after RunInitNet on every rank: all
+    of them load the same file, then every device takes device 0's values."""
+
+    KEEP = 2
+
+    def __init__(self, model, directory=None, every=None):
+        self.model = model
+        self.directory = directory or os.environ.get("DOPPIO_CHECKPOINT_DIR")
+        every = every if every is not None else os.environ.get("DOPPIO_CHECKPOINT_EVERY", 1)
+        try:
+            self.every = int(every)
+        except ValueError:
+            raise RuntimeError("checkpoint_every %r is not an integer" % (every,))
+        if self.every < 1:
+            raise RuntimeError("checkpoint_every must be >= 1, got %d" % self.every)
+
+    def _path(self, iteration):
+        return os.path.join(self.directory, "checkpoint_%d.minidb" % iteration)
+
+    def saved_iterations(self):
+        """Iterations with a complete checkpoint, oldest first."""
+        if not self.directory or not os.path.isdir(self.directory):
+            return []
+        found = []
+        for name in os.listdir(self.directory):
+            match = re.match(r"^checkpoint_(\d+)\.minidb$", name)
+            if match:
+                found.append(int(match.group(1)))
+        return sorted(found)
+
+    def _blobs(self):
+        from doppio import data_parallel_model
+        return sorted(str(b) for b in data_parallel_model.GetCheckpointParams(self.model))
+
+    def restore(self):
+        """Loads the newest checkpoint, if any, into device 0 and copies it to
+        every device; returns the number of iterations it holds (0: none)."""
+        from doppio import core, data_parallel_model, workspace
+        saved = self.saved_iterations()
+        if not saved:
+            return 0
+        iteration = saved[-1]
+        blobs = self._blobs()
+        workspace.RunOperatorOnce(core.CreateOperator(
+            "Load", [], [core.BlobReference(b) for b in blobs], db=self._path(iteration),
+            db_type="minidb", absolute_path=1))
+        data_parallel_model.FinalizeAfterCheckpoint(self.model)
+        return iteration
+
+    def after_iteration(self, iteration):
+        """Call after iteration `iteration` (counting from 0) ran: rank 0
+        saves every `every` iterations; others do nothing."""
+        done = iteration + 1
+        if not self.directory or done % self.every != 0 or rank_or_zero() != 0:
+            return None
+        from doppio import core, workspace
+        os.makedirs(self.directory, exist_ok=True)
+        blobs = self._blobs()
+        workspace.RunOperatorOnce(core.CreateOperator(
+            "Save", [core.BlobReference(b) for b in blobs], [], db=self._path(done),
+            db_type="minidb", absolute_path=1))
+        for old in self.saved_iterations()[:-self.KEEP]:
+            try:
+                os.remove(self._path(old))
+            except OSError:
+                pass
+        return self._path(done)
+
+
+def rank_or_zero():
+    """DOPPIO_RANK, or 0 outside the launcher."""
+    return rank() if os.environ.get("DOPPIO_RANK") is not None else 0

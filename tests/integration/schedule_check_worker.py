@@ -76,13 +76,15 @@ def main():
             workspace.RunNetOnce(rest)
         finally:
             result['rest_s'] = time.time() - start
+        if spec['variant'] == 'bmuf':
+            # The global model starts from the (broadcast) initial params.
+            workspace.RunNetOnce(model._global_model_init_net)
         # One step: the collectives after the check still meet.
         rng = np.random.RandomState(spec['shard_id'])
         workspace.FeedBlob('cpu_0/data', rng.randn(4, D_IN).astype(np.float32))
         workspace.FeedBlob('cpu_0/label', rng.randint(0, D_OUT, size=4).astype(np.int32))
         workspace.RunNetOnce(model.net)
         if spec['variant'] == 'bmuf':
-            workspace.RunNetOnce(model._global_model_init_net)
             workspace.RunNetOnce(model.net)
             result['local_fc1_w'] = workspace.FetchBlob('cpu_0/fc1_w').tolist()
             workspace.RunNetOnce(model._global_model_param_updates_net)
