@@ -33,6 +33,10 @@ attempt's store keys) with DOPPIO_RESTART_COUNT = the restarts so far. The
 ranks resume from their last complete checkpoint: --checkpoint_dir and
 --checkpoint_every reach them as DOPPIO_CHECKPOINT_DIR and
 DOPPIO_CHECKPOINT_EVERY, which doppio.distributed.Checkpointer reads.
+With --nprocs MIN:MAX and --nprocs_file, each start takes its process
+count from the file (clamped): a job can go on with fewer ranks and grow
+back; its checkpoint (device 0's state) does not depend on the count, and
+the script splits its global batch by DOPPIO_WORLD_SIZE.
 Ctrl-C or SIGTERM to the launcher stops the job without a restart.
 """
 import argparse
@@ -58,7 +62,13 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="launch.py", description=__doc__.split("\n\n")[0],
         usage="%(prog)s --nprocs N [--store URL | --start_redis] [options] script.py [args...]")
-    parser.add_argument("--nprocs", type=int, required=True, help="processes (ranks) to start")
+    parser.add_argument("--nprocs", type=nprocs_range, required=True, metavar="N | MIN:MAX",
+                        help="processes (ranks) to start; MIN:MAX (as torchrun) lets a "
+                        "restart use another count within those bounds (--nprocs_file)")
+    parser.add_argument("--nprocs_file",
+                        help="with --nprocs MIN:MAX: before every start the launcher reads "
+                        "the process count from this file (what a scheduler says is "
+                        "available), clamped to MIN:MAX; missing or unreadable: MAX")
     parser.add_argument("--store", help="rendezvous store: redis://host:port or file:///directory "
                         "(default: a fresh file store in a temporary directory)")
     parser.add_argument("--start_redis", action="store_true",
@@ -78,8 +88,10 @@ def parse_args(argv):
     parser.add_argument("script", help="the Python script every rank runs")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     args = parser.parse_args(argv)
-    if args.nprocs < 1:
-        parser.error("--nprocs must be at least 1, got %d" % args.nprocs)
+    if args.nprocs[0] < 1:
+        parser.error("--nprocs must be at least 1, got %d" % args.nprocs[0])
+    if args.nprocs_file and args.nprocs[0] == args.nprocs[1]:
+        parser.error("--nprocs_file needs --nprocs MIN:MAX with MIN < MAX")
     if args.grace_s < 0:
         parser.error("--grace_s must not be negative")
     if args.max_restarts < 0:
@@ -93,6 +105,36 @@ def parse_args(argv):
     if not os.path.isfile(args.script):
         parser.error("script %r does not exist" % args.script)
     return args
+
+
+def nprocs_range(text):
+    """"N" -> (N, N); "MIN:MAX" -> (MIN, MAX), MIN <= MAX."""
+    parts = text.split(":")
+    try:
+        low, high = (int(parts[0]), int(parts[-1])) if len(parts) in (1, 2) else (None, None)
+    except ValueError:
+        low = high = None
+    if low is None or low > high:
+        raise argparse.ArgumentTypeError("expected N or MIN:MAX with MIN <= MAX, got %r" % text)
+    return low, high
+
+
+def processes_now(args, log):
+    """How many ranks the next start gets: --nprocs N, or the --nprocs_file
+    count clamped to MIN:MAX."""
+    low, high = args.nprocs
+    if not args.nprocs_file or low == high:
+        return high
+    try:
+        with open(args.nprocs_file) as f:
+            wanted = int(f.read().strip())
+    except (OSError, ValueError):
+        return high
+    count = min(high, max(low, wanted))
+    if count != wanted:
+        log("--nprocs_file asks for %d processes; starting %d (--nprocs %d:%d)"
+            % (wanted, count, low, high))
+    return count
 
 
 def check_store_url(parser, url):
@@ -197,17 +239,18 @@ def forward_lines(source, sink, prefix, lock):
     source.close()
 
 
-def start_ranks(args, store, run_id, restart=0):
+def start_ranks(args, store, run_id, restart=0, nprocs=None):
+    nprocs = args.nprocs[1] if nprocs is None else nprocs
     ranks = []
-    for rank in range(args.nprocs):
+    for rank in range(nprocs):
         env = dict(os.environ)
         env.update({
-            "DOPPIO_RANK": str(rank), "DOPPIO_WORLD_SIZE": str(args.nprocs),
+            "DOPPIO_RANK": str(rank), "DOPPIO_WORLD_SIZE": str(nprocs),
             "DOPPIO_STORE": store, "DOPPIO_RUN_ID": run_id,
             "DOPPIO_RESTART_COUNT": str(restart),
             "DOPPIO_MAX_RESTARTS": str(args.max_restarts),
-            "RANK": str(rank), "WORLD_SIZE": str(args.nprocs),
-            "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(args.nprocs),
+            "RANK": str(rank), "WORLD_SIZE": str(nprocs),
+            "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(nprocs),
         })
         if args.checkpoint_dir:
             env["DOPPIO_CHECKPOINT_DIR"] = os.path.abspath(args.checkpoint_dir)
@@ -312,7 +355,10 @@ def main(argv=None):
             store = "file://" + directory
         for restart in range(args.max_restarts + 1):
             attempt_id = run_id if restart == 0 else "%s-restart%d" % (run_id, restart)
-            ranks = start_ranks(args, store, attempt_id, restart)
+            nprocs = processes_now(args, log)
+            if restart:
+                log("starting %d processes" % nprocs)
+            ranks = start_ranks(args, store, attempt_id, restart, nprocs)
             code = supervise(ranks, args.grace_s, log)
             if code == 0 or restart == args.max_restarts:
                 return code

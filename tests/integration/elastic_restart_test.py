@@ -4,10 +4,13 @@ times (alternating ranks); each time the launcher stops the group and
 restarts every rank, which resume from the last complete checkpoint
 (doppio.distributed.Checkpointer: params, momentum, the iteration counter
 behind the stepped learning rate). The final params equal an uninterrupted
-run's bit for bit. With fewer restarts allowed than failures the launcher
-gives up with the killed rank's code."""
+run's bit for bit. A job that goes from 2 processes to 1 and back
+(--nprocs 1:2 --nprocs_file) ends within float tolerance of it. With fewer
+restarts allowed than failures the launcher gives up with the killed
+rank's code."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -25,10 +28,11 @@ STEPS = 16
 WALL_LIMIT_S = 240
 
 
-def launch(tmp_path, name, offsets, *launcher_args):
+def launch(tmp_path, name, offsets, *launcher_args, nprocs='2', nprocs_file=None):
     out = str(tmp_path / (name + '.npz'))
-    command = [sys.executable, LAUNCH, '--nprocs', '2', '--grace_s', '10'] + list(
-        launcher_args) + [WORKER, str(STEPS), json.dumps(offsets), out]
+    command = [sys.executable, LAUNCH, '--nprocs', nprocs, '--grace_s', '10'] + list(
+        launcher_args) + [WORKER, str(STEPS), json.dumps(offsets), out] + (
+            [nprocs_file] if nprocs_file else [])
     done = subprocess.run(command, env=python_path_env(), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, timeout=WALL_LIMIT_S)
     return done, out
@@ -54,12 +58,44 @@ def test_three_kills_resume_to_the_uninterrupted_params_bit_for_bit(tmp_path):
     assert int(actual['restarts']) == 3 and int(actual['resumed_at']) > 0
     assert int(expected['restarts']) == 0
     for key in expected.files:
-        if key in ('restarts', 'resumed_at'):
+        if key in ('restarts', 'resumed_at', 'world'):
             continue
         np.testing.assert_array_equal(actual[key], expected[key], err_msg=key)
     # The newest two checkpoints are kept, complete (no temporaries left).
     names = sorted(os.listdir(str(checkpoints)))
     assert names == ['checkpoint_14.minidb', 'checkpoint_16.minidb'], names
+
+
+def test_two_to_one_to_two_processes_resume_within_float_tolerance(tmp_path):
+    """--nprocs 1:2 with a file the launcher reads before each start: the
+    job loses a slot (2 -> 1 process, which then takes the whole global
+    batch) and gets it back (1 -> 2); it ends with the uninterrupted
+    2-process params to float tolerance (sums in another order)."""
+    plain, plain_out = launch(tmp_path, 'plain2', [])
+    assert plain.returncode == 0, plain.stderr.decode()
+    nprocs_file = str(tmp_path / 'nprocs')
+    elastic, elastic_out = launch(
+        tmp_path, 'shrink_grow', [[3, 1], [4, 2]], '--max_restarts', '2',
+        '--checkpoint_dir', str(tmp_path / 'ck'), '--checkpoint_every', '2',
+        '--nprocs_file', nprocs_file, nprocs='1:2', nprocs_file=nprocs_file)
+    log = elastic.stderr.decode()
+    assert elastic.returncode == 0, log
+    starts = [int(n) for n in re.findall(r'starting (\d+) processes', log)]
+    assert starts == [1, 2], log
+    expected, actual = np.load(plain_out), np.load(elastic_out)
+    assert int(actual['world']) == 2 and int(actual['restarts']) == 2
+    for key in expected.files:
+        if key in ('restarts', 'resumed_at', 'world'):
+            continue
+        np.testing.assert_allclose(actual[key], expected[key], rtol=1e-5, atol=1e-6,
+                                   err_msg=key)
+
+
+def test_nprocs_range_is_checked():
+    for bad in ('2:1', 'x', '1:2:3'):
+        done = subprocess.run([sys.executable, LAUNCH, '--nprocs', bad, WORKER],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        assert done.returncode == 2 and b'MIN:MAX' in done.stderr, (bad, done.stderr)
 
 
 def test_more_failures_than_restarts_gives_up_with_the_failure(tmp_path):

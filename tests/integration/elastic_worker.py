@@ -1,14 +1,17 @@
 """One rank under tools/launch.py --max_restarts, for elastic_restart_test.py:
     launch.py --nprocs 2 [--max_restarts R --checkpoint_dir D ...]
-              elastic_worker.py STEPS KILL_OFFSETS_JSON OUT.npz
+              elastic_worker.py STEPS KILL_OFFSETS_JSON OUT.npz [NPROCS_FILE]
 
 Trains the MLP of the distributed tests with momentum SGD and a stepped
 learning rate (so the optimizer state and the iteration counter matter)
-for STEPS iterations, each rank fed batches that are a function of the
-iteration. doppio.distributed.Checkpointer resumes it after a restart. On
-attempt a (DOPPIO_RESTART_COUNT), KILL_OFFSETS_JSON[a], if present, makes
-rank a % 2 SIGKILL itself that many iterations after where it resumed.
-Rank 0 writes the final params and iteration counter to OUT.npz."""
+for STEPS iterations on a global batch of 8 that is a function of the
+iteration, split evenly over the ranks (DOPPIO_WORLD_SIZE: 1, 2, 4 or 8).
+doppio.distributed.Checkpointer resumes it after a restart. On attempt a
+(DOPPIO_RESTART_COUNT), KILL_OFFSETS_JSON[a], if present, makes rank
+a % world SIGKILL itself that many iterations after where it resumed; an
+entry [offset, n] first writes n to NPROCS_FILE (the process count the
+launcher's next start takes, as a scheduler would). Rank 0 writes the final
+params and iteration counter to OUT.npz."""
 import json
 import os
 import signal
@@ -19,7 +22,7 @@ import numpy as np
 from doppio import brew, core, data_parallel_model, distributed, model_helper, optimizer
 from doppio import workspace
 
-D_IN, HIDDEN, D_OUT, PER_RANK = 5, 7, 3, 4
+D_IN, HIDDEN, D_OUT, GLOBAL_BATCH = 5, 7, 3, 8
 
 
 def forward(model, loss_scale):
@@ -29,14 +32,17 @@ def forward(model, loss_scale):
     return [model.net.Scale(loss, 'scaled_loss', scale=loss_scale)]
 
 
-def batch(iteration, rank):
-    rng = np.random.RandomState(1000 * iteration + rank)
-    return (rng.randn(PER_RANK, D_IN).astype(np.float32),
-            rng.randint(0, D_OUT, size=PER_RANK).astype(np.int32))
+def batch(iteration, rank, world):
+    rng = np.random.RandomState(1000 + iteration)
+    x = rng.randn(GLOBAL_BATCH, D_IN).astype(np.float32)
+    y = rng.randint(0, D_OUT, size=GLOBAL_BATCH).astype(np.int32)
+    rows = slice(rank * GLOBAL_BATCH // world, (rank + 1) * GLOBAL_BATCH // world)
+    return x[rows], y[rows]
 
 
 def main():
     steps, offsets, out = int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+    nprocs_file = sys.argv[4] if len(sys.argv) > 4 else None
     rank, size = distributed.rank(), distributed.world_size()
     distributed.store_handler_from_env()
     model = model_helper.ModelHelper(name='elastic_mlp')
@@ -53,11 +59,16 @@ def main():
     checkpointer = distributed.Checkpointer(model)
     first = checkpointer.restore()
     attempt = distributed.restart_count()
-    kill_at = first + offsets[attempt] if attempt < len(offsets) else None
+    plan = offsets[attempt] if attempt < len(offsets) else None
+    offset, next_nprocs = plan if isinstance(plan, list) else (plan, None)
+    kill_at = first + offset if offset is not None else None
     for iteration in range(first, steps):
-        if iteration == kill_at and rank == attempt % 2:
+        if iteration == kill_at and rank == attempt % size:
+            if next_nprocs is not None:
+                with open(nprocs_file, 'w') as f:
+                    f.write('%d\n' % next_nprocs)
             os.kill(os.getpid(), signal.SIGKILL)
-        x, y = batch(iteration, rank)
+        x, y = batch(iteration, rank, size)
         workspace.FeedBlob('cpu_0/data', x)
         workspace.FeedBlob('cpu_0/label', y)
         data_parallel_model.RunNet(model, 1)
@@ -65,7 +76,7 @@ def main():
     if rank == 0:
         iters = [str(b) for b in data_parallel_model.GetCheckpointParams(model)
                  if not str(b).startswith('cpu_')]
-        np.savez(out, restarts=attempt, resumed_at=first,
+        np.savez(out, restarts=attempt, resumed_at=first, world=size,
                  **{name.replace('/', '__'): workspace.FetchBlob(name)
                     for name in ['cpu_0/fc1_w', 'cpu_0/fc1_b', 'cpu_0/fc2_w', 'cpu_0/fc2_b']
                     + iters})
