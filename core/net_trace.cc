@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/enforce.h"
+#include "core/json.h"
 #include "core/thread_pool.h"
 
 namespace doppio {
@@ -16,27 +17,6 @@ namespace {
 // Caffe2's DeviceType numbering (proto/doppio.proto).
 constexpr int kCPUDeviceType = 0;
 constexpr int kCUDADeviceType = 1;
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned>(c));
-          out += escaped;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string Microseconds(double us) {
   char text[32];

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "core/json.h"
+
 namespace doppio {
 namespace {
 
@@ -29,27 +31,6 @@ size_t CapacityFromEnvironment() {
   // A malformed value must not stop training: the default applies.
   if (end == text || *end != '\0' || value < 0) return kDefaultCapacity;
   return static_cast<size_t>(value);
-}
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-          out += escaped;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string DumpDirectory() {

@@ -1,11 +1,30 @@
-"""The device-type-specific parts of data_parallel_model: whether a GPU model
-can run here, which device a blob lives on, and how device 0's copy of a
-blob reaches the other devices (parallel/device_collectives.h is the C++
+"""The device-type-specific parts of data_parallel_model: blob prefixes of
+devices, whether a GPU model can run here, which device a blob lives on,
+and how device 0's copy of a blob reaches the other devices (parallel/device_collectives.h is the C++
 pass's counterpart)."""
 
 from doppio import core
 from doppio import workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2
+
+
+def Prefix(device, model=None):
+    """The blob prefix of `device` in a model parallelized (or being
+    parallelized) onto `model`'s device type; CPU's without a model. The
+    rule is the pass's (DevicePrefix, parallel/data_parallel.h)."""
+    return workspace.C.device_prefix(getattr(model, '_device_type', caffe2_pb2.CPU), device)
+
+
+def DevicePrefixOf(model, name):
+    """The device prefix `name` starts with ('' for none), for `model`'s
+    device type."""
+    return workspace.C.device_prefix_of(model._device_type, str(name))
+
+
+def CheckParallelized(model):
+    if not hasattr(model, '_device_grouped_blobs'):
+        raise ValueError('model {} was not parallelized: call Parallelize first'.format(
+            model.name))
 
 
 def CheckDevicesPresent(model, what):

@@ -77,6 +77,11 @@ from doppio import core
 from doppio import data_parallel_bmuf
 from doppio import data_parallel_devices
 from doppio import data_parallel_shards
+from doppio.data_parallel_checkpoint import (ExtractPredictorNet,  # noqa: F401
+                                             FinalizeAfterCheckpoint, GetCheckpointParams)
+from doppio.data_parallel_devices import CheckParallelized as _CheckParallelized
+from doppio.data_parallel_devices import DevicePrefixOf as _DevicePrefixOf
+from doppio.data_parallel_devices import Prefix as _Prefix
 from doppio.data_parallel_memory import (_AddDynamicMemoryOptimization,  # noqa: F401
                                           _OptimizeGradientMemorySimple)
 # One block of a single-device model made data-parallel (PyTorch's
@@ -378,19 +383,6 @@ def _BuildPerDevice(model, builder_fun):
                 builder_fun(model)
 
 
-def _Prefix(device, model=None):
-    """The blob prefix of `device` in a model parallelized (or being
-    parallelized) onto `model`'s device type; CPU's without a model. The
-    rule is the pass's (DevicePrefix, parallel/data_parallel.h)."""
-    return workspace.C.device_prefix(getattr(model, '_device_type', caffe2_pb2.CPU), device)
-
-
-def _DevicePrefixOf(model, name):
-    """The device prefix `name` starts with ('' for none), for `model`'s
-    device type."""
-    return workspace.C.device_prefix_of(model._device_type, str(name))
-
-
 def _SharedBlobs(pre_existing, nets):
     """Optimizer-common and pre-existing blobs whose makers read only
     shared blobs (iterated, since one blob's status depends on another's)."""
@@ -464,12 +456,6 @@ def _RecordDeviceBlobs(model, devices, params, computed, result, shared, shared_
     model.grad_map = {str(k): v for k, v in model.param_to_grad.items()}
 
 
-def _CheckParallelized(model):
-    if not hasattr(model, '_device_grouped_blobs'):
-        raise ValueError('model {} was not parallelized: call Parallelize first'.format(
-            model.name))
-
-
 def GetDevices(model):
     _CheckParallelized(model)
     return model._devices
@@ -508,59 +494,6 @@ def RunNet(model, num_iterations):
     data_parallel_devices.CheckDevicesPresent(model, 'RunNet')
     for net, runs in _ModelNets(model):
         workspace.RunNet(net.Proto().name, num_iterations if runs is None else runs)
-
-
-def GetCheckpointParams(model):
-    """Device 0's blobs made by the init net (params, computed params,
-    optimizer state such as momentum) plus the shared iteration counters."""
-    _CheckParallelized(model)
-    prefix = _Prefix(model._devices[0], model)
-    blobs = set()
-    for op in model.param_init_net.Proto().op:
-        for output in op.output:
-            if output.startswith(prefix):
-                blobs.add(core.BlobReference(output))
-    for op in model.net.Proto().op:
-        if op.type in ('Iter', 'AtomicIter') and not _DevicePrefixOf(model, op.output[0]):
-            blobs.add(core.BlobReference(op.output[0]))
-    return blobs
-
-
-def _StripDevicePrefix(model, name):
-    name = str(name)
-    return name[len(_DevicePrefixOf(model, name)):]
-
-
-def FinalizeAfterCheckpoint(model, blobs=None, cpu_mode=False):
-    """After loading a checkpoint into device 0 (or the initial params),
-    copies device 0's blobs to every other device. Shared blobs (the
-    iteration counter) exist once and need nothing."""
-    _CheckParallelized(model)
-    if blobs is None:
-        blobs = GetCheckpointParams(model)
-    names = sorted(set(_StripDevicePrefix(model, b) for b in blobs
-                       if _DevicePrefixOf(model, b)))
-    devices = model._devices
-    if model._shared_model:
-        # The params, and the optimizer state only the master's updates
-        # keep, exist once: only blobs every device has are copied.
-        referenced = set()
-        for net in (model.param_init_net, model.net):
-            for op in net.Proto().op:
-                referenced.update(op.input)
-                referenced.update(op.output)
-        names = [n for n in names if n not in model._param_names and
-                 all(_Prefix(d, model) + n in referenced for d in devices)]
-    key = tuple(names)
-    if getattr(model, '_checkpoint_net_key', None) != key:
-        net = core.Net('checkpoint_sync_net')
-        if len(devices) > 1:
-            for name in names:
-                data_parallel_devices.AddBroadcast(model, net, [_Prefix(d, model) + name for d in devices])
-        model._checkpoint_net = net
-        model._checkpoint_net_key = key
-        workspace.CreateNet(net, overwrite=True)
-    workspace.RunNet(model._checkpoint_net.Proto().name)
 
 
 def Synchronize(model, timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC):
@@ -669,36 +602,6 @@ def ConvertNetForDevice(net, device=None):
     proto.external_input[:] = [namescope + b for b in proto.external_input]
     proto.external_output[:] = [namescope + b for b in proto.external_output]
     return converted
-
-
-def ExtractPredictorNet(model, inputs, outputs, device):
-    """(predict net, blobs to export) from device 0's replica, as in Caffe2:
-    `inputs` and `outputs` are unprefixed and appear so in the result; the
-    params keep device 0's names (`cpu_0/fc_w`), which the export list
-    gives. Extract from a test-mode model (is_test=1)."""
-    from doppio import model_helper
-    _CheckParallelized(model)
-    master = _Prefix(model._devices[0], model)
-    prefixed_inputs = [master + str(b) for b in inputs]
-    prefixed_outputs = [master + str(b) for b in outputs]
-    # The replicas' ops are interleaved; only device 0's (and shared ones)
-    # may enter the predictor.
-    device0 = caffe2_pb2.NetDef()
-    device0.CopyFrom(model.net.Proto())
-    del device0.op[:]
-    for op in model.net.Proto().op:
-        names = list(op.input) + list(op.output)
-        if all(n.startswith(master) or not _DevicePrefixOf(model, n) for n in names):
-            device0.op.add().CopyFrom(op)
-    device0.external_input[:] = [b for b in model.net.Proto().external_input
-                                 if b.startswith(master) or not _DevicePrefixOf(model, b)]
-    device0.external_output[:] = [b for b in model.net.Proto().external_output
-                                  if b.startswith(master) or not _DevicePrefixOf(model, b)]
-    renames = dict(zip(prefixed_inputs + prefixed_outputs,
-                       [str(b) for b in inputs] + [str(b) for b in outputs]))
-    return model_helper.ExtractPredictorNet(
-        net_proto=device0, input_blobs=prefixed_inputs, output_blobs=prefixed_outputs,
-        device=device, renames=renames)
 
 
 def Parallelize_CPU_BMUF(*args, **kwargs):

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from doppio import brew, core, data_parallel_model, distributed, model_helper, optimizer
+from doppio import brew, data_parallel_model, distributed, model_helper, optimizer
 from doppio import workspace
 
 D_IN, HIDDEN, D_OUT, GLOBAL_BATCH = 5, 7, 3, 8

@@ -4,14 +4,13 @@ reduces and updates once. K micro-batches of B records train the MLP to the
 params of one K*B batch per step (on one device and on two), which K=1 with
 batch B does not; the reader really advances K batches per step; the plan
 says so; sparse gradients are refused."""
-import os
 import struct
 import sys
 
 import numpy as np
 import pytest
 
-from doppio import core, data_parallel_model, model_helper, optimizer, workspace
+from doppio import data_parallel_model, model_helper, optimizer, workspace
 from doppio.proto import doppio_pb2
 
 from mlp_fixture import D_IN, D_OUT, PARAMS, forward, fresh_workspace, initial_params  # noqa: F401
