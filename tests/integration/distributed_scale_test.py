@@ -1,5 +1,5 @@
-"""Parallelize across more processes and a bigger model: 4 processes x 1
-device train the MLP 10 steps to the params of one process on the whole
+"""Parallelize across more processes and a bigger model: 4 and 8 processes
+x 1 device train the MLP 10 steps to the params of one process on the whole
 batch; 2 processes x 1 device train the full reference CNN (per-shard BN)
 4 steps to the params of one process with 2 devices fed the same per-device
 batches -- in-process and cross-process reduction both just sum the
@@ -58,7 +58,16 @@ def mlp_specs(num_shards, **extra):
 
 
 def test_four_shards_train_the_mlp_like_one_process(store):
-    reports, _ = launch(store, mlp_specs(4))
+    check_mlp_like_one_process(launch(store, mlp_specs(4))[0])
+
+
+def test_eight_shards_train_the_mlp_like_one_process(file_store):
+    """Issue 26's scale: 8 processes on loopback, one row of the batch of 8
+    each (file store only: 8 interpreters start on 2 cores)."""
+    check_mlp_like_one_process(launch(file_store, mlp_specs(8), wall_limit_s=150)[0])
+
+
+def check_mlp_like_one_process(reports):
     assert_trained(reports)
     initial = reports[0]['init']
     for report in reports[1:]:
