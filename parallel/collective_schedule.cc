@@ -7,11 +7,6 @@
 namespace doppio {
 namespace {
 
-// Separators that blob names, op names and argument text do not contain in
-// practice; Decode refuses text whose fields do not pair up.
-constexpr char kFieldSeparator = '\x1f';
-constexpr char kEntrySeparator = '\x1e';
-
 std::string DescribeBlob(const std::string& blob, const std::map<std::string, TensorShape>& shapes) {
   auto known = shapes.find(blob);
   if (known == shapes.end() || known->second.unknown_shape()) return blob + " ?";
@@ -100,38 +95,28 @@ uint64_t ScheduleDigest(const std::vector<ScheduledCollective>& schedule) {
     hash ^= byte;
     hash *= 1099511628211ull;
   };
+  // Each signature after its length, so no two schedules share a byte stream.
   for (const ScheduledCollective& entry : schedule) {
+    const uint64_t size = entry.signature.size();
+    for (int shift = 0; shift < 64; shift += 8) mix(static_cast<unsigned char>(size >> shift));
     for (char c : entry.signature) mix(static_cast<unsigned char>(c));
-    mix(static_cast<unsigned char>(kEntrySeparator));
   }
   return hash;
 }
 
 std::string EncodeSchedule(const std::vector<ScheduledCollective>& schedule) {
-  std::string text;
-  for (const ScheduledCollective& entry : schedule) {
-    text += entry.signature;
-    text += kFieldSeparator;
-    text += entry.where;
-    text += kEntrySeparator;
-  }
-  return text;
+  // The check op's own arguments carry it: protobuf bytes, whatever the
+  // blob names contain.
+  std::string bytes;
+  ScheduleCheckOp(schedule, "", DeviceOption()).SerializeToString(&bytes);
+  return bytes;
 }
 
-std::vector<ScheduledCollective> DecodeSchedule(const std::string& text) {
-  std::vector<ScheduledCollective> schedule;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t end = text.find(kEntrySeparator, start);
-    DOPPIO_ENFORCE(end != std::string::npos, "a collective schedule's text ends inside an entry");
-    const std::string entry = text.substr(start, end - start);
-    const size_t field = entry.find(kFieldSeparator);
-    DOPPIO_ENFORCE(field != std::string::npos, "collective schedule entry ", schedule.size(),
-                   " has no location field");
-    schedule.push_back({entry.substr(0, field), entry.substr(field + 1)});
-    start = end + 1;
-  }
-  return schedule;
+std::vector<ScheduledCollective> DecodeSchedule(const std::string& bytes) {
+  OperatorDef carrier;
+  DOPPIO_ENFORCE(carrier.ParseFromString(bytes), "a collective schedule of ", bytes.size(),
+                 " bytes is not a serialized schedule (EncodeSchedule)");
+  return ScheduleOfCheckOp(carrier);
 }
 
 OperatorDef ScheduleCheckOp(const std::vector<ScheduledCollective>& schedule,

@@ -58,8 +58,9 @@ std::string DescribeScheduleMismatch(int rank_a, const std::vector<ScheduledColl
 // first, so equal schedules cost one small exchange.
 uint64_t ScheduleDigest(const std::vector<ScheduledCollective>& schedule);
 
-// One string carrying a schedule (what ranks exchange when digests differ)
-// and its inverse; Decode throws doppio::Error on text Encode did not make.
+// A schedule as bytes (what ranks exchange when digests differ: the
+// serialized arguments of a check op) and back; Decode throws doppio::Error
+// on bytes that are not one.
 std::string EncodeSchedule(const std::vector<ScheduledCollective>& schedule);
 std::vector<ScheduledCollective> DecodeSchedule(const std::string& text);
 

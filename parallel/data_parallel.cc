@@ -32,8 +32,11 @@ Parallelized Parallelize(const DataParallelTemplate& model,
   result.plan = PlanParallelize(model, options);
   result.net = EmitTrainNet(result.plan, model, options);
   result.param_init_net = EmitInitNet(result.plan, model, options);
-  AddScheduleCheck(result.plan, model, options, result.net, &result.param_init_net);
-  if (result.plan.distributed) result.schedule_shapes = ReplicaBlobShapes(result.plan, model);
+  if (result.plan.distributed) {
+    result.schedule_shapes = ReplicaBlobShapes(result.plan);
+    AddScheduleCheck(result.plan, options, result.schedule_shapes, result.net,
+                     &result.param_init_net);
+  }
   result.param_to_grad = result.plan.param_to_grad;
   result.sparse_param_to_grad = result.plan.sparse_param_to_grad;
   result.device_param_to_grad = DeviceParamToGrad(result.plan, options);

@@ -7,22 +7,12 @@
 #include "core/argument.h"
 #include "core/enforce.h"
 #include "core/schema.h"
-#include "core/shape_walk.h"
 #include "parallel/data_parallel_phases.h"
 #include "parallel/device_collectives.h"
 #include "parallel/distributed.h"
 
 namespace doppio {
 namespace {
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string joined;
-  for (const std::string& name : names) {
-    if (!joined.empty()) joined += ", ";
-    joined += "'" + name + "'";
-  }
-  return joined;
-}
 
 // Clones template ops onto the replicas under the plan's sharing rules.
 class Cloner {
@@ -50,7 +40,7 @@ class Cloner {
     if (shared_outputs == 0) return false;
     DOPPIO_ENFORCE(shared_outputs == op.output_size(), "Parallelize: op ", op.type(), " '",
                    op.name(), "' in ", where, " writes both shared and per-device blobs (outputs ",
-                   JoinNames({op.output().begin(), op.output().end()}),
+                   QuotedNames({op.output().begin(), op.output().end()}),
                    "); a shared blob must be written by ops whose outputs are all shared");
     for (const std::string& input : op.input()) {
       DOPPIO_ENFORCE(IsShared(input), "Parallelize: op ", op.type(), " '", op.name(), "' in ",
@@ -262,29 +252,31 @@ OperatorDef Int64Fill(const std::string& blob, int64_t value) {
   return op;
 }
 
-// The While op names every blob its loop net reads before writing and every
-// blob it writes, so that the dag executor orders it against the ops around
-// it (it sees only the blobs an op names).
-void NameLoopBlobs(const NetDef& body, OperatorDef* loop) {
-  std::set<std::string> written, read_first, listed_inputs(loop->input().begin(),
-                                                           loop->input().end());
-  for (const OperatorDef& op : body.op()) {
-    for (const std::string& input : op.input()) {
-      if (!written.count(input) && listed_inputs.insert(input).second) loop->add_input(input);
-    }
-    for (const std::string& output : op.output()) {
-      if (written.insert(output).second) loop->add_output(output);
+// The While op names every blob its nets (condition first, then body) read
+// before writing and every blob they write, so that passes and executors
+// that see only the blobs an op names (the dag executor's dependencies, the
+// Free ops of dynamic memory management) see the loop's.
+void NameLoopBlobs(const std::vector<const NetDef*>& nets, OperatorDef* loop) {
+  std::set<std::string> written;
+  std::set<std::string> listed_inputs(loop->input().begin(), loop->input().end());
+  for (const NetDef* net : nets) {
+    for (const OperatorDef& op : net->op()) {
+      for (const std::string& input : op.input()) {
+        if (!written.count(input) && listed_inputs.insert(input).second) loop->add_input(input);
+      }
+      for (const std::string& output : op.output()) {
+        if (written.insert(output).second) loop->add_output(output);
+      }
     }
   }
 }
 
 // Zeroed accumulators of each gradient's param's shape and dtype, per replica.
-void EmitZeroAccumulators(const ParallelPlan& plan, const DataParallelTemplate& model,
-                          NetDef* net) {
-  const std::map<std::string, TensorShape> shapes = InferNetShapes(model.param_init_net, {});
+void EmitZeroAccumulators(const ParallelPlan& plan, NetDef* net) {
   for (const auto& entry : plan.param_to_grad) {
-    auto known = shapes.find(entry.first);
-    const int64_t dtype = known == shapes.end() ? TensorProto::FLOAT : known->second.data_type();
+    auto known = plan.init_shapes.find(entry.first);
+    const int64_t dtype =
+        known == plan.init_shapes.end() ? TensorProto::FLOAT : known->second.data_type();
     for (const Replica& replica : plan.replicas) {
       OperatorDef fill = MakeOp("ConstantFill", {replica.prefix + entry.first},
                                 {replica.prefix + plan.accumulators.at(entry.second)},
@@ -332,18 +324,17 @@ void EmitAccumulatedStep(const ParallelPlan& plan, const DataParallelTemplate& m
   const OperatorDef more = MakeOp("LT", {kAccumulateStepBlob, kAccumulateLimitBlob},
                                   {kAccumulateMoreBlob}, DeviceOption());
   *net->add_op() = more;
-  EmitZeroAccumulators(plan, model, net);
+  EmitZeroAccumulators(plan, net);
   OperatorDef loop = MakeOp("While", {kAccumulateMoreBlob}, {}, DeviceOption());
   loop.set_name(model.net.name() + "_micro_steps");
-  const NetDef body = MicroStepNet(plan, model, options, cloner, shared_op, collectives);
-  NameLoopBlobs(body, &loop);
-  Argument* loop_net = loop.add_arg();
-  loop_net->set_name("loop_net");
-  *loop_net->mutable_n() = body;
   Argument* cond_net = loop.add_arg();
   cond_net->set_name("cond_net");
   cond_net->mutable_n()->set_name(model.net.name() + "_micro_step_condition");
   *cond_net->mutable_n()->add_op() = more;
+  Argument* loop_net = loop.add_arg();
+  loop_net->set_name("loop_net");
+  *loop_net->mutable_n() = MicroStepNet(plan, model, options, cloner, shared_op, collectives);
+  NameLoopBlobs({&cond_net->n(), &loop_net->n()}, &loop);
   *net->add_op() = std::move(loop);
   for (const auto& entry : plan.accumulators) {
     for (const Replica& replica : plan.replicas) {

@@ -17,6 +17,9 @@
 
 namespace doppio {
 
+// "'a', 'b', 'c'": how the pass's errors list blob and param names.
+std::string QuotedNames(const std::vector<std::string>& names);
+
 // Refuses bad options: devices, device type, threads, shared_model off CPU,
 // the rendezvous. Throws doppio::Error (InvalidArgumentError or
 // NotImplementedError where the caller can tell which).
@@ -99,16 +102,17 @@ NetDef EmitInitNet(const ParallelPlan& plan, const DataParallelTemplate& model,
 // ---- check ----
 
 // The dtype and shape of every replica's (prefixed) params, the other blobs
-// the init net makes, and the params' dense gradients, as far as the ops'
-// schemas infer them through the template's init net.
-std::map<std::string, TensorShape> ReplicaBlobShapes(const ParallelPlan& plan,
-                                                     const DataParallelTemplate& model);
+// the init net makes, and the params' dense gradients: plan.init_shapes
+// under the replicas' names.
+std::map<std::string, TensorShape> ReplicaBlobShapes(const ParallelPlan& plan);
 
 // Several processes: a VerifyCollectiveSchedule right after the init net's
 // CreateCommonWorld, carrying the schedule of every collective after it in
-// `init` and then in `net` (parallel/collective_schedule.h). Nothing for one.
-void AddScheduleCheck(const ParallelPlan& plan, const DataParallelTemplate& model,
-                      const ParallelizeOptions& options, const NetDef& net, NetDef* init);
+// `init` and then in `net` (parallel/collective_schedule.h), their blobs
+// described by `shapes` (ReplicaBlobShapes). Nothing for one process.
+void AddScheduleCheck(const ParallelPlan& plan, const ParallelizeOptions& options,
+                      const std::map<std::string, TensorShape>& shapes, const NetDef& net,
+                      NetDef* init);
 
 // Per replica: prefixed param -> prefixed dense gradient (empty for the
 // replicas of a shared model that own no params).

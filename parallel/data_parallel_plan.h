@@ -66,6 +66,10 @@ struct ParallelPlan {
   bool local_updates = false;
   // Dense gradient -> the blob its micro-batch sum is kept in.
   std::map<std::string, std::string> accumulators;
+  // The dtype and shape of the blobs the template's init net makes (the
+  // params among them), as the ops' schemas infer them: what bucket sizes,
+  // accumulators and the collective schedule check read.
+  std::map<std::string, TensorShape> init_shapes;
 
   // Forward then backward ops of the training net, after the
   // combine_spatial_bn rewrite; indices below refer to this list.

@@ -6,6 +6,7 @@
 #include "core/backward.h"
 #include "core/enforce.h"
 #include "core/schema.h"
+#include "core/shape_walk.h"
 #include "parallel/combine_spatial_bn.h"
 #include "parallel/data_parallel_phases.h"
 #include "parallel/device_collectives.h"
@@ -36,9 +37,7 @@ void ValidateParallelizeOptions(const ParallelizeOptions& options) {
   ValidateRendezvous(options.rendezvous);
 }
 
-namespace {
-
-std::string JoinQuoted(const std::vector<std::string>& names) {
+std::string QuotedNames(const std::vector<std::string>& names) {
   std::string joined;
   for (const std::string& name : names) {
     if (!joined.empty()) joined += ", ";
@@ -46,6 +45,8 @@ std::string JoinQuoted(const std::vector<std::string>& names) {
   }
   return joined;
 }
+
+namespace {
 
 // The last index of train_ops that reads or writes any of `blobs`, or -1.
 int LastTouch(const std::vector<OperatorDef>& train_ops, const std::set<std::string>& blobs) {
@@ -202,10 +203,10 @@ void PlanGradients(const DataParallelTemplate& model, ParallelPlan* plan) {
   const std::vector<std::string> unused = ParamsNoLossDependsOn(model);
   if (!unused.empty()) {
     throw InvalidArgumentError(MakeString(
-        "Parallelize: parameter", unused.size() > 1 ? "s " : " ", JoinQuoted(unused),
+        "Parallelize: parameter", unused.size() > 1 ? "s " : " ", QuotedNames(unused),
         unused.size() > 1 ? " get" : " gets", " no gradient: no loss of net '", model.net.name(),
         "' depends on ", unused.size() > 1 ? "them" : "it", " (losses: ",
-        JoinQuoted(model.losses), "). Wire the layer into a loss, or leave it out of the "
+        QuotedNames(model.losses), "). Wire the layer into a loss, or leave it out of the "
         "model's params; to freeze a parameter on purpose, keep it in the forward pass "
         "behind StopGradient"));
   }
@@ -301,7 +302,7 @@ void PlanDenseReductions(const DataParallelTemplate& model, const ParallelizeOpt
   // (parallel/distributed.h).
   const bool bucketed = plan->distributed && options.device_type == CPU;
   const std::map<std::string, int64_t> elements =
-      bucketed ? InferredFloatElements(model.param_init_net) : std::map<std::string, int64_t>();
+      bucketed ? FloatElements(plan->init_shapes) : std::map<std::string, int64_t>();
   std::map<std::string, int> last_touch;
   std::vector<GradientToReduce> across_shards;
   for (const std::string& param : ReductionOrder(model, plan->param_to_grad)) {
@@ -349,6 +350,7 @@ ParallelPlan PlanParallelize(const DataParallelTemplate& model,
                              const ParallelizeOptions& options) {
   ParallelPlan plan;
   plan.replicas = PlanReplicas(options);
+  plan.init_shapes = InferNetShapes(model.param_init_net, {});
   PlanGradients(model, &plan);
   PlanSharing(model, options, &plan);
   PlanCombinedBatchNorm(options, &plan);

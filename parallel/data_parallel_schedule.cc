@@ -4,15 +4,13 @@
 #include <string>
 #include <vector>
 
-#include "core/shape_walk.h"
 #include "parallel/collective_schedule.h"
 #include "parallel/data_parallel_phases.h"
 
 namespace doppio {
 
-std::map<std::string, TensorShape> ReplicaBlobShapes(const ParallelPlan& plan,
-                                                     const DataParallelTemplate& model) {
-  const std::map<std::string, TensorShape> inferred = InferNetShapes(model.param_init_net, {});
+std::map<std::string, TensorShape> ReplicaBlobShapes(const ParallelPlan& plan) {
+  const std::map<std::string, TensorShape>& inferred = plan.init_shapes;
   std::map<std::string, TensorShape> shapes;
   for (const Replica& replica : plan.replicas) {
     for (const auto& entry : inferred) {
@@ -28,11 +26,11 @@ std::map<std::string, TensorShape> ReplicaBlobShapes(const ParallelPlan& plan,
   return shapes;
 }
 
-void AddScheduleCheck(const ParallelPlan& plan, const DataParallelTemplate& model,
-                      const ParallelizeOptions& options, const NetDef& net, NetDef* init) {
+void AddScheduleCheck(const ParallelPlan& plan, const ParallelizeOptions& options,
+                      const std::map<std::string, TensorShape>& shapes, const NetDef& net,
+                      NetDef* init) {
   if (!plan.distributed) return;
-  InsertScheduleCheck(init, {&net}, options.rendezvous.common_world,
-                      ReplicaBlobShapes(plan, model));
+  InsertScheduleCheck(init, {&net}, options.rendezvous.common_world, shapes);
 }
 
 }  // namespace doppio

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/enforce.h"
-#include "core/schema.h"
+#include "core/shape_walk.h"
 
 namespace doppio {
 namespace {
@@ -80,46 +80,23 @@ std::vector<std::vector<std::string>> PlanGradientBuckets(
   return buckets;
 }
 
-std::map<std::string, int64_t> InferredFloatElements(const NetDef& init_net) {
-  std::map<std::string, TensorShape> shapes;
+std::map<std::string, int64_t> FloatElements(const std::map<std::string, TensorShape>& shapes) {
   std::map<std::string, int64_t> elements;
-  for (const OperatorDef& op : init_net.op()) {
-    const OpSchema* schema = OpSchemaRegistry::Schema(op.type());
-    std::vector<TensorShape> outputs;
-    if (schema != nullptr && schema->has_shape_inference()) {
-      std::vector<TensorShape> inputs;
-      for (const std::string& input : op.input()) {
-        auto known = shapes.find(input);
-        TensorShape shape;
-        if (known != shapes.end()) {
-          shape = known->second;
-        } else {
-          shape.set_unknown_shape(true);
-        }
-        inputs.push_back(shape);
-      }
-      try {
-        outputs = schema->InferTensor(op, inputs);
-      } catch (const std::exception&) {
-        outputs.clear();  // the op reports its own error when it runs
-      }
+  for (const auto& entry : shapes) {
+    const TensorShape& shape = entry.second;
+    if (shape.unknown_shape() || shape.unknown_dims_size() > 0 ||
+        shape.data_type() != TensorProto::FLOAT) {
+      continue;
     }
-    for (int i = 0; i < op.output_size(); ++i) {
-      const std::string& blob = op.output(i);
-      shapes.erase(blob);
-      elements.erase(blob);  // a later op may rewrite the blob
-      if (i >= static_cast<int>(outputs.size()) || outputs[i].unknown_shape() ||
-          outputs[i].unknown_dims_size() > 0) {
-        continue;
-      }
-      shapes[blob] = outputs[i];
-      if (outputs[i].data_type() != TensorProto::FLOAT) continue;
-      int64_t count = 1;
-      for (int64_t dim : outputs[i].dims()) count *= dim;
-      elements[blob] = count;
-    }
+    int64_t count = 1;
+    for (int64_t dim : shape.dims()) count *= dim;
+    elements[entry.first] = count;
   }
   return elements;
+}
+
+std::map<std::string, int64_t> InferredFloatElements(const NetDef& init_net) {
+  return FloatElements(InferNetShapes(init_net, {}));
 }
 
 ShardCollectives::ShardCollectives(const RendezvousOptions& rendezvous,

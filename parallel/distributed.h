@@ -80,8 +80,12 @@ struct GradientToReduce {
 std::vector<std::vector<std::string>> PlanGradientBuckets(
     const std::vector<GradientToReduce>& grads, double bucket_cap_mb);
 
-// Element counts of the float32 blobs whose shapes the ops' schemas infer
-// through `init_net` (the params its fills make), for PlanGradientBuckets.
+// Element counts of the float32 blobs of `shapes` whose dims are known, for
+// PlanGradientBuckets.
+std::map<std::string, int64_t> FloatElements(const std::map<std::string, TensorShape>& shapes);
+
+// FloatElements of the shapes the ops' schemas infer through `init_net`
+// (the params its fills make).
 std::map<std::string, int64_t> InferredFloatElements(const NetDef& init_net);
 
 bool IsDistributed(const RendezvousOptions& rendezvous);

@@ -16,6 +16,7 @@
 #include "parallel/collective_schedule.h"
 #include "parallel/data_parallel.h"
 #include "parallel/data_parallel_phases.h"
+#include "parallel/device_collectives.h"
 #include "python_api/proto_bytes.h"
 
 namespace py = pybind11;
@@ -207,6 +208,41 @@ void DefineParallelize(py::module_& m) {
         return SerializeProto(init);
       },
       py::arg("init_net"), py::arg("nets"), py::arg("common_world"), py::arg("shapes"));
+  // The pass's in-process sums (parallel/device_collectives.h) of each of
+  // `blobs` (template names) into the first of `devices`, as a serialized
+  // NetDef (external inputs: the copies it reads), for front ends that
+  // reduce other blobs than gradients (Parallelize_BMUF's params): the same
+  // Allreduce on CPU, NCCLReduce or the Copy + Sum tree on CUDA, chained as
+  // the pass chains its own.
+  m.def(
+      "device_reduce_to_first",
+      [](int device_type, const std::vector<int>& devices, bool use_nccl,
+         const std::vector<std::string>& blobs) {
+        ParallelizeOptions options;
+        options.device_type = device_type;
+        options.devices = devices;
+        std::vector<std::string> prefixes;
+        std::vector<DeviceOption> device_options;
+        for (const Replica& replica : PlanReplicas(options)) {
+          prefixes.push_back(replica.prefix);
+          device_options.push_back(replica.device_option);
+        }
+        DeviceCollectives collectives(prefixes, device_options, use_nccl);
+        NetDef net;
+        net.set_name("device_reduce_to_first");
+        for (const std::string& blob : blobs) {
+          std::vector<std::string> copies;
+          for (const std::string& prefix : prefixes) {
+            copies.push_back(prefix + blob);
+            net.add_external_input(prefix + blob);
+          }
+          for (OperatorDef& op : collectives.ReduceToFirst(blob, copies)) {
+            *net.add_op() = std::move(op);
+          }
+        }
+        return SerializeProto(net);
+      },
+      py::arg("device_type"), py::arg("devices"), py::arg("use_nccl"), py::arg("blobs"));
   m.def("device_prefix", &DevicePrefix, py::arg("device_type"), py::arg("device_id"));
   m.def("device_prefix_of", &DevicePrefixOf, py::arg("device_type"), py::arg("name"));
   // How the dag executor will run a net's ops on this machine (pools,

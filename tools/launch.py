@@ -127,8 +127,14 @@ def processes_now(args, log):
         return high
     try:
         with open(args.nprocs_file) as f:
-            wanted = int(f.read().strip())
-    except (OSError, ValueError):
+            text = f.read().strip()
+    except OSError:
+        return high
+    try:
+        wanted = int(text)
+    except ValueError:
+        log("--nprocs_file %s holds %r, not a process count; starting %d"
+            % (args.nprocs_file, text[:40], high))
         return high
     count = min(high, max(low, wanted))
     if count != wanted:
@@ -239,8 +245,7 @@ def forward_lines(source, sink, prefix, lock):
     source.close()
 
 
-def start_ranks(args, store, run_id, restart=0, nprocs=None):
-    nprocs = args.nprocs[1] if nprocs is None else nprocs
+def start_ranks(args, store, run_id, restart, nprocs):
     ranks = []
     for rank in range(nprocs):
         env = dict(os.environ)
@@ -248,7 +253,6 @@ def start_ranks(args, store, run_id, restart=0, nprocs=None):
             "DOPPIO_RANK": str(rank), "DOPPIO_WORLD_SIZE": str(nprocs),
             "DOPPIO_STORE": store, "DOPPIO_RUN_ID": run_id,
             "DOPPIO_RESTART_COUNT": str(restart),
-            "DOPPIO_MAX_RESTARTS": str(args.max_restarts),
             "RANK": str(rank), "WORLD_SIZE": str(nprocs),
             "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(nprocs),
         })
@@ -366,7 +370,6 @@ def main(argv=None):
                 restart + 1, args.max_restarts,
                 " from the last complete checkpoint in %s" % args.checkpoint_dir
                 if args.checkpoint_dir else ""))
-        return code
     except KeyboardInterrupt as interrupt:
         log("interrupted (%s); stopping every rank" % (interrupt.args[0] if interrupt.args
                                                        else "SIGINT"))

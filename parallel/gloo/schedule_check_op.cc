@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <string>
 
@@ -23,51 +22,55 @@ constexpr int kHeaderWords = 3;
 
 VerifyCollectiveScheduleOp::VerifyCollectiveScheduleOp(const OperatorDef& def,
                                                        Workspace* workspace)
-    : Operator<CPUContext>(def, workspace), schedule_(ScheduleOfCheckOp(def)) {}
+    : Operator<CPUContext>(def, workspace),
+      schedule_(ScheduleOfCheckOp(def)),
+      digest_(ScheduleDigest(schedule_)),
+      encoded_(EncodeSchedule(schedule_)) {}
 
 std::vector<std::vector<ScheduledCollective>> VerifyCollectiveScheduleOp::GatherSchedules(
-    const CommonWorld& world, int64_t max_bytes) {
-  const std::string mine = EncodeSchedule(schedule_);
-  const int bytes = ElementCount(*this, max_bytes);
-  ElementCount(*this, max_bytes * world->size);
-  // Padded to the longest rank's text: an allgather moves equal sizes.
-  std::vector<uint8_t> padded(bytes, 0);
-  std::memcpy(padded.data(), mine.data(), mine.size());
-  std::vector<uint8_t> all(static_cast<size_t>(bytes) * world->size);
+    const CommonWorld& world, const std::vector<int64_t>& sizes) {
+  const int64_t longest = *std::max_element(sizes.begin(), sizes.end());
+  const int bytes = ElementCount(*this, std::max<int64_t>(longest, 1));
+  ElementCount(*this, static_cast<int64_t>(bytes) * world->size);
+  // Padded to the longest rank's bytes: an allgather moves equal sizes.
+  std::vector<char> padded(bytes, 0);
+  std::copy(encoded_.begin(), encoded_.end(), padded.begin());
+  std::vector<char> all(static_cast<size_t>(bytes) * world->size);
   GlooFailureHandler failures(this, -1);
   failures.Run("allgather (collective schedules)", world, [&] {
-    gloo::AllgatherRing<uint8_t>(world, {padded.data()}, all.data(), bytes).run();
+    gloo::AllgatherRing<char>(world, {padded.data()}, all.data(), bytes).run();
   });
   std::vector<std::vector<ScheduledCollective>> schedules;
   for (int rank = 0; rank < world->size; ++rank) {
-    const char* begin = reinterpret_cast<const char*>(all.data()) + static_cast<size_t>(rank) * bytes;
-    const std::string text(begin, strnlen(begin, bytes));
-    schedules.push_back(DecodeSchedule(text));
+    const char* begin = all.data() + static_cast<size_t>(rank) * bytes;
+    DOPPIO_ENFORCE(sizes[rank] >= 0 && sizes[rank] <= bytes, "rank ", rank,
+                   " announced a schedule of ", sizes[rank], " bytes");
+    schedules.push_back(DecodeSchedule(std::string(begin, sizes[rank])));
   }
   return schedules;
 }
 
 void VerifyCollectiveScheduleOp::RunOnDevice() {
   const CommonWorld& world = CommonWorldInput(*this);
-  const int64_t header[kHeaderWords] = {
-      static_cast<int64_t>(ScheduleDigest(schedule_)), static_cast<int64_t>(schedule_.size()),
-      static_cast<int64_t>(EncodeSchedule(schedule_).size())};
+  const int64_t header[kHeaderWords] = {static_cast<int64_t>(digest_),
+                                        static_cast<int64_t>(schedule_.size()),
+                                        static_cast<int64_t>(encoded_.size())};
   std::vector<int64_t> headers(static_cast<size_t>(kHeaderWords) * world->size);
   GlooFailureHandler failures(this, -1);
   failures.Run("allgather (collective schedule digests)", world, [&] {
     gloo::AllgatherRing<int64_t>(world, {header}, headers.data(), kHeaderWords).run();
   });
-  int64_t max_bytes = 1;
+  std::vector<int64_t> sizes;
   int first_different = -1;
   for (int rank = 0; rank < world->size; ++rank) {
     const int64_t* theirs = &headers[static_cast<size_t>(rank) * kHeaderWords];
-    max_bytes = std::max(max_bytes, theirs[2]);
+    sizes.push_back(theirs[2]);
     const bool same = theirs[0] == headers[0] && theirs[1] == headers[1];
     if (!same && first_different < 0) first_different = rank;
   }
   if (first_different < 0) return;
   // Every rank takes this path together: the digests are the same everywhere.
-  const auto schedules = GatherSchedules(world, max_bytes);
+  const auto schedules = GatherSchedules(world, sizes);
   if (FirstScheduleDifference(schedules[0], schedules[first_different]) < 0) {
     // Equal signatures under different digests cannot happen; say so plainly.
     DOPPIO_THROW("the ranks' collective schedule digests differ but their schedules do not "

@@ -20,11 +20,15 @@ class VerifyCollectiveScheduleOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
-  // Every rank's schedule, rank-major (the slow path after a mismatch).
-  std::vector<std::vector<ScheduledCollective>> GatherSchedules(const CommonWorld& world,
-                                                                int64_t max_bytes);
+  // Every rank's schedule, rank-major (the slow path after a mismatch);
+  // `sizes`: each rank's encoded size.
+  std::vector<std::vector<ScheduledCollective>> GatherSchedules(
+      const CommonWorld& world, const std::vector<int64_t>& sizes);
 
   std::vector<ScheduledCollective> schedule_;
+  // What the ranks compare, worked out once from the op's arguments.
+  uint64_t digest_;
+  std::string encoded_;
 };
 
 }  // namespace doppio

@@ -42,7 +42,7 @@ def _v_prev(param):
 
 
 def AddBlockNets(model, master_device, block_learning_rate, block_momentum, nesterov,
-                 reset_momentum_sgd, warmup_iterations, net_type):
+                 reset_momentum_sgd, warmup_iterations, net_type, use_nccl):
     """Adds the BMUF nets (module doc) to `model`, which the pass has made
     with local updates, its master device first. block_momentum None:
     1 - 1 / (devices of every shard), Caffe2's default."""
@@ -67,7 +67,7 @@ def AddBlockNets(model, master_device, block_learning_rate, block_momentum, nest
         if nesterov:
             init.ConstantFill(param, _v_prev(param), value=0.0, device_option=master)
 
-    _AddParamSums(model, update, names, master_device)
+    _AddParamSums(model, update, names, master_device, use_nccl)
     for name in names:
         _AddBlockUpdate(update, master_blob(name), master, num_devices, block_learning_rate,
                         block_momentum, nesterov)
@@ -91,30 +91,19 @@ def AddBlockNets(model, master_device, block_learning_rate, block_momentum, nest
     model._global_model_param_updates_net = update
     model._data_parallel_model_init_nets = [model.param_init_net, init]
     model._data_parallel_model_nets = [(model.net, None), (update, 1)]
-    model._bmuf = dict(block_learning_rate=block_learning_rate,
-                       block_momentum=block_momentum, nesterov=bool(nesterov),
-                       master_device=master_device, num_devices=num_devices)
 
 
-def _AddParamSums(model, net, names, master_device):
-    """Each param summed over the devices into the master's copy (the
-    in-process Allreduce on CPU; Copies to the master and a Sum on GPUs),
-    then across the shards (Gloo, chained like the pass's collectives)."""
-    for name in names:
-        group = [str(model._device_grouped_blobs[name][d]) for d in model._devices]
-        if len(group) < 2:
-            continue
-        if model._device_type != caffe2_pb2.CUDA:
-            net.Allreduce(group, group, device_option=core.DeviceOption(
-                model._device_type, master_device))
-            continue
-        master = core.DeviceOption(caffe2_pb2.CUDA, master_device)
-        staged = []
-        for blob in group[1:]:
-            staged.append(blob + '_on_master')
-            net.Copy(blob, staged[-1], device_option=master)
-        net.Sum([group[0]] + staged, group[0], device_option=master)
-    # One collective per param: a Gloo Allreduce sums all its inputs into one.
+def _AddParamSums(model, net, names, master_device, use_nccl):
+    """Each param summed over the devices into the master's copy, by the
+    pass's own in-process reductions (the Allreduce on CPU, NCCLReduce or
+    the Copy + Sum tree on GPUs: workspace.C.device_reduce_to_first; the
+    master is the first device), then across the shards (Gloo, one
+    collective per param: a Gloo Allreduce sums all its inputs into one)."""
+    if len(model._devices) > 1:
+        sums = caffe2_pb2.NetDef()
+        sums.ParseFromString(workspace.C.device_reduce_to_first(
+            model._device_type, model._devices, bool(use_nccl), names))
+        net.AppendNet(core.Net(sums))
     for name in names:
         data_parallel_shards.AllreduceAcrossShards(
             model, [str(model._device_grouped_blobs[name][master_device])], net=net)

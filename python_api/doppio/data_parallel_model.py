@@ -168,9 +168,8 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
             _refuse(option, value, why)
     # The pass's own checks of every option, before any builder runs.
     options = _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_params,
-                           num_threads_per_device, shared_model, combine_spatial_bn, rendezvous)
-    options.accumulate_steps = int(accumulate_steps)
-    options.local_updates = bool(_local_updates)
+                           num_threads_per_device, shared_model, combine_spatial_bn, rendezvous,
+                           accumulate_steps, _local_updates)
     workspace.C.validate_parallelize_options(options)
     if model.params:
         raise ValueError('Parallelize: the model must be empty (it has params {}); '
@@ -240,7 +239,8 @@ def _Commit(work, model):
 
 
 def _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_params,
-                 num_threads_per_device, shared_model, combine_spatial_bn, rendezvous):
+                 num_threads_per_device, shared_model, combine_spatial_bn, rendezvous,
+                 accumulate_steps=1, local_updates=False):
     """The C++ pass's ParallelizeOptions (parallel/data_parallel.h); the
     shared blobs are filled in once the builders have run."""
     options = workspace.C.ParallelizeOptions()
@@ -253,6 +253,8 @@ def _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_par
     options.shared_model = bool(shared_model)
     options.combine_spatial_bn = bool(combine_spatial_bn)
     options.rendezvous = data_parallel_shards.RendezvousOptions(rendezvous)
+    options.accumulate_steps = int(accumulate_steps)
+    options.local_updates = bool(local_updates)
     return options
 
 
@@ -647,7 +649,7 @@ def Parallelize_BMUF(model_helper_obj, input_builder_fun, forward_pass_builder_f
                 barrier_net_timeout_sec=barrier_net_timeout_sec, _local_updates=True)
     data_parallel_bmuf.AddBlockNets(model_helper_obj, master_device, block_learning_rate,
                                     block_momentum, nesterov, reset_momentum_sgd,
-                                    warmup_iterations, net_type)
+                                    warmup_iterations, net_type, use_nccl)
     if add_blobs_to_sync is not None:
         AddBlobSync(model_helper_obj, add_blobs_to_sync,
                     net=model_helper_obj._global_model_param_updates_net)

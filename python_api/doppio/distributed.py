@@ -155,11 +155,7 @@ def common_world_from_env(handler, net_or_workspace=None, world="comm_world",
 def restart_count():
     """How many times tools/launch.py has restarted this job's ranks
     (DOPPIO_RESTART_COUNT; 0 on the first start or without the launcher)."""
-    value = os.environ.get("DOPPIO_RESTART_COUNT", "0")
-    try:
-        return int(value)
-    except ValueError:
-        raise RuntimeError("DOPPIO_RESTART_COUNT=%r is not an integer" % value)
+    return _env_int("DOPPIO_RESTART_COUNT") if os.environ.get("DOPPIO_RESTART_COUNT") else 0
 
 
 class Checkpointer(object):
@@ -197,6 +193,11 @@ class Checkpointer(object):
             raise RuntimeError("checkpoint_every %r is not an integer" % (every,))
         if self.every < 1:
             raise RuntimeError("checkpoint_every must be >= 1, got %d" % self.every)
+        # Outside the launcher the process is rank 0. What a checkpoint
+        # holds is fixed once the model is parallelized.
+        self.saves = (rank() if os.environ.get(RANK_ENV) is not None else 0) == 0
+        from doppio import data_parallel_model
+        self.blobs = sorted(str(b) for b in data_parallel_model.GetCheckpointParams(model))
 
     def _path(self, iteration):
         return os.path.join(self.directory, "checkpoint_%d.minidb" % iteration)
@@ -212,10 +213,6 @@ class Checkpointer(object):
                 found.append(int(match.group(1)))
         return sorted(found)
 
-    def _blobs(self):
-        from doppio import data_parallel_model
-        return sorted(str(b) for b in data_parallel_model.GetCheckpointParams(self.model))
-
     def restore(self):
         """Loads the newest checkpoint, if any, into device 0 and copies it to
         every device; returns the number of iterations it holds (0: none)."""
@@ -224,9 +221,8 @@ class Checkpointer(object):
         if not saved:
             return 0
         iteration = saved[-1]
-        blobs = self._blobs()
         workspace.RunOperatorOnce(core.CreateOperator(
-            "Load", [], [core.BlobReference(b) for b in blobs], db=self._path(iteration),
+            "Load", [], [core.BlobReference(b) for b in self.blobs], db=self._path(iteration),
             db_type="minidb", absolute_path=1))
         data_parallel_model.FinalizeAfterCheckpoint(self.model)
         return iteration
@@ -235,13 +231,12 @@ class Checkpointer(object):
         """Call after iteration `iteration` (counting from 0) ran: rank 0
         saves every `every` iterations; others do nothing."""
         done = iteration + 1
-        if not self.directory or done % self.every != 0 or rank_or_zero() != 0:
+        if not self.directory or done % self.every != 0 or not self.saves:
             return None
         from doppio import core, workspace
         os.makedirs(self.directory, exist_ok=True)
-        blobs = self._blobs()
         workspace.RunOperatorOnce(core.CreateOperator(
-            "Save", [core.BlobReference(b) for b in blobs], [], db=self._path(done),
+            "Save", [core.BlobReference(b) for b in self.blobs], [], db=self._path(done),
             db_type="minidb", absolute_path=1))
         for old in self.saved_iterations()[:-self.KEEP]:
             try:
@@ -249,8 +244,3 @@ class Checkpointer(object):
             except OSError:
                 pass
         return self._path(done)
-
-
-def rank_or_zero():
-    """DOPPIO_RANK, or 0 outside the launcher."""
-    return rank() if os.environ.get("DOPPIO_RANK") is not None else 0

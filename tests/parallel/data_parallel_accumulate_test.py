@@ -41,7 +41,7 @@ def db(tmp_path_factory):
     return path
 
 
-def train(db, devices, batch_per_device, accumulate_steps, name, steps=STEPS):
+def train(db, devices, batch_per_device, accumulate_steps, name, steps=STEPS, **options):
     """Device 0's params after `steps` steps from the fixture's initial
     params (and every device's as 'cpu_d/param'); also the model."""
     model = model_helper.ModelHelper(name=name)
@@ -61,7 +61,7 @@ def train(db, devices, batch_per_device, accumulate_steps, name, steps=STEPS):
     data_parallel_model.Parallelize_CPU(
         model, input_builder_fun=add_input, forward_pass_builder_fun=forward,
         optimizer_builder_fun=lambda m: optimizer.build_sgd(m, LR, momentum=MOMENTUM),
-        devices=list(range(devices)), accumulate_steps=accumulate_steps)
+        devices=list(range(devices)), accumulate_steps=accumulate_steps, **options)
     workspace.RunNetOnce(model.param_init_net)
     for d in range(devices):
         for p, value in initial_params().items():
@@ -125,6 +125,19 @@ def test_the_reader_advances_k_batches_per_step(db):
     body = [a.n for a in loops[0].arg if a.name == 'loop_net'][0]
     assert [op.type for op in body.op].count('TensorProtosDBInput') == 1
     assert not [op for op in model.net.Proto().op if op.type == 'TensorProtosDBInput']
+
+
+@pytest.mark.parametrize('memory', ['optimize_gradient_memory', 'dynamic_memory_management'])
+def test_memory_options_keep_the_accumulated_step(db, memory):
+    """The memonger and the Free ops after last use see the micro-step loop
+    through the blobs the While op names (its condition's limit included:
+    a Free of it after the first check broke the loop)."""
+    plain, _ = train(db, 2, 2, 3, 'memory_plain')
+    workspace.ResetWorkspace()
+    optimizer.reset_optimizer_instance_count()
+    with_memory, _ = train(db, 2, 2, 3, 'memory_' + memory, **{memory: True})
+    for p in PARAMS:
+        np.testing.assert_array_equal(with_memory[p], plain[p], err_msg=p)
 
 
 def test_bad_accumulate_steps_are_refused():

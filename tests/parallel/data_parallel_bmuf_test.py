@@ -133,6 +133,22 @@ def test_reset_momentum_sgd_zeroes_the_local_momentum():
     assert all(np.abs(workspace.FetchBlob(m)).max() == 0 for m in momentum)
 
 
+@pytest.mark.parametrize('use_nccl, types', [(True, ['NCCLReduce']), (False, ['Copy', 'Sum'])])
+def test_gpu_block_sums_are_the_passs_reductions(use_nccl, types):
+    """On GPUs the block update sums the params with the pass's own
+    reductions (parallel/device_collectives.h): NCCLReduce with use_nccl,
+    else Copy + Sum into the first device; graph only, no GPU needed."""
+    from doppio.proto import doppio_pb2
+    net = doppio_pb2.NetDef()
+    net.ParseFromString(workspace.C.device_reduce_to_first(doppio_pb2.CUDA, [1, 0], use_nccl,
+                                                           ['w']))
+    ops = list(net.op)
+    assert [op.type for op in ops] == types
+    assert sorted(net.external_input) == ['gpu_0/w', 'gpu_1/w']
+    assert ops[-1].output[0] == 'gpu_1/w'  # the first device (the master) gets the sum
+    assert all(op.device_option.cuda_gpu_id == 1 for op in ops)
+
+
 def test_bad_master_device_is_refused():
     model = model_helper.ModelHelper(name='bmuf_bad')
     with pytest.raises(ValueError, match='master_device 5 is not one of the devices'):

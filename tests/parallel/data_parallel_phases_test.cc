@@ -278,9 +278,10 @@ TEST(ParallelizePhasesTest, AccumulationLoopsOverMicroStepsThenReducesOnce) {
     if (&op == loop) loop_at = i;
     if (op.type() == "ConstantFill" && op.output(0) == kAccumulateLimitBlob) {
       limit_at = i;
-      for (const Argument& arg : op.arg()) {
-        if (arg.name() == "value") EXPECT_EQ(arg.i(), 3);
-      }
+      const auto value = std::find_if(op.arg().begin(), op.arg().end(),
+                                      [](const Argument& arg) { return arg.name() == "value"; });
+      ASSERT_NE(value, op.arg().end());
+      EXPECT_EQ(value->i(), 3);
     }
     if (op.type() == "ConstantFill" && op.input_size() == 1) {
       ++zeroed;
@@ -298,10 +299,13 @@ TEST(ParallelizePhasesTest, AccumulationLoopsOverMicroStepsThenReducesOnce) {
   EXPECT_LT(last_copy, first_allreduce);
   EXPECT_EQ(count(net, "Allreduce"), 4);
   EXPECT_EQ(count(net, "WeightedSum"), 4 * 2);
-  // The loop names what its body writes, so the dag orders the copies after it.
+  // The loop names what its nets read and write, so the dag orders the
+  // copies after it and Free ops (dynamic memory) see its condition's limit.
   const std::set<std::string> outputs(loop->output().begin(), loop->output().end());
+  const std::set<std::string> inputs(loop->input().begin(), loop->input().end());
   EXPECT_TRUE(outputs.count("cpu_3/w1_grad_accumulated"));
   EXPECT_TRUE(outputs.count(kAccumulateStepBlob));
+  EXPECT_TRUE(inputs.count(kAccumulateLimitBlob));
 
   options.accumulate_steps = 0;
   EXPECT_MESSAGE_HAS(ErrorOf([&] { ValidateParallelizeOptions(options); }),
