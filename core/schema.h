@@ -79,6 +79,15 @@ class OpSchema {
   OpSchema& CostInferenceFunction(CostInferenceFunctionType function);
   // Output 0 has input 0's shape and type.
   OpSchema& IdenticalTypeAndShape();
+  // Element k of every output depends only on element k of the inputs that
+  // have the outputs' shape, and on whole inputs of one element (a learning
+  // rate, an iteration count): the op computes the same on any block of the
+  // flattened tensors. What lets the sharded optimizer state (ZeRO stage 1)
+  // run an update op on a shard's block of a parameter.
+  OpSchema& Elementwise() {
+    elementwise_ = true;
+    return *this;
+  }
   OpSchema& Doc(std::string doc);
   OpSchema& Arg(std::string name, std::string description, bool required = false);
   OpSchema& Input(int index, std::string name, std::string description);
@@ -111,6 +120,7 @@ class OpSchema {
   const std::set<std::string>& net_args() const { return net_args_; }
   bool inplace_allowed(int input, int output) const;
   bool inplace_enforced(int input, int output) const;
+  bool elementwise() const { return elementwise_; }
   bool has_shape_inference() const { return static_cast<bool>(inference_); }
   std::vector<TensorShape> InferTensor(const OperatorDef& def,
                                        const std::vector<TensorShape>& inputs) const;
@@ -138,6 +148,7 @@ class OpSchema {
   std::vector<Argument> args_;
   std::vector<Slot> inputs_, outputs_;
   std::set<std::string> blob_name_args_, net_args_;
+  bool elementwise_ = false;
 };
 
 // Renames every blob `op` names: inputs, outputs, control inputs, and,

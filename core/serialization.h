@@ -59,6 +59,15 @@ using SerializationAcceptor =
 void SerializeBlob(const Blob& blob, const std::string& name,
                    const SerializationAcceptor& acceptor,
                    int64_t chunk_size = kDefaultChunkSize);
+// `block` (any shape; its elements in order) as elements [begin, begin +
+// block.numel()) of a tensor of `whole_dims`: records of the whole tensor's
+// dims with `segment` set, keyed "NAME#%FIRST_ELEMENT", in chunks of
+// chunk_size. Each shard of a sharded optimizer state saves its block so,
+// and Load given every shard's DB assembles the whole tensor.
+void SerializeTensorSegment(const Tensor& block, const std::string& name,
+                            const std::vector<int64_t>& whole_dims, int64_t begin,
+                            const SerializationAcceptor& acceptor,
+                            int64_t chunk_size = kDefaultChunkSize);
 // One BlobProto's bytes for the whole blob.
 std::string SerializeBlobToString(const Blob& blob, const std::string& name);
 // Loads one BlobProto (possibly one chunk) into `blob`.

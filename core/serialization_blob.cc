@@ -191,6 +191,38 @@ void SerializeBlob(const Blob& blob, const std::string& name,
   make()->Serialize(blob, name, acceptor, chunk_size);
 }
 
+void SerializeTensorSegment(const Tensor& block, const std::string& name,
+                            const std::vector<int64_t>& whole_dims, int64_t begin,
+                            const SerializationAcceptor& acceptor, int64_t chunk_size) {
+  const int64_t whole = CheckedNumElements(whole_dims);
+  const int64_t numel = block.numel();
+  DOPPIO_ENFORCE(begin >= 0 && begin + numel <= whole, "blob '", name, "': a block of ", numel,
+                 " elements at element ", begin, " does not fit the whole tensor's ", whole,
+                 " elements (dims ", whole_dims, ")");
+  // An empty whole tensor still needs one record for its shape; any other
+  // empty block adds nothing the other blocks do not cover.
+  if (numel == 0 && !(whole == 0 && begin == 0)) return;
+  const int64_t step = chunk_size == kNoChunking ? std::max<int64_t>(numel, 1) : chunk_size;
+  for (int64_t from = 0;;) {
+    const int64_t to = numel - from > step ? from + step : numel;
+    BlobProto proto;
+    proto.set_name(name);
+    proto.set_type(kTensorBlobType);
+    TensorProto* tensor = proto.mutable_tensor();
+    SerializeTensor(block, name, tensor, from, to);
+    tensor->clear_dims();
+    for (int64_t dim : whole_dims) tensor->add_dims(dim);
+    tensor->mutable_segment()->set_begin(begin + from);
+    tensor->mutable_segment()->set_end(begin + to);
+    // Keyed by the segment's first element: unique across the blocks of
+    // every shard, which are saved to different DBs and loaded together.
+    const std::string key = MakeString(name, kChunkIdSeparator, begin + from);
+    acceptor(key, SerializeProto(proto, key));
+    if (to >= numel) break;
+    from = to;
+  }
+}
+
 std::string SerializeBlobToString(const Blob& blob, const std::string& name) {
   std::string result;
   int chunks = 0;

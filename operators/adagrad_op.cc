@@ -149,6 +149,7 @@ REGISTER_CPU_OPERATOR(SparseAdagrad, SparseAdagradOp);
 REGISTER_CPU_OPERATOR(RowWiseSparseAdagrad, SparseAdagradOp);
 
 OPERATOR_SCHEMA(Adagrad)
+    .Elementwise()
     .NumInputs(4)
     .NumOutputs(2, 4)
     .AllowInplace({{0, 0}, {1, 1}})

@@ -146,6 +146,7 @@ REGISTER_CPU_OPERATOR(SparseAdam, SparseAdamOp);
 REGISTER_CPU_OPERATOR(RowWiseSparseAdam, SparseAdamOp);
 
 OPERATOR_SCHEMA(Adam)
+    .Elementwise()
     .NumInputs(6)
     .NumOutputs(3, 4)
     .AllowInplace({{0, 0}, {1, 1}, {2, 2}})

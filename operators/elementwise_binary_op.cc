@@ -204,6 +204,7 @@ std::function<void(OpSchema&)> ArithmeticSchema(const char* verb, const char* sy
   return [verb, symbol](OpSchema& schema) {
     schema.NumInputs(2)
         .NumOutputs(1)
+        .Elementwise()
         .TensorInferenceFunction([](const OperatorDef& def, const std::vector<TensorShape>& in) {
           return BroadcastShapeInference(def, in, /*bool_output=*/false);
         })

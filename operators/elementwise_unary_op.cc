@@ -133,6 +133,7 @@ std::function<void(OpSchema&)> UnarySchema(const char* formula, const char* type
     schema.NumInputs(1)
         .NumOutputs(1)
         .IdenticalTypeAndShape()
+        .Elementwise()
         .Input(0, "X", MakeString("input tensor (", types, ")"))
         .Output(0, "Y", MakeString(formula, ", of X's shape and type"))
         .Doc(MakeString("Elementwise ", formula, "."));

@@ -114,6 +114,7 @@ void FtrlArgDocs(OpSchema& schema) {
 }  // namespace
 
 OPERATOR_SCHEMA(Ftrl)
+    .Elementwise()
     .NumInputs(3, 4)
     .AllowInplace({{0, 0}, {1, 1}})
     .Apply(FtrlArgDocs)

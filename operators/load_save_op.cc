@@ -189,6 +189,28 @@ SaveOp::SaveOp(const OperatorDef& def, Workspace* workspace)
     DOPPIO_ENFORCE(!name.empty(), "Save: a blob would be saved under an empty name");
     DOPPIO_ENFORCE(seen.insert(name).second, "Save: two inputs would be saved as '", name, "'");
   }
+  ParseSegments(GetRepeatedArgument<std::string>("segments"));
+}
+
+void SaveOp::ParseSegments(const std::vector<std::string>& encoded) {
+  std::map<std::string, int> input_index;
+  for (int i = 0; i < InputSize(); ++i) input_index.emplace(input_name(i), i);
+  for (const std::string& bytes : encoded) {
+    TensorProto proto;
+    DOPPIO_ENFORCE(proto.ParseFromString(bytes), "Save: an entry of 'segments' is not a "
+                   "serialized TensorProto");
+    auto input = input_index.find(proto.name());
+    DOPPIO_ENFORCE(input != input_index.end(), "Save: 'segments' names '", proto.name(),
+                   "', which is not an input");
+    DOPPIO_ENFORCE(proto.has_segment(), "Save: the 'segments' entry of '", proto.name(),
+                   "' has no segment");
+    Segment segment;
+    segment.whole_dims.assign(proto.dims().begin(), proto.dims().end());
+    segment.begin = proto.segment().begin();
+    segment.end = proto.segment().end();
+    DOPPIO_ENFORCE(segments_.emplace(input->second, std::move(segment)).second, "Save: "
+                   "'segments' describes '", proto.name(), "' twice");
+  }
 }
 
 void SaveOp::WriteDB(const DBLocation& where, const std::string& name,
@@ -223,6 +245,17 @@ void SaveOp::WriteDB(const DBLocation& where, const std::string& name,
   };
   for (int i = 0; i < InputSize(); ++i) {
     try {
+      auto segment = segments_.find(i);
+      if (segment != segments_.end()) {
+        const Tensor& block = Input(i);
+        DOPPIO_ENFORCE(block.numel() == segment->second.end - segment->second.begin,
+                       "it holds ", block.numel(), " elements but is described as elements [",
+                       segment->second.begin, ", ", segment->second.end, ") of a tensor of dims ",
+                       segment->second.whole_dims);
+        SerializeTensorSegment(block, blob_names_[i], segment->second.whole_dims,
+                               segment->second.begin, acceptor, chunk_size_);
+        continue;
+      }
       SerializeBlob(InputBlob(i), blob_names_[i], acceptor, chunk_size_);
     } catch (Error& error) {
       error.AppendContext(
@@ -355,10 +388,13 @@ void LoadOp::Gather(db::Cursor* cursor, int db_index, const std::string& source,
     DOPPIO_ENFORCE(!name.empty(), "Load: record '", key, "' of '", source,
                    "' names no blob");
     Gathered& blob = (*gathered)[name];
-    DOPPIO_ENFORCE(blob.db_index < 0 || blob.db_index == db_index, "Load: blob '", name,
-                   "' is in both '", blob.source, "' and '", source, "'");
+    const bool another_db = blob.db_index >= 0 && blob.db_index != db_index;
     blob.db_index = db_index;
-    blob.source = source;
+    if (blob.source.empty()) {
+      blob.source = source;
+    } else if (another_db) {
+      blob.source += "' and '" + source;
+    }
     BlobProto proto;
     try {
       (ParseCheckedRecord(key, cursor->value(), &proto) ? with_checksum : without_checksum) = key;
@@ -371,6 +407,12 @@ void LoadOp::Gather(db::Cursor* cursor, int db_index, const std::string& source,
                                      "'; no blob was changed"));
       throw;
     }
+    // A blob may span DBs only as segments (each shard's block of a
+    // sharded optimizer state); DeserializeBlobChunks checks they tile it.
+    const bool segment = proto.has_tensor() && proto.tensor().has_segment();
+    DOPPIO_ENFORCE(!another_db || (segment && blob.all_segments), "Load: blob '", name,
+                   "' is in both '", blob.source, "' (not as segments of one tensor)");
+    blob.all_segments = blob.all_segments && segment;
     blob.chunks.push_back(std::move(proto));
     blob.keys.push_back(key);
     if (stop_when_found && !load_all_ && AllFound(*gathered)) return;
@@ -490,6 +532,11 @@ OPERATOR_SCHEMA(Save)
     .Arg("db_type", "(string, required) minidb or lmdb", true)
     .Arg("chunk_size", "(int, default -1) elements per chunk of a tensor: -1 means the "
          "default (1000000), 0 means one chunk per blob")
+    .Arg("segments", "(strings, Doppio) serialized TensorProtos, one per input that is a "
+         "block of a larger tensor: `name` the input, `dims` the whole tensor's, `segment` "
+         "the elements [begin, end) the input holds. Such an input is saved as that segment "
+         "of the whole (keys \"NAME#%BEGIN\"); Load given the DBs of every block assembles "
+         "the whole tensor (a sharded optimizer state's checkpoint)")
     .Input(0, "X", "blobs to save (one or more: tensors, or types with a serializer)")
     .Doc("Saves blobs to a db, each under \"NAME#%CHUNK\" keys as Caffe2 does. The db is "
          "written beside the target and renamed into place when complete, so a failed or "
@@ -505,7 +552,8 @@ OPERATOR_SCHEMA(Load)
     .Arg("strip_prefix", "(string, default \"\") in every name read from the db, drop "
          "everything up to and including the first occurrence of this")
     .Arg("db", "(string) the db to load from, when there are no inputs")
-    .Arg("dbs", "(list of strings) several dbs to load from; a blob may be in only one")
+    .Arg("dbs", "(list of strings) several dbs to load from; a blob is in one of them, or "
+         "its segments are spread over several (Save's `segments`) and tile it")
     .Arg("db_type", "(string) minidb or lmdb; required without inputs")
     .Arg("keep_device", "(int, default 0) accepted for Caffe2; the CPU Load always loads "
          "into host tensors")

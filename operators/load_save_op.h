@@ -87,6 +87,9 @@ class SaveOp final : public Operator<CPUContext> {
   // `after_record` sees the running count of bytes written after each record.
   void WriteDB(const DBLocation& where, const std::string& name,
                const std::function<void(int64_t bytes_written)>& after_record);
+  // The `segments` argument: serialized TensorProtos naming an input, with
+  // the whole tensor's dims and the segment the input holds.
+  void ParseSegments(const std::vector<std::string>& encoded);
 
   std::string db_name_;
   bool absolute_path_;
@@ -95,6 +98,14 @@ class SaveOp final : public Operator<CPUContext> {
   // The name each input is saved under.
   std::vector<std::string> blob_names_;
   int64_t chunk_size_;
+  // Input index -> the whole tensor it is a block of (`segments`): its dims
+  // and the first element of the block.
+  struct Segment {
+    std::vector<int64_t> whole_dims;
+    int64_t begin = 0;
+    int64_t end = 0;
+  };
+  std::map<int, Segment> segments_;
 };
 
 class LoadOp final : public Operator<CPUContext> {
@@ -108,7 +119,9 @@ class LoadOp final : public Operator<CPUContext> {
     std::vector<BlobProto> chunks;
     std::vector<std::string> keys;
     int db_index = -1;
+    // The DB(s) it came from, for messages.
     std::string source;
+    bool all_segments = true;
   };
   using GatheredBlobs = std::map<std::string, Gathered>;
 

@@ -212,6 +212,7 @@ OpSchema::InferenceFunction SameAsInputs(std::vector<int> inputs) {
 }  // namespace
 
 OPERATOR_SCHEMA(MomentumSGD)
+    .Elementwise()
     .NumInputs(3)
     .NumOutputs(2)
     .AllowInplace({{0, 0}, {1, 1}})
@@ -225,6 +226,7 @@ OPERATOR_SCHEMA(MomentumSGD)
     .Doc("Momentum SGD step without the parameter update: returns (step, m').");
 
 OPERATOR_SCHEMA(MomentumSGDUpdate)
+    .Elementwise()
     .NumInputs(4)
     .NumOutputs(3)
     .AllowInplace({{0, 0}, {1, 1}, {3, 2}})

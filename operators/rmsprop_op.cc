@@ -51,6 +51,7 @@ void RmsPropOp::RunOnDevice() {
 REGISTER_CPU_OPERATOR(RmsProp, RmsPropOp);
 
 OPERATOR_SCHEMA(RmsProp)
+    .Elementwise()
     .NumInputs(4)
     .NumOutputs(3)
     .AllowInplace({{0, 0}, {1, 1}, {2, 2}})

@@ -35,6 +35,7 @@ void ScaleOp::RunOnDevice() {
 REGISTER_CPU_OPERATOR(Scale, ScaleOp);
 
 OPERATOR_SCHEMA(Scale)
+    .Elementwise()
     .NumInputs(1)
     .CostInferenceFunction(PointwiseCostInference(1))
     .NumOutputs(1)

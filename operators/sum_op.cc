@@ -81,6 +81,7 @@ void SumOp::RunOnDevice() {
 REGISTER_CPU_OPERATOR(Sum, SumOp);
 
 OPERATOR_SCHEMA(Sum)
+    .Elementwise()
     .NumInputs(1, 1 << 30)
     .CostInferenceFunction(CostInferenceForSum)
     .NumOutputs(1)

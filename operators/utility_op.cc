@@ -127,6 +127,7 @@ REGISTER_CPU_OPERATOR(Alias, AliasOp);
 REGISTER_CPU_OPERATOR(Print, PrintOp);
 
 OPERATOR_SCHEMA(Copy)
+    .Elementwise()
     .NumInputs(1)
     .NumOutputs(1)
     .IdenticalTypeAndShape()

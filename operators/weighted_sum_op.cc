@@ -119,6 +119,7 @@ REGISTER_CPU_OPERATOR(WeightedSum, WeightedSumOp);
 REGISTER_CPU_OPERATOR(WeightedSumGradient, WeightedSumGradientOp);
 
 OPERATOR_SCHEMA(WeightedSum)
+    .Elementwise()
     .NumInputs(2, 1 << 30)
     .NumOutputs(1)
     .NumInputsOutputs([](int in, int) { return in % 2 == 0; })

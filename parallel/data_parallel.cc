@@ -37,6 +37,8 @@ Parallelized Parallelize(const DataParallelTemplate& model,
     AddScheduleCheck(result.plan, options, result.schedule_shapes, result.net,
                      &result.param_init_net);
   }
+  result.sharded_blobs = ShardedBlobs(result.plan);
+  result.shard_state_net = ShardStateNet(result.plan);
   result.param_to_grad = result.plan.param_to_grad;
   result.sparse_param_to_grad = result.plan.sparse_param_to_grad;
   result.device_param_to_grad = DeviceParamToGrad(result.plan, options);

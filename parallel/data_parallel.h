@@ -80,6 +80,13 @@ struct ParallelizeOptions {
   // accumulate_steps times larger would (the caller divides the loss scale
   // by it too). Not with sparse gradients or shared_model.
   int accumulate_steps = 1;
+  // ZeRO stage 1 across the processes of a rendezvous (parallel/
+  // sharded_state.h): gradients are reduce-scattered, each process updates
+  // and keeps only its block of each param's optimizer state, and the
+  // params are allgathered. The training result is the unsharded one's up
+  // to float rounding; optimizer memory per process falls by num_shards.
+  // CPU devices only; nothing changes with one process.
+  bool shard_optimizer_state = false;
   // num_shards > 1: this process is one shard of a multi-process run
   // (parallel/distributed.h); devices are this process's own.
   RendezvousOptions rendezvous;
@@ -109,6 +116,21 @@ struct Parallelized {
   // collectives' blobs with (ReplicaBlobShapes), for a front end that adds
   // collectives later and checks again (InsertScheduleCheck).
   std::map<std::string, TensorShape> schedule_shapes;
+  // shard_optimizer_state: this process's blocks of the optimizer state (on
+  // the first device), each as the whole blob's shape and the elements
+  // [begin, end) of it the block holds: what a sharded checkpoint saves as
+  // segments of the whole (Save's `segments`).
+  struct ShardedBlob {
+    std::string blob;
+    TensorShape whole;
+    int64_t begin = 0;
+    int64_t end = 0;
+  };
+  std::vector<ShardedBlob> sharded_blobs;
+  // The ShardSlice ops that cut whole optimizer state into these blocks, in
+  // place; the init net ends with them. Run after loading whole state (a
+  // checkpoint of any process count) into the first device.
+  NetDef shard_state_net;
   // What the pass decided: replicas and their prefixes, shared blobs, each
   // reduction and where it runs, the init broadcasts. ToString() prints it.
   ParallelPlan plan;

@@ -10,6 +10,7 @@
 #include "parallel/data_parallel_phases.h"
 #include "parallel/device_collectives.h"
 #include "parallel/distributed.h"
+#include "parallel/shard_block.h"
 
 namespace doppio {
 namespace {
@@ -213,6 +214,15 @@ void EmitReductions(const AfterOp& after, const ParallelPlan& plan,
   for (const std::vector<std::string>& bucket : after.shard_buckets) {
     std::vector<std::string> firsts;
     for (const std::string& grad : bucket) firsts.push_back(cloner.RenameAll(grad).front());
+    if (plan.sharded.enabled) {
+      // Only the first replica's blocks are updated (EmitShardedUpdate).
+      std::vector<std::string> blocks;
+      for (const std::string& grad : bucket) {
+        blocks.push_back(plan.replicas.front().prefix + plan.sharded.grad_blocks.at(grad));
+      }
+      *net->add_op() = collectives->shards.ReduceScatterBlocks(firsts, blocks);
+      continue;
+    }
     *net->add_op() = collectives->shards.AllreduceBucket(firsts);
     for (const std::string& grad : bucket) {
       AppendAll(collectives->devices.Broadcast(grad, cloner.RenameAll(grad)), net);
@@ -347,7 +357,96 @@ void EmitAccumulatedStep(const ParallelPlan& plan, const DataParallelTemplate& m
   }
 }
 
+// ---- sharded optimizer state (plan.sharded.enabled) ----
+
+OperatorDef ShardSlice(const std::string& from, const std::string& to, const ShardedState& sharded,
+                       const DeviceOption& device_option) {
+  OperatorDef op = MakeOp("ShardSlice", {from}, {to}, device_option);
+  SetArgument(&op, "num_shards", static_cast<int64_t>(sharded.num_shards));
+  SetArgument(&op, "shard_id", static_cast<int64_t>(sharded.shard_id));
+  return op;
+}
+
+// The first replica cuts each param's block, runs the param's update ops
+// on its blocks, and the blocks are allgathered back into the whole params,
+// which go to the other replicas. Update ops on whole tensors run on every
+// replica, as unsharded.
+void EmitShardedUpdate(const ParallelPlan& plan, const DataParallelTemplate& model,
+                       const Cloner& cloner, NetCollectives* collectives, NetDef* net) {
+  const ShardedState& sharded = plan.sharded;
+  const Replica& first = plan.replicas.front();
+  for (const auto& entry : sharded.param_blocks) {
+    *net->add_op() = ShardSlice(first.prefix + entry.first, first.prefix + entry.second, sharded,
+                                first.device_option);
+  }
+  const std::vector<OperatorDef> ops = OpsOf(plan.update_net);
+  const std::vector<bool> shared_op =
+      cloner.SharedOps(ops, "param_update_net '" + model.param_update_net.name() + "'");
+  const auto block_of = [&sharded](const std::string& blob) {
+    auto param = sharded.param_blocks.find(blob);
+    if (param != sharded.param_blocks.end()) return param->second;
+    auto grad = sharded.grad_blocks.find(blob);
+    return grad != sharded.grad_blocks.end() ? grad->second : blob;
+  };
+  for (size_t r = 0; r < plan.replicas.size(); ++r) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!sharded.op_param.count(static_cast<int>(i))) {
+        cloner.Append(ops[i], shared_op[i], /*master_only=*/false, r, net);
+      } else if (r == 0) {
+        OperatorDef op = ops[i];
+        RenameOpBlobs(&op, block_of);
+        *net->add_op() = cloner.Clone(op, first);
+      }
+    }
+  }
+  for (const std::vector<std::string>& bucket : sharded.param_buckets) {
+    std::vector<std::string> blocks, params;
+    for (const std::string& param : bucket) {
+      blocks.push_back(first.prefix + sharded.param_blocks.at(param));
+      params.push_back(first.prefix + param);
+    }
+    *net->add_op() = collectives->shards.AllgatherBlocks(blocks, params);
+    for (const std::string& param : bucket) {
+      AppendAll(collectives->devices.Broadcast(param, cloner.RenameAll(param)), net);
+    }
+  }
+}
+
 }  // namespace
+
+NetDef ShardStateNet(const ParallelPlan& plan) {
+  NetDef net;
+  net.set_name("shard_optimizer_state");
+  if (!plan.sharded.enabled) return net;
+  const Replica& first = plan.replicas.front();
+  for (const auto& entry : plan.sharded.state) {
+    for (const std::string& blob : entry.second) {
+      *net.add_op() = ShardSlice(first.prefix + blob, first.prefix + blob, plan.sharded,
+                                 first.device_option);
+    }
+  }
+  return net;
+}
+
+std::vector<Parallelized::ShardedBlob> ShardedBlobs(const ParallelPlan& plan) {
+  std::vector<Parallelized::ShardedBlob> blobs;
+  const ShardedState& sharded = plan.sharded;
+  if (!sharded.enabled) return blobs;
+  for (const auto& entry : sharded.state) {
+    for (const std::string& blob : entry.second) {
+      Parallelized::ShardedBlob described;
+      described.blob = plan.replicas.front().prefix + blob;
+      described.whole = plan.init_shapes.at(blob);
+      int64_t elements = 1;
+      for (int64_t dim : described.whole.dims()) elements *= dim;
+      const ShardBlock block = BlockOfShard(elements, sharded.num_shards, sharded.shard_id);
+      described.begin = block.begin;
+      described.end = block.end;
+      blobs.push_back(std::move(described));
+    }
+  }
+  return blobs;
+}
 
 NetDef EmitTrainNet(const ParallelPlan& plan, const DataParallelTemplate& model,
                     const ParallelizeOptions& options) {
@@ -373,11 +472,15 @@ NetDef EmitTrainNet(const ParallelPlan& plan, const DataParallelTemplate& model,
       EmitAfterOp(after->second, plan, options, cloner, &collectives, &net);
     }
   }
-  // A shared model has one copy of each param to update: the master's.
-  cloner.AppendReplicaMajor(OpsOf(plan.update_net),
-                            "param_update_net '" + model.param_update_net.name() + "'",
-                            std::vector<bool>(plan.update_net.op_size(), options.shared_model),
-                            &net);
+  if (plan.sharded.enabled) {
+    EmitShardedUpdate(plan, model, cloner, &collectives, &net);
+  } else {
+    // A shared model has one copy of each param to update: the master's.
+    cloner.AppendReplicaMajor(OpsOf(plan.update_net),
+                              "param_update_net '" + model.param_update_net.name() + "'",
+                              std::vector<bool>(plan.update_net.op_size(), options.shared_model),
+                              &net);
+  }
   net.set_type(options.net_type);
   // Doppio's dag executor reads num_workers per device (each device has its
   // own pool), so this is Caffe2's total divided by the device count. An
@@ -408,6 +511,7 @@ NetDef EmitInitNet(const ParallelPlan& plan, const DataParallelTemplate& model,
       AppendAll(collectives.devices.Broadcast(blob, copies), &init);
     }
   }
+  AppendAll(OpsOf(ShardStateNet(plan)), &init);
   SetExternalInputs(&init);
   SetExternalOutputs(model.param_init_net, cloner, &init);
   return init;

@@ -79,7 +79,15 @@ void PlanAccumulation(const DataParallelTemplate& model, const ParallelizeOption
 void PlanDenseReductions(const DataParallelTemplate& model, const ParallelizeOptions& options,
                          ParallelPlan* plan);
 
-// The init net's master-only ops and the blobs it broadcasts.
+// shard_optimizer_state across processes: which update ops run on blocks,
+// each param's optimizer state, the block names and the params' allgather
+// buckets (parallel/sharded_state.h). After PlanDenseReductions, whose
+// buckets it follows.
+void PlanShardedOptimizer(const DataParallelTemplate& model, const ParallelizeOptions& options,
+                          ParallelPlan* plan);
+
+// The init net's master-only ops (a shared model's, the sharded optimizer
+// state's) and the blobs it broadcasts.
 void PlanInit(const DataParallelTemplate& model, const ParallelizeOptions& options,
               ParallelPlan* plan);
 
@@ -98,6 +106,12 @@ NetDef EmitTrainNet(const ParallelPlan& plan, const DataParallelTemplate& model,
 // then the planned broadcasts.
 NetDef EmitInitNet(const ParallelPlan& plan, const DataParallelTemplate& model,
                    const ParallelizeOptions& options);
+
+// shard_optimizer_state: the ShardSlice ops cutting each optimizer state
+// blob of the first replica to this shard's block, in place (the init net
+// ends with them), and the blocks they make. Empty without sharding.
+NetDef ShardStateNet(const ParallelPlan& plan);
+std::vector<Parallelized::ShardedBlob> ShardedBlobs(const ParallelPlan& plan);
 
 // ---- check ----
 

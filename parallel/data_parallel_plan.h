@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/sharded_state.h"
 #include "parallel/sparse_gradients.h"
 #include "proto/doppio.pb.h"
 
@@ -36,7 +37,8 @@ struct AfterOp {
   // lands on the first replica only, for the shard buckets to carry on.
   std::vector<std::string> gradients;
   // Gradient buckets summed across the shards (one AllreduceCoalesced each)
-  // and then handed from the first replica to the others.
+  // and then handed from the first replica to the others; with the sharded
+  // optimizer state, reduce-scattered into the first replica's blocks.
   std::vector<std::vector<std::string>> shard_buckets;
   // Sparse gradients whose slices are concatenated over the replicas.
   std::vector<SparseGradientSync> sparse;
@@ -64,6 +66,8 @@ struct ParallelPlan {
   int accumulate_steps = 1;
   // Each replica updates its own params; no gradient is reduced.
   bool local_updates = false;
+  // shard_optimizer_state across processes: the update ops on blocks.
+  ShardedState sharded;
   // Dense gradient -> the blob its micro-batch sum is kept in.
   std::map<std::string, std::string> accumulators;
   // The dtype and shape of the blobs the template's init net makes (the

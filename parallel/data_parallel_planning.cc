@@ -34,6 +34,16 @@ void ValidateParallelizeOptions(const ParallelizeOptions& options) {
   }
   DOPPIO_ENFORCE(options.accumulate_steps >= 1, "Parallelize: accumulate_steps must be >= 1, "
                  "got ", options.accumulate_steps);
+  if (options.shard_optimizer_state) {
+    if (options.device_type != CPU) {
+      throw NotImplementedError("Parallelize: shard_optimizer_state on CUDA devices is not "
+                                "implemented yet (its block collectives have CPU kernels only)");
+    }
+    DOPPIO_ENFORCE(!options.shared_model && !options.local_updates,
+                   "Parallelize: shard_optimizer_state cannot be combined with ",
+                   options.shared_model ? "shared_model" : "local_updates",
+                   ": it shards the state of one update of reduced gradients");
+  }
   ValidateRendezvous(options.rendezvous);
 }
 
@@ -322,9 +332,64 @@ void PlanDenseReductions(const DataParallelTemplate& model, const ParallelizeOpt
   }
 }
 
+void PlanShardedOptimizer(const DataParallelTemplate& model, const ParallelizeOptions& options,
+                          ParallelPlan* plan) {
+  if (!options.shard_optimizer_state || !plan->distributed) return;
+  // A dense gradient has its param's shape.
+  std::map<std::string, TensorShape> seeds = plan->init_shapes;
+  for (const auto& entry : plan->param_to_grad) {
+    auto param = plan->init_shapes.find(entry.first);
+    if (param != plan->init_shapes.end()) seeds[entry.second] = param->second;
+  }
+  const std::map<std::string, TensorShape> shapes = InferNetShapes(plan->update_net, seeds);
+  const std::set<std::string> taken = TemplateBlobs(model, *plan);
+  ShardedStateInputs inputs;
+  inputs.update_net = &plan->update_net;
+  inputs.param_to_grad = &plan->param_to_grad;
+  inputs.shared = &plan->shared;
+  inputs.shapes = &shapes;
+  inputs.init_shapes = &plan->init_shapes;
+  inputs.train_ops = &plan->train_ops;
+  inputs.taken = &taken;
+  plan->sharded = PlanShardedState(inputs, options.rendezvous.num_shards,
+                                   options.rendezvous.shard_id);
+  std::vector<std::vector<std::string>> grad_buckets;
+  for (const auto& entry : plan->after_op) {
+    grad_buckets.insert(grad_buckets.end(), entry.second.shard_buckets.begin(),
+                        entry.second.shard_buckets.end());
+  }
+  plan->sharded.param_buckets = ParamBuckets(grad_buckets, plan->param_to_grad);
+}
+
+namespace {
+
+// The init ops that make only optimizer state, which the first replica
+// alone keeps; an op making state and other blobs has no right placement.
+std::vector<bool> StateInitOps(const DataParallelTemplate& model, const ShardedState& sharded) {
+  std::set<std::string> state;
+  for (const auto& entry : sharded.state) state.insert(entry.second.begin(), entry.second.end());
+  std::vector<bool> master_only;
+  for (const OperatorDef& op : model.param_init_net.op()) {
+    int made = 0;
+    for (const std::string& output : op.output()) made += state.count(output);
+    if (made > 0 && made != op.output_size()) {
+      throw NotImplementedError(MakeString(
+          "Parallelize: shard_optimizer_state: init op ", op.type(), " '", op.name(),
+          "' makes optimizer state and other blobs (outputs ",
+          QuotedNames({op.output().begin(), op.output().end()}), "); make the state with "
+          "ops of its own"));
+    }
+    master_only.push_back(made > 0);
+  }
+  return master_only;
+}
+
+}  // namespace
+
 void PlanInit(const DataParallelTemplate& model, const ParallelizeOptions& options,
               ParallelPlan* plan) {
   if (options.shared_model) plan->init_master_only = MasterOnlyInitOps(model, plan->train_ops);
+  if (plan->sharded.enabled) plan->init_master_only = StateInitOps(model, plan->sharded);
   if (plan->replicas.size() < 2 && !plan->distributed) return;
   std::set<std::string> initialized;
   for (const OperatorDef& op : model.param_init_net.op()) {
@@ -357,6 +422,7 @@ ParallelPlan PlanParallelize(const DataParallelTemplate& model,
   PlanSparseGradients(model, options, &plan);
   PlanAccumulation(model, options, &plan);
   PlanDenseReductions(model, options, &plan);
+  PlanShardedOptimizer(model, options, &plan);
   PlanInit(model, options, &plan);
   return plan;
 }

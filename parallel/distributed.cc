@@ -123,23 +123,27 @@ OperatorDef ShardCollectives::CreateCommonWorld() {
   return op;
 }
 
-OperatorDef ShardCollectives::Collective(const std::string& type, const std::string& name,
-                                         const std::vector<std::string>& blobs) {
+OperatorDef ShardCollectives::Chained(const std::string& type, const std::string& name,
+                                      const std::vector<std::string>& inputs,
+                                      const std::vector<std::string>& outputs) {
   OperatorDef op;
   op.set_type(type);
   op.set_name(name);
   op.set_engine(rendezvous_.engine);
   op.add_input(rendezvous_.common_world);
-  for (const std::string& blob : blobs) {
-    op.add_input(blob);
-    op.add_output(blob);
-  }
+  for (const std::string& blob : inputs) op.add_input(blob);
+  for (const std::string& blob : outputs) op.add_output(blob);
   if (!previous_.empty() && previous_ != rendezvous_.common_world) {
     op.add_control_input(previous_);
   }
   *op.mutable_device_option() = device_option_;
-  previous_ = blobs.back();
+  previous_ = outputs.back();
   return op;
+}
+
+OperatorDef ShardCollectives::Collective(const std::string& type, const std::string& name,
+                                         const std::vector<std::string>& blobs) {
+  return Chained(type, name, blobs, blobs);
 }
 
 OperatorDef ShardCollectives::Allreduce(const std::string& blob) {
@@ -157,6 +161,28 @@ OperatorDef ShardCollectives::Broadcast(const std::string& blob) {
   OperatorDef op = Collective("Broadcast", "broadcast_shards_" + blob, {blob});
   AddArg(&op, "root", 0);
   return op;
+}
+
+OperatorDef ShardCollectives::ReduceScatterBlocks(const std::vector<std::string>& blobs,
+                                                  const std::vector<std::string>& blocks) {
+  DOPPIO_ENFORCE(!blobs.empty() && blobs.size() == blocks.size(),
+                 "Parallelize: a reduce-scatter bucket needs one block per gradient");
+  return Chained("ReduceScatterBlocks",
+                 "reduce_scatter_shards_" + blobs.front() +
+                     (blobs.size() > 1 ? "_to_" + blobs.back() : std::string()),
+                 blobs, blocks);
+}
+
+OperatorDef ShardCollectives::AllgatherBlocks(const std::vector<std::string>& blocks,
+                                              const std::vector<std::string>& blobs) {
+  DOPPIO_ENFORCE(!blobs.empty() && blobs.size() == blocks.size(),
+                 "Parallelize: an allgather bucket needs one block per parameter");
+  std::vector<std::string> inputs = blocks;
+  inputs.insert(inputs.end(), blobs.begin(), blobs.end());
+  return Chained("AllgatherBlocks",
+                 "allgather_shards_" + blobs.front() +
+                     (blobs.size() > 1 ? "_to_" + blobs.back() : std::string()),
+                 inputs, blobs);
 }
 
 }  // namespace doppio

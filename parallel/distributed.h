@@ -109,10 +109,21 @@ class ShardCollectives {
   OperatorDef AllreduceBucket(const std::vector<std::string>& blobs);
   // In place on `blob`: shard 0's value.
   OperatorDef Broadcast(const std::string& blob);
+  // The sharded optimizer state's collectives (parallel/sharded_state.h):
+  // blocks[i] = this shard's block of the sum of blobs[i]; then blobs[i]
+  // assembled from every shard's blocks[i].
+  OperatorDef ReduceScatterBlocks(const std::vector<std::string>& blobs,
+                                  const std::vector<std::string>& blocks);
+  OperatorDef AllgatherBlocks(const std::vector<std::string>& blocks,
+                              const std::vector<std::string>& blobs);
 
  private:
   OperatorDef Collective(const std::string& type, const std::string& name,
                          const std::vector<std::string>& blobs);
+  // `inputs` after the world, chained after the previous collective.
+  OperatorDef Chained(const std::string& type, const std::string& name,
+                      const std::vector<std::string>& inputs,
+                      const std::vector<std::string>& outputs);
 
   RendezvousOptions rendezvous_;
   DeviceOption device_option_;

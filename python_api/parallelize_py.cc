@@ -117,6 +117,7 @@ void DefineRequest(py::module_& m) {
       .def_readwrite("shared_model", &ParallelizeOptions::shared_model)
       .def_readwrite("accumulate_steps", &ParallelizeOptions::accumulate_steps)
       .def_readwrite("local_updates", &ParallelizeOptions::local_updates)
+      .def_readwrite("shard_optimizer_state", &ParallelizeOptions::shard_optimizer_state)
       .def_readwrite("rendezvous", &ParallelizeOptions::rendezvous);
   py::class_<DataParallelTemplate> model(m, "DataParallelTemplate");
   model.def(py::init<>())
@@ -171,6 +172,21 @@ void DefineResult(py::module_& m) {
                                }
                                return shapes;
                              })
+      // (blob, whole dims, dtype, begin, end) per block of optimizer state.
+      .def_property_readonly("sharded_blobs",
+                             [](const Parallelized& r) {
+                               py::list blobs;
+                               for (const Parallelized::ShardedBlob& b : r.sharded_blobs) {
+                                 std::vector<int64_t> dims(b.whole.dims().begin(),
+                                                           b.whole.dims().end());
+                                 blobs.append(py::make_tuple(b.blob, dims,
+                                                             static_cast<int>(b.whole.data_type()),
+                                                             b.begin, b.end));
+                               }
+                               return blobs;
+                             })
+      .def_property_readonly("shard_state_net",
+                             [](const Parallelized& r) { return SerializeProto(r.shard_state_net); })
       .def_readonly("plan", &Parallelized::plan);
 }
 

@@ -42,9 +42,10 @@ def FinalizeAfterCheckpoint(model, blobs=None, cpu_mode=False):
     names = sorted(set(_StripDevicePrefix(model, b) for b in blobs
                        if DevicePrefixOf(model, b)))
     devices = model._devices
-    if model._shared_model:
-        # The params, and the optimizer state only the master's updates
-        # keep, exist once: only blobs every device has are copied.
+    if model._shared_model or getattr(model, '_sharded_blobs', None):
+        # The params of a shared model, and optimizer state only the
+        # master's updates keep (or only its blocks, when sharded), exist
+        # once: only blobs every device has are copied.
         referenced = set()
         for net in (model.param_init_net, model.net):
             for op in net.Proto().op:

@@ -126,7 +126,7 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
                 max_concurrent_distributed_ops=16, cpu_device=False, ideep=False,
                 num_threads_per_device=4, shared_model=False, combine_spatial_bn=False,
                 barrier_net_timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC, accumulate_steps=1,
-                _local_updates=False):
+                shard_optimizer_state=False, _local_updates=False):
     """Replicates the model on `devices` for synchronous SGD (see the module
     doc). `param_update_builder_fun(model)` or `optimizer_builder_fun(model)`
     (at most one; neither: forward only) adds the updates; both see
@@ -149,8 +149,16 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     so the input builder should read from a reader such as a DB input op),
     sum their gradients locally and reduce and update once: one step of a
     batch K times larger. The loss scale the forward builder gets is divided
-    by K for that. (_local_updates: Parallelize_BMUF's local steps, each
-    device applying its own gradients.)"""
+    by K for that. shard_optimizer_state=True (a Doppio addition; CPU
+    devices, with a rendezvous of several shards) is ZeRO stage 1: the
+    gradients are reduce-scattered, each shard keeps and updates only its
+    block of every optimizer state blob (device 0's `<param>_momentum` holds
+    a 1-D block) and the params are allgathered; the update ops must be
+    elementwise (SGD, momentum, Adam, Adagrad, RmsProp, Ftrl, WeightedSum).
+    Checkpoints then need every shard's blocks: distributed.Checkpointer
+    saves and restores them at any process count. (_local_updates:
+    Parallelize_BMUF's local steps, each device applying its own
+    gradients.)"""
     model = model_helper_obj
     if scope.CurrentDeviceScope() is not None:
         raise ParallelizeArgumentError('Parallelize must be called without a device scope: '
@@ -169,7 +177,7 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     # The pass's own checks of every option, before any builder runs.
     options = _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_params,
                            num_threads_per_device, shared_model, combine_spatial_bn, rendezvous,
-                           accumulate_steps, _local_updates)
+                           accumulate_steps, _local_updates, shard_optimizer_state)
     workspace.C.validate_parallelize_options(options)
     if model.params:
         raise ValueError('Parallelize: the model must be empty (it has params {}); '
@@ -240,7 +248,7 @@ def _Commit(work, model):
 
 def _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_params,
                  num_threads_per_device, shared_model, combine_spatial_bn, rendezvous,
-                 accumulate_steps=1, local_updates=False):
+                 accumulate_steps=1, local_updates=False, shard_optimizer_state=False):
     """The C++ pass's ParallelizeOptions (parallel/data_parallel.h); the
     shared blobs are filled in once the builders have run."""
     options = workspace.C.ParallelizeOptions()
@@ -255,6 +263,7 @@ def _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_par
     options.rendezvous = data_parallel_shards.RendezvousOptions(rendezvous)
     options.accumulate_steps = int(accumulate_steps)
     options.local_updates = bool(local_updates)
+    options.shard_optimizer_state = bool(shard_optimizer_state)
     return options
 
 
@@ -348,6 +357,8 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
     model.net = _NetFromBytes(result.net)
     model._parallel_plan = result.plan
     model._schedule_shapes = result.schedule_shapes
+    model._sharded_blobs = result.sharded_blobs
+    model._shard_state_net = _NetFromBytes(result.shard_state_net)
     model._device_prefixes = dict(zip(devices, result.plan.prefixes))
     # Caffe2's attribute: the device kind of "<kind>_<id>/" ("cpu", "gpu"),
     # which scripts format into blob names themselves.

@@ -169,6 +169,16 @@ class Checkpointer(object):
     place by Save, so a rank killed mid-save leaves the previous one whole;
     the newest two are kept.
 
+    A model parallelized with shard_optimizer_state=True holds only a
+    block of each optimizer state blob per shard, so every shard saves:
+    DIR/checkpoint_<iteration>.shard<R>of<S>.minidb, shard 0's with
+    everything else, the others' with their blocks alone, each block as a
+    segment of the whole blob. A checkpoint counts once all S files are
+    there. restore() loads them together (Load assembles each whole blob
+    from its segments) and cuts the blocks of the current shard count, so a
+    job may resume at another process count, sharded or not, and an
+    unsharded checkpoint resumes a sharded job too.
+
         checkpointer = distributed.Checkpointer(model)
         first = checkpointer.restore()      # 0, or the iteration to resume at
         for iteration in range(first, total):
@@ -179,9 +189,11 @@ class Checkpointer(object):
     With batches that are a function of the iteration (fed, or readers
     that start where the iteration says) the resumed run is bit for bit the
     uninterrupted one. Call restore() after RunInitNet on every rank: all
-    of them load the same file, then every device takes device 0's values."""
+    of them load the same files, then every device takes device 0's
+    values."""
 
     KEEP = 2
+    _NAME = re.compile(r"^checkpoint_(\d+)(?:\.shard(\d+)of(\d+))?\.minidb$")
 
     def __init__(self, model, directory=None, every=None):
         self.model = model
@@ -193,54 +205,112 @@ class Checkpointer(object):
             raise RuntimeError("checkpoint_every %r is not an integer" % (every,))
         if self.every < 1:
             raise RuntimeError("checkpoint_every must be >= 1, got %d" % self.every)
-        # Outside the launcher the process is rank 0. What a checkpoint
-        # holds is fixed once the model is parallelized.
-        self.saves = (rank() if os.environ.get(RANK_ENV) is not None else 0) == 0
         from doppio import data_parallel_model
+        # What a checkpoint holds is fixed once the model is parallelized.
         self.blobs = sorted(str(b) for b in data_parallel_model.GetCheckpointParams(model))
+        # (blob, whole dims, dtype, begin, end) of this shard's blocks.
+        self.sharded = list(getattr(model, "_sharded_blobs", None) or [])
+        if self.sharded:
+            self.shard = (model._rendezvous["shard_id"], model._rendezvous["num_shards"])
+            self.rank = self.shard[0]
+        else:
+            self.shard = None
+            # Outside the launcher the process is rank 0.
+            self.rank = rank() if os.environ.get(RANK_ENV) is not None else 0
 
-    def _path(self, iteration):
-        return os.path.join(self.directory, "checkpoint_%d.minidb" % iteration)
+    def _path(self, iteration, shard=None):
+        name = "checkpoint_%d" % iteration
+        if shard is not None:
+            name += ".shard%dof%d" % shard
+        return os.path.join(self.directory, name + ".minidb")
+
+    def _files(self):
+        """iteration -> the files of its complete checkpoint(s), and every
+        checkpoint file by iteration."""
+        complete, every = {}, {}
+        if not self.directory or not os.path.isdir(self.directory):
+            return complete, every
+        shards = {}
+        for name in os.listdir(self.directory):
+            match = self._NAME.match(name)
+            if not match:
+                continue
+            iteration = int(match.group(1))
+            every.setdefault(iteration, []).append(os.path.join(self.directory, name))
+            if match.group(2) is None:
+                complete[iteration] = [self._path(iteration)]
+            else:
+                count = int(match.group(3))
+                shards.setdefault((iteration, count), set()).add(int(match.group(2)))
+        for (iteration, count), found in shards.items():
+            if iteration not in complete and found == set(range(count)):
+                complete[iteration] = [self._path(iteration, (r, count)) for r in range(count)]
+        return complete, every
 
     def saved_iterations(self):
         """Iterations with a complete checkpoint, oldest first."""
-        if not self.directory or not os.path.isdir(self.directory):
-            return []
-        found = []
-        for name in os.listdir(self.directory):
-            match = re.match(r"^checkpoint_(\d+)\.minidb$", name)
-            if match:
-                found.append(int(match.group(1)))
-        return sorted(found)
+        return sorted(self._files()[0])
 
     def restore(self):
         """Loads the newest checkpoint, if any, into device 0 and copies it to
-        every device; returns the number of iterations it holds (0: none)."""
+        every device (a sharded model keeps this shard's blocks of the
+        optimizer state); returns the number of iterations it holds (0:
+        none)."""
         from doppio import core, data_parallel_model, workspace
-        saved = self.saved_iterations()
-        if not saved:
+        complete = self._files()[0]
+        if not complete:
             return 0
-        iteration = saved[-1]
+        iteration = max(complete)
         workspace.RunOperatorOnce(core.CreateOperator(
-            "Load", [], [core.BlobReference(b) for b in self.blobs], db=self._path(iteration),
+            "Load", [], [core.BlobReference(b) for b in self.blobs], dbs=complete[iteration],
             db_type="minidb", absolute_path=1))
         data_parallel_model.FinalizeAfterCheckpoint(self.model)
+        if self.sharded:
+            workspace.RunNetOnce(self.model._shard_state_net)
         return iteration
 
+    def _segments(self):
+        from doppio.proto import doppio_pb2
+        segments = []
+        for blob, dims, data_type, begin, end in self.sharded:
+            proto = doppio_pb2.TensorProto(name=blob, dims=dims, data_type=data_type)
+            proto.segment.begin = begin
+            proto.segment.end = end
+            segments.append(proto.SerializeToString())
+        return segments
+
     def after_iteration(self, iteration):
-        """Call after iteration `iteration` (counting from 0) ran: rank 0
-        saves every `every` iterations; others do nothing."""
+        """Call after iteration `iteration` (counting from 0) ran: every
+        `every` iterations rank 0 saves (every shard, when the optimizer
+        state is sharded); returns the file written, or None."""
         done = iteration + 1
-        if not self.directory or done % self.every != 0 or not self.saves:
+        if not self.directory or done % self.every != 0 or (self.rank != 0 and not self.sharded):
             return None
         from doppio import core, workspace
         os.makedirs(self.directory, exist_ok=True)
+        blobs = self.blobs if self.rank == 0 else [b[0] for b in self.sharded]
+        path = self._path(done, self.shard)
+        segments = {"segments": self._segments()} if self.sharded else {}
         workspace.RunOperatorOnce(core.CreateOperator(
-            "Save", [core.BlobReference(b) for b in self.blobs], [], db=self._path(done),
-            db_type="minidb", absolute_path=1))
-        for old in self.saved_iterations()[:-self.KEEP]:
-            try:
-                os.remove(self._path(old))
-            except OSError:
-                pass
-        return self._path(done)
+            "Save", [core.BlobReference(b) for b in blobs], [], db=path, db_type="minidb",
+            absolute_path=1, **segments))
+        if self.rank == 0:
+            self._remove_old()
+        return path
+
+    def _remove_old(self):
+        """Every file of iterations older than the newest KEEP complete
+        checkpoints. Only rank 0 removes: by the time it saves iteration i,
+        every shard has finished its files of the iterations before i."""
+        complete, every = self._files()
+        kept = sorted(complete)[-self.KEEP:]
+        if not kept:
+            return
+        for iteration, paths in every.items():
+            if iteration >= kept[0]:
+                continue
+            for path in paths:
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
