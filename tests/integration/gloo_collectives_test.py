@@ -119,12 +119,22 @@ def check_collectives(reports, size):
         # Coalesced: each tensor summed with its namesakes only.
         coalesced_a, coalesced_m = report["coalesced"]
         np.testing.assert_allclose(coalesced_a, total_a, rtol=1e-6)
-        np.testing.assert_allclose(
-            coalesced_m, np.sum([gloo_worker.known_matrix(r) for r in range(size)], axis=0),
-            rtol=1e-6)
+        total_m = np.sum([gloo_worker.known_matrix(r) for r in range(size)], axis=0)
+        np.testing.assert_allclose(coalesced_m, total_m, rtol=1e-6)
+        # ReduceScatterBlocks: this rank's block of each flattened sum;
+        # AllgatherBlocks puts every rank's blocks back in their places.
+        block_a, block_m = report["blocks"]
+        m_blocks = [6 // size + (1 if r < 6 % size else 0) for r in range(size)]
+        m_begin = sum(m_blocks[:rank])
+        np.testing.assert_allclose(block_a, total_a[begin:begin + blocks[rank]], rtol=1e-6)
+        np.testing.assert_allclose(block_m, total_m.ravel()[m_begin:m_begin + m_blocks[rank]],
+                                   rtol=1e-6)
+        gathered_a, gathered_m = report["gathered_blocks"]
+        np.testing.assert_allclose(gathered_a, total_a, rtol=1e-6)
+        np.testing.assert_allclose(gathered_m, total_m, rtol=1e-6)
 
 
-@pytest.mark.parametrize("size", [2, 4])
+@pytest.mark.parametrize("size", [2, 3, 4])
 def test_collectives_file_store(file_store, size):
     check_collectives(launch(file_store, size, "collectives"), size)
 

@@ -93,6 +93,18 @@ def collectives(spec, result):
     workspace.FeedBlob("m", known_matrix(rank))
     run("AllreduceCoalesced", ["world", "a", "m"], ["a", "m"], engine="GLOO")
     result["coalesced"] = [workspace.FetchBlob("a").tolist(), workspace.FetchBlob("m").tolist()]
+    # The sharded optimizer state's pair: each rank's block of each sum, and
+    # the blocks put back together (into zeroed tensors of the same shapes).
+    workspace.FeedBlob("a", a)
+    workspace.FeedBlob("m", known_matrix(rank))
+    run("ReduceScatterBlocks", ["world", "a", "m"], ["a_block", "m_block"], engine="GLOO")
+    result["blocks"] = [workspace.FetchBlob("a_block").tolist(),
+                        workspace.FetchBlob("m_block").tolist()]
+    workspace.FeedBlob("a", np.zeros_like(a))
+    workspace.FeedBlob("m", np.zeros_like(known_matrix(rank)))
+    run("AllgatherBlocks", ["world", "a_block", "m_block", "a", "m"], ["a", "m"], engine="GLOO")
+    result["gathered_blocks"] = [workspace.FetchBlob("a").tolist(),
+                                 workspace.FetchBlob("m").tolist()]
     # A cloned world carries collectives of its own.
     run("CloneCommonWorld", ["world"], ["world2"])
     workspace.FeedBlob("a", a)
