@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include <gloo/allgatherv.h>
+#include <gloo/allgather_ring.h>
 #include <gloo/reduce_scatter.h>
 
 #include "core/gradient.h"
@@ -157,7 +157,17 @@ void GlooAllgatherBlocksOp::RunOnDevice() {
   const PackedLayout layout = LayoutOf(numels, world->size);
   ElementCount(*this, layout.total);
   const size_t itemsize = first.itemsize();
-  mine_.resize(layout.region[rank] * itemsize);
+  // Every rank's region padded to the longest (rank 0's), so that Gloo's
+  // ring allgather, whose buffers stay registered between runs, moves them.
+  const int64_t padded = layout.region[0];
+  const int bytes = ElementCount(*this, padded * static_cast<int64_t>(itemsize));
+  ElementCount(*this, static_cast<int64_t>(bytes) * world->size);
+  if (mine_.size() != static_cast<size_t>(bytes) ||
+      scratch_.size() != static_cast<size_t>(bytes) * world->size) {
+    mine_.assign(bytes, 0);
+    scratch_.assign(static_cast<size_t>(bytes) * world->size, 0);
+    cache_.Reset();
+  }
   for (int i = 0; i < count; ++i) {
     const Tensor& block = Input(1 + i);
     DOPPIO_ENFORCE(block.numel() == layout.block[rank][i].size(), "input ", 1 + i, " ('",
@@ -168,22 +178,31 @@ void GlooAllgatherBlocksOp::RunOnDevice() {
     CopyElements(mine_.data(), layout.offset[rank][i] - layout.offset[rank][0], block.raw_data(),
                  0, block.numel(), itemsize);
   }
-  scratch_.resize(layout.total * itemsize);
   GlooFailureHandler failures(this, -1);
-  failures.Run("allgather blocks (allgatherv)", world, [&] {
-    if (layout.total == 0) return;
-    gloo::AllgathervOptions options(world);
-    options.setInput<char>(mine_.data(), mine_.size());
-    std::vector<size_t> bytes;
-    for (int64_t elements : layout.region) bytes.push_back(elements * itemsize);
-    options.setOutput<char>(scratch_.data(), bytes);
-    gloo::allgatherv(options);
-  });
+  if (bytes > 0) {
+    AlgorithmKey key;
+    key.world = world;
+    key.buffers = {mine_.data(), scratch_.data()};
+    key.count = bytes;
+    key.dtype = first.dtype();
+    key.variant = "ring";
+    const bool ok = failures.Run("allgather blocks (ring)", world, [&] {
+      auto make = [&]() -> std::unique_ptr<gloo::Algorithm> {
+        return std::make_unique<gloo::AllgatherRing<char>>(
+            world, std::vector<const char*>{mine_.data()}, scratch_.data(), bytes);
+      };
+      cache_.Get(key, make).run();
+    });
+    if (!ok) cache_.Reset();
+  } else {
+    failures.Run("allgather blocks", world, [] {});
+  }
   for (int i = 0; i < count; ++i) {
     Tensor* x = Output(i);
     void* data = x->raw_mutable_data(first.dtype());
     for (int r = 0; r < world->size; ++r) {
-      CopyElements(data, layout.block[r][i].begin, scratch_.data(), layout.offset[r][i],
+      CopyElements(data, layout.block[r][i].begin, scratch_.data(),
+                   r * padded + layout.offset[r][i] - layout.offset[r][0],
                    layout.block[r][i].size(), itemsize);
     }
   }
@@ -192,37 +211,10 @@ void GlooAllgatherBlocksOp::RunOnDevice() {
 REGISTER_CPU_OPERATOR_WITH_ENGINE(ReduceScatterBlocks, GLOO, GlooReduceScatterBlocksOp);
 REGISTER_CPU_OPERATOR_WITH_ENGINE(AllgatherBlocks, GLOO, GlooAllgatherBlocksOp);
 
-namespace {
-
-// Blocks are 1-D, of this rank's length: only the world knows the rank, so
-// the length is left unknown.
-std::vector<TensorShape> BlockShapes(const OperatorDef& def,
-                                     const std::vector<TensorShape>& inputs) {
-  std::vector<TensorShape> shapes;
-  for (int i = 0; i < def.output_size(); ++i) {
-    TensorShape shape;
-    shape.set_data_type(inputs.at(i + 1).data_type());
-    shape.set_unknown_shape(true);
-    shapes.push_back(shape);
-  }
-  return shapes;
-}
-
-std::vector<TensorShape> WholeShapes(const OperatorDef& def,
-                                     const std::vector<TensorShape>& inputs) {
-  std::vector<TensorShape> shapes;
-  const int count = def.output_size();
-  for (int i = 0; i < count; ++i) shapes.push_back(inputs.at(1 + count + i));
-  return shapes;
-}
-
-}  // namespace
-
 OPERATOR_SCHEMA(ReduceScatterBlocks)
     .NumInputs(2, INT_MAX)
     .NumOutputs(1, INT_MAX)
     .NumInputsOutputs([](int in, int out) { return out == in - 1; })
-    .TensorInferenceFunction(BlockShapes)
     .Input(0, "comm_world", "a common world (CreateCommonWorld)")
     .Input(1, "X", "float32 or float64 tensors X_1..X_m (one type), of any shapes, the "
                    "same on every rank")
@@ -238,12 +230,11 @@ OPERATOR_SCHEMA(AllgatherBlocks)
     .NumInputsOutputs([](int in, int out) { return in == 2 * out + 1; })
     // X_i (input m + 1 + i) is output i; the count m is not known here.
     .AllowInplace([](int in, int out) { return in > out + 1; })
-    .TensorInferenceFunction(WholeShapes)
     .Input(0, "comm_world", "a common world (CreateCommonWorld)")
     .Input(1, "Y", "Y_1..Y_m: this rank's block of each X_i (ReduceScatterBlocks' layout), "
                    "then X_1..X_m")
     .Output(0, "X", "X_1..X_m in place, shapes kept: every rank's block put back at its place")
-    .Doc("Cross-process allgather of blocks (engine \"GLOO\", allgatherv), the inverse of "
+    .Doc("Cross-process allgather of blocks (engine \"GLOO\", ring), the inverse of "
          "ReduceScatterBlocks' cut: after it every rank holds each whole X_i, assembled "
          "from each rank's block Y_i. All tensors share one numeric type.");
 

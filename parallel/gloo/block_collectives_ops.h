@@ -39,8 +39,10 @@ class GlooAllgatherBlocksOp final : public Operator<CPUContext> {
   void RunOnDevice() override;
 
  private:
+  // This rank's blocks, and every rank's (each padded to rank 0's length).
   std::vector<char> mine_;
   std::vector<char> scratch_;
+  CachedAlgorithm cache_;
 };
 
 }  // namespace doppio

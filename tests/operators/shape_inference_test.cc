@@ -482,6 +482,9 @@ std::vector<Case> Cases() {
                    {{{3, 2}, f32}, {{3, 2}, f32}, {{3, 2}, f32}}});
   cases.push_back({MakeOp("Broadcast", {"a", "b"}, {"a", "b"}, {IntArg("root", 1)}),
                    {{{2}, f32}, {{4, 1}, f64}}});
+  cases.push_back({MakeOp("ShardSlice", {"a"}, {"b"},
+                          {IntArg("num_shards", 3), IntArg("shard_id", 2)}),
+                   {{{4, 2}, f64}}});
   return cases;
 }
 
