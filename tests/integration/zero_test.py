@@ -119,3 +119,7 @@ def test_sharded_checkpoints_resume_at_another_process_count(tmp_path):
         assert all(int(report['resumed_at']) == 6 for report in resumed)
         for report in resumed:
             assert_params_close(uninterrupted[0], report)
+
+
+if __name__ == '__main__':
+    sys.exit(pytest.main([__file__, '-q', '-p', 'no:cacheprovider']))
