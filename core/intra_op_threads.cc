@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -80,7 +81,9 @@ void ApplyIntraOpThreads(int num_threads) {
   thread_applied = locked_key;
 }
 
-int AvailableCores() {
+namespace {
+
+int CoresByAffinity() {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0) {
@@ -89,6 +92,23 @@ int AvailableCores() {
   }
   const unsigned hardware = std::thread::hardware_concurrency();
   return hardware > 0 ? static_cast<int>(hardware) : 1;
+}
+
+// DOPPIO_NUM_CORES as a positive count, or 0 when unset or not one.
+int CoresFromEnvironment() {
+  const char* value = std::getenv("DOPPIO_NUM_CORES");
+  if (value == nullptr || *value == '\0') return 0;
+  char* end = nullptr;
+  const long count = std::strtol(value, &end, 10);
+  return *end == '\0' && count > 0 && count <= kMaxIntraOpThreads ? static_cast<int>(count) : 0;
+}
+
+}  // namespace
+
+int AvailableCores() {
+  const int by_affinity = CoresByAffinity();
+  const int asked = CoresFromEnvironment();
+  return asked > 0 ? std::min(asked, by_affinity) : by_affinity;
 }
 
 int IntraOpThreadsForNet(const NetDef& net, int concurrent_workers) {

@@ -44,7 +44,11 @@ constexpr int kMaxIntraOpThreads = 1024;
 // kPerThread, per process for kProcessWide).
 void ApplyIntraOpThreads(int num_threads);
 
-// The cores this process may run on (its CPU affinity), at least 1.
+// The cores this process may run on (its CPU affinity), at least 1; fewer
+// when the environment variable DOPPIO_NUM_CORES says so (a positive count;
+// anything else is ignored). tools/launch.py sets it to each rank's share
+// of the machine, as torchrun sets OMP_NUM_THREADS=1, so that N ranks on one
+// host do not each size their thread pools for all the cores.
 int AvailableCores();
 
 // The net's intra-op thread count: its "intra_op_threads" argument when set

@@ -10,7 +10,9 @@ Every process runs `script.py args...` with this interpreter and this
 PYTHONPATH (so doppio is importable as it is here) and the environment
 doppio.distributed reads: DOPPIO_RANK, DOPPIO_WORLD_SIZE, DOPPIO_STORE,
 DOPPIO_RUN_ID, plus torchrun's RANK, WORLD_SIZE, LOCAL_RANK and
-LOCAL_WORLD_SIZE.
+LOCAL_WORLD_SIZE; and DOPPIO_NUM_CORES, this host's cores divided by the
+process count (at least 1, unless already set), which Doppio's thread pools
+and intra-op threads size themselves by, as torchrun sets OMP_NUM_THREADS=1.
 
 Store: --store as given; --start_redis starts a redis-server on a free
 loopback port for this run and stops it afterwards; neither gives a fresh
@@ -245,6 +247,13 @@ def forward_lines(source, sink, prefix, lock):
     source.close()
 
 
+def available_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def start_ranks(args, store, run_id, restart, nprocs):
     ranks = []
     for rank in range(nprocs):
@@ -256,6 +265,9 @@ def start_ranks(args, store, run_id, restart, nprocs):
             "RANK": str(rank), "WORLD_SIZE": str(nprocs),
             "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(nprocs),
         })
+        # Each rank sizes its thread pools for its share of the host's
+        # cores, not all of them (torchrun sets OMP_NUM_THREADS=1 for this).
+        env.setdefault("DOPPIO_NUM_CORES", str(max(1, available_cores() // nprocs)))
         if args.checkpoint_dir:
             env["DOPPIO_CHECKPOINT_DIR"] = os.path.abspath(args.checkpoint_dir)
             env["DOPPIO_CHECKPOINT_EVERY"] = str(args.checkpoint_every)

@@ -105,6 +105,22 @@ TEST(IntraOpThreadsTest, SettersRunOnlyWhenTheValueChanges) {
   EXPECT_EQ(process_setting.load(), 2);  // the refused values reached no setter
 }
 
+TEST(IntraOpThreadsTest, DoppioNumCoresCapsTheCores) {
+  const int cores = CoresByAffinity();
+  ASSERT_EQ(setenv("DOPPIO_NUM_CORES", "1", 1), 0);
+  EXPECT_EQ(AvailableCores(), 1);
+  Workspace ws;
+  auto* dag = dynamic_cast<DagNet*>(ws.CreateNet(ReportNet("capped", "dag", 1)));
+  EXPECT_EQ(dag->intra_op_threads(), 1);
+  // More than the affinity allows, or no count at all, changes nothing.
+  for (const char* value : {"100000", "0", "-2", "two", "3x", ""}) {
+    ASSERT_EQ(setenv("DOPPIO_NUM_CORES", value, 1), 0);
+    EXPECT_EQ(AvailableCores(), cores) << "'" << value << "'";
+  }
+  ASSERT_EQ(unsetenv("DOPPIO_NUM_CORES"), 0);
+  EXPECT_EQ(AvailableCores(), cores);
+}
+
 TEST(IntraOpThreadsTest, DefaultsDivideTheCoresAmongConcurrentWorkers) {
   const int cores = CoresByAffinity();
   EXPECT_EQ(AvailableCores(), cores);

@@ -30,6 +30,8 @@ def allreduce(in_net):
     rank, size = distributed.rank(), distributed.world_size()
     # The torchrun names must agree with doppio's own.
     assert int(os.environ["RANK"]) == rank and int(os.environ["WORLD_SIZE"]) == size
+    # Each rank's share of the host's cores.
+    assert int(os.environ["DOPPIO_NUM_CORES"]) == max(1, len(os.sched_getaffinity(0)) // size)
     if in_net:
         init_net = core.Net("rendezvous")
         handler = distributed.store_handler_from_env(init_net)
