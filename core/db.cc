@@ -92,6 +92,10 @@ void DBReader::Open(const std::string& db_type, const std::string& source,
   cursor_ = db_->NewCursor();
   num_shards_ = static_cast<uint32_t>(num_shards);
   shard_id_ = static_cast<uint32_t>(shard_id);
+  static std::atomic<uint64_t> opened{0};
+  generation_ = ++opened;
+  consumed_ = 0;
+  replay_ = 0;
   MoveToBeginning();
 }
 
@@ -142,8 +146,15 @@ class DBReaderSerializer final : public BlobSerializerBase {
     proto.set_name(name);
     proto.set_source(reader.source());
     proto.set_db_type(reader.db_type());
+    if (reader.num_shards() > 1) {
+      proto.set_num_shards(reader.num_shards());
+      proto.set_shard_id(reader.shard_id());
+    }
     Cursor* cursor = reader.cursor();
-    if (cursor != nullptr && cursor->SupportsSeek() && cursor->Valid()) {
+    if (reader.consumed() > 0) {
+      // A consumer counts what it handed on (it may have read further).
+      proto.set_records_consumed(reader.consumed());
+    } else if (cursor != nullptr && cursor->SupportsSeek() && cursor->Valid()) {
       proto.set_key(cursor->key());
     }
     BlobProto blob_proto;
@@ -160,8 +171,14 @@ class DBReaderDeserializer final : public BlobDeserializerBase {
     DBReaderProto reader_proto;
     DOPPIO_ENFORCE(reader_proto.ParseFromString(proto.content()), "blob '", proto.name(),
                    "' of type DBReader carries no valid DBReaderProto");
-    auto reader = std::make_unique<DBReader>(reader_proto.db_type(), reader_proto.source());
-    if (reader_proto.has_key()) {
+    auto reader = std::make_unique<DBReader>(
+        reader_proto.db_type(), reader_proto.source(),
+        reader_proto.has_num_shards() ? reader_proto.num_shards() : 1, reader_proto.shard_id());
+    DOPPIO_ENFORCE(reader_proto.records_consumed() >= 0, "DBReader blob '", proto.name(),
+                   "' records ", reader_proto.records_consumed(), " records consumed");
+    if (reader_proto.records_consumed() > 0) {
+      reader->SetReplay(reader_proto.records_consumed());
+    } else if (reader_proto.has_key()) {
       DOPPIO_ENFORCE(reader->cursor()->SupportsSeek(), "DBReader blob '", proto.name(),
                      "' records a cursor position, but db type '", reader_proto.db_type(),
                      "' cannot seek");

@@ -15,6 +15,7 @@
 // time, except DBReader::Read and DBReader::SeekToFirst, which lock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -131,6 +132,32 @@ class DBReader {
   bool is_open() const { return db_ != nullptr; }
   const std::string& db_type() const { return db_type_; }
   const std::string& source() const { return source_; }
+  int32_t num_shards() const { return static_cast<int32_t>(num_shards_); }
+  int32_t shard_id() const { return static_cast<int32_t>(shard_id_); }
+
+  // Where the readers' consumers stand, for checkpoints that resume exactly.
+  // An input op that reads ahead (prefetch_op.h) has read past what the net
+  // has seen, so the cursor is not the position to resume at; instead the op
+  // counts the records it handed to the net here, the count is what a
+  // checkpoint saves (DBReaderProto.records_consumed), and a reader loaded
+  // from one asks its consumer to replay that many records from the start
+  // (TakeReplay), through the consumer's own shuffle buffer, so that the
+  // records that follow are the ones an uninterrupted run would have seen.
+  // Thread-safe.
+  // Const: the bookkeeping is the consumers', beside the reader's state.
+  void AddConsumed(int64_t records) const { consumed_ += records; }
+  int64_t consumed() const { return consumed_.load(); }
+  // Records the consumer must read and drop before its next batch, once: the
+  // first call returns them, later ones 0.
+  int64_t TakeReplay() const { return replay_.exchange(0); }
+  int64_t pending_replay() const { return replay_.load(); }
+  void SetReplay(int64_t records) {
+    replay_ = records;
+    consumed_ = records;
+  }
+  // Differs between any two opened readers (and after Open): a consumer
+  // holding batches read from another reader drops them.
+  uint64_t generation() const { return generation_; }
 
  private:
   void MoveToBeginning() const;
@@ -142,6 +169,9 @@ class DBReader {
   std::unique_ptr<Cursor> cursor_;
   uint32_t num_shards_ = 1;
   uint32_t shard_id_ = 0;
+  mutable std::atomic<int64_t> consumed_{0};
+  mutable std::atomic<int64_t> replay_{0};
+  uint64_t generation_ = 0;
   mutable std::mutex mutex_;
 };
 

@@ -74,6 +74,9 @@ class PrefetchOperator : public Operator<Context> {
   ~PrefetchOperator() override { Finalize(); }
 
   void RunOnDevice() final {
+    // Batches read from a source that has since been replaced (a reader
+    // restored from a checkpoint) are not the ones to hand out.
+    if (SourceChanged()) Finalize();
     if (!thread_.joinable() && !ReadAheadPays()) {
       // No reader thread, so no batch read ahead: slot oldest_ is free.
       try {
@@ -100,6 +103,10 @@ class PrefetchOperator : public Operator<Context> {
   // Where the data comes from, for error messages ("lmdb db '/data/train'").
   // Must not throw.
   virtual std::string DataSourceDescription() const = 0;
+  // Whether the source the prefetched batches were read from has been
+  // replaced since (caller's thread, before a Run takes a batch); then every
+  // prefetched batch is dropped and reading starts again.
+  virtual bool SourceChanged() const { return false; }
 
   // Starts the background reader if it is not running.
   void StartFetching() {

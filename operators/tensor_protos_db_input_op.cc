@@ -15,6 +15,7 @@ TensorProtosDBInputOp::TensorProtosDBInputOp(const OperatorDef& def, Workspace* 
       batch_size_(GetSingleArgument<int>("batch_size", 0)),
       shuffle_buffer_size_(GetSingleArgument<int64_t>("shuffle_buffer", 0)),
       shuffle_rng_(static_cast<uint64_t>(GetSingleArgument<int64_t>("shuffle_seed", 0))),
+      shuffle_seed_(static_cast<uint64_t>(GetSingleArgument<int64_t>("shuffle_seed", 0))),
       record_tensors_(OutputSize()),
       record_views_(OutputSize()) {
   for (std::vector<Tensor>& slot : prefetched_) slot.resize(OutputSize());
@@ -34,6 +35,7 @@ TensorProtosDBInputOp::TensorProtosDBInputOp(const OperatorDef& def, Workspace* 
   if (shuffle_buffer_size_ > 0 && reader.IsType<db::DBReader>() &&
       reader.Get<db::DBReader>().is_open()) {
     try {
+      generation_ = reader.Get<db::DBReader>().generation();
       FillShuffleBuffer(reader.Get<db::DBReader>());
     } catch (const Error&) {
     }
@@ -49,6 +51,36 @@ std::string TensorProtosDBInputOp::DataSourceDescription() const {
   const db::DBReader& reader = blob.Get<db::DBReader>();
   if (!reader.is_open()) return MakeString("input '", input_name(0), "' (an unopened DBReader)");
   return MakeString(reader.db_type(), " db '", reader.source(), "'");
+}
+
+bool TensorProtosDBInputOp::SourceChanged() const {
+  const Blob& blob = InputBlob(0);
+  if (!blob.IsType<db::DBReader>()) return false;
+  const db::DBReader& reader = blob.Get<db::DBReader>();
+  const uint64_t seen = generation_.load();
+  return (seen != 0 && seen != reader.generation()) || reader.pending_replay() > 0;
+}
+
+void TensorProtosDBInputOp::RestartShuffle(const db::DBReader& reader) {
+  shuffle_buffer_.clear();
+  shuffle_rng_.seed(shuffle_seed_);
+  picks_primed_ = false;
+  picks_head_ = 0;
+  reader.SeekToFirst();
+}
+
+const db::DBReader& TensorProtosDBInputOp::ReaderForFetch() {
+  const db::DBReader& reader = InputAs<db::DBReader>(0);
+  const uint64_t seen = generation_.load();
+  const int64_t replay = reader.TakeReplay();
+  if ((seen != 0 && seen != reader.generation()) || replay > 0) RestartShuffle(reader);
+  generation_ = reader.generation();
+  // The records an uninterrupted run had handed out before this point, read
+  // and dropped in the same order, so that the shuffle's draws and the
+  // reader's position are where that run's were.
+  std::string key;
+  for (int64_t i = 0; i < replay; ++i) ReadValue(reader, &key);
+  return reader;
 }
 
 void TensorProtosDBInputOp::FillShuffleBuffer(const db::DBReader& reader) {
@@ -189,7 +221,7 @@ bool TensorProtosDBInputOp::StackIntoBatchFast(int item, std::vector<Tensor>* ba
 }
 
 void TensorProtosDBInputOp::Prefetch(int slot) {
-  const db::DBReader& reader = InputAs<db::DBReader>(0);
+  const db::DBReader& reader = ReaderForFetch();
   TensorProtos protos;
   std::string key;
   if (batch_size_ == 0) {
@@ -219,6 +251,8 @@ void TensorProtosDBInputOp::Prefetch(int slot) {
 
 void TensorProtosDBInputOp::CopyPrefetched(int slot) {
   for (int i = 0; i < OutputSize(); ++i) Output(i)->CopyFrom(prefetched_[slot][i]);
+  // What a checkpoint of the reader resumes from (core/db.h).
+  InputAs<db::DBReader>(0).AddConsumed(batch_size_ == 0 ? 1 : batch_size_);
 }
 
 REGISTER_CPU_OPERATOR(TensorProtosDBInput, TensorProtosDBInputOp);

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -45,8 +46,13 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   void Prefetch(int slot) override;
   void CopyPrefetched(int slot) override;
   std::string DataSourceDescription() const override;
+  bool SourceChanged() const override;
 
  private:
+  // The reader of input 0 as a Prefetch sees it: after a new one (a restore
+  // from a checkpoint) the shuffle state starts over and the records its
+  // consumer had handed out are replayed (core/db.h, DBReader::TakeReplay).
+  const db::DBReader& ReaderForFetch();
   // Reads the next record's value (from the reader, or through the shuffle
   // buffer) into value_; `key` receives its key.
   void ReadValue(const db::DBReader& reader, std::string* key);
@@ -86,6 +92,14 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   // builds (kept so that steady-state batches allocate nothing).
   std::vector<RecordTensorView> record_views_;
   std::vector<int64_t> batch_dims_;
+  // Empties the shuffle buffer, reseeds its draws and rewinds `reader`.
+  void RestartShuffle(const db::DBReader& reader);
+
+  uint64_t shuffle_seed_;
+  // The reader generation the shuffle state and prefetched batches come
+  // from (0: none yet); atomic because SourceChanged reads it on the
+  // caller's thread while a fetch may run.
+  std::atomic<uint64_t> generation_{0};
   // The key of the batch's first record, for messages about later ones.
   std::string first_key_;
   std::string value_;

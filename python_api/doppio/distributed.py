@@ -30,6 +30,7 @@ DOPPIO_CHECKPOINT_DIR, DOPPIO_CHECKPOINT_EVERY).
 """
 import os
 import re
+import sys
 from urllib.parse import urlsplit
 
 RANK_ENV = "DOPPIO_RANK"
@@ -186,14 +187,19 @@ class Checkpointer(object):
             data_parallel_model.RunNet(model, 1)
             checkpointer.after_iteration(iteration)
 
-    With batches that are a function of the iteration (fed, or readers
-    that start where the iteration says) the resumed run is bit for bit the
-    uninterrupted one. Call restore() after RunInitNet on every rank: all
+    The DB readers the init net makes (CreateDB) are each rank's own: every
+    rank saves its readers to DIR/checkpoint_<iteration>.readers<R>of<N>.minidb
+    (each as the records its input op had handed to the net, which a
+    restored reader replays through the op's shuffle buffer: core/db.h), and
+    restores them when resuming at the same process count. With batches
+    that are fed as a function of the iteration, or read by
+    TensorProtosDBInput (shuffled or not), the resumed run is bit for bit
+    the uninterrupted one. Call restore() after RunInitNet on every rank: all
     of them load the same files, then every device takes device 0's
     values."""
 
     KEEP = 2
-    _NAME = re.compile(r"^checkpoint_(\d+)(?:\.shard(\d+)of(\d+))?\.minidb$")
+    _NAME = re.compile(r"^checkpoint_(\d+)(?:\.(shard|readers)(\d+)of(\d+))?\.minidb$")
 
     def __init__(self, model, directory=None, every=None):
         self.model = model
@@ -207,7 +213,17 @@ class Checkpointer(object):
             raise RuntimeError("checkpoint_every must be >= 1, got %d" % self.every)
         from doppio import data_parallel_model
         # What a checkpoint holds is fixed once the model is parallelized.
-        self.blobs = sorted(str(b) for b in data_parallel_model.GetCheckpointParams(model))
+        # The DB readers (CreateDB's outputs) are each rank's own: every rank
+        # saves and restores its readers in a file of its own.
+        self.readers = sorted(set(str(o) for op in model.param_init_net.Proto().op
+                                  if op.type == "CreateDB" for o in op.output))
+        self.blobs = sorted(str(b) for b in data_parallel_model.GetCheckpointParams(model)
+                            if str(b) not in self.readers)
+        rendezvous = getattr(model, "_rendezvous", None)
+        if rendezvous:
+            self.world = rendezvous["num_shards"]
+        else:
+            self.world = world_size() if os.environ.get(WORLD_SIZE_ENV) is not None else 1
         # (blob, whole dims, dtype, begin, end) of this shard's blocks.
         self.sharded = list(getattr(model, "_sharded_blobs", None) or [])
         if self.sharded:
@@ -218,10 +234,10 @@ class Checkpointer(object):
             # Outside the launcher the process is rank 0.
             self.rank = rank() if os.environ.get(RANK_ENV) is not None else 0
 
-    def _path(self, iteration, shard=None):
+    def _path(self, iteration, shard=None, kind="shard"):
         name = "checkpoint_%d" % iteration
         if shard is not None:
-            name += ".shard%dof%d" % shard
+            name += ".%s%dof%d" % ((kind,) + tuple(shard))
         return os.path.join(self.directory, name + ".minidb")
 
     def _files(self):
@@ -230,7 +246,7 @@ class Checkpointer(object):
         complete, every = {}, {}
         if not self.directory or not os.path.isdir(self.directory):
             return complete, every
-        shards = {}
+        shards, readers = {}, {}
         for name in os.listdir(self.directory):
             match = self._NAME.match(name)
             if not match:
@@ -240,12 +256,27 @@ class Checkpointer(object):
             if match.group(2) is None:
                 complete[iteration] = [self._path(iteration)]
             else:
-                count = int(match.group(3))
-                shards.setdefault((iteration, count), set()).add(int(match.group(2)))
-        for (iteration, count), found in shards.items():
-            if iteration not in complete and found == set(range(count)):
-                complete[iteration] = [self._path(iteration, (r, count)) for r in range(count)]
+                found = shards if match.group(2) == "shard" else readers
+                found.setdefault(iteration, {}).setdefault(int(match.group(4)), set()).add(
+                    int(match.group(3)))
+        for iteration, counts in shards.items():
+            for count, found in counts.items():
+                if iteration not in complete and found == set(range(count)):
+                    complete[iteration] = [self._path(iteration, (r, count))
+                                           for r in range(count)]
+        # Rank 0 writes its readers before its params, so a checkpoint with
+        # readers at all has them from every rank, or it is not complete.
+        for iteration, counts in readers.items():
+            if any(found != set(range(count)) for count, found in counts.items()):
+                complete.pop(iteration, None)
         return complete, every
+
+    def _reader_file(self, iteration):
+        """This rank's readers file of `iteration` if it was saved at this
+        process count (a sharded reader's position means nothing at
+        another), else None."""
+        path = self._path(iteration, (self.rank, self.world), kind="readers")
+        return path if os.path.exists(path) else None
 
     def saved_iterations(self):
         """Iterations with a complete checkpoint, oldest first."""
@@ -264,9 +295,20 @@ class Checkpointer(object):
         workspace.RunOperatorOnce(core.CreateOperator(
             "Load", [], [core.BlobReference(b) for b in self.blobs], dbs=complete[iteration],
             db_type="minidb", absolute_path=1))
-        data_parallel_model.FinalizeAfterCheckpoint(self.model)
+        data_parallel_model.FinalizeAfterCheckpoint(self.model, self.blobs)
         if self.sharded:
             workspace.RunNetOnce(self.model._shard_state_net)
+        reader_file = self._reader_file(iteration) if self.readers else None
+        if reader_file:
+            # Each reader resumes after the records its input op had handed
+            # to the net (core/db.h), shuffle buffer included.
+            workspace.RunOperatorOnce(core.CreateOperator(
+                "Load", [], [core.BlobReference(b) for b in self.readers], db=reader_file,
+                db_type="minidb", absolute_path=1))
+        elif self.readers:
+            sys.stderr.write("doppio.distributed.Checkpointer: no readers file of rank %d of %d "
+                             "for iteration %d; the DB readers start from the beginning\n"
+                             % (self.rank, self.world, iteration))
         return iteration
 
     def _segments(self):
@@ -284,10 +326,19 @@ class Checkpointer(object):
         `every` iterations rank 0 saves (every shard, when the optimizer
         state is sharded); returns the file written, or None."""
         done = iteration + 1
-        if not self.directory or done % self.every != 0 or (self.rank != 0 and not self.sharded):
+        if not self.directory or done % self.every != 0:
+            return None
+        if self.rank != 0 and not self.sharded and not self.readers:
             return None
         from doppio import core, workspace
         os.makedirs(self.directory, exist_ok=True)
+        if self.readers:
+            workspace.RunOperatorOnce(core.CreateOperator(
+                "Save", [core.BlobReference(b) for b in self.readers], [],
+                db=self._path(done, (self.rank, self.world), kind="readers"),
+                db_type="minidb", absolute_path=1))
+        if self.rank != 0 and not self.sharded:
+            return None
         blobs = self.blobs if self.rank == 0 else [b[0] for b in self.sharded]
         path = self._path(done, self.shard)
         segments = {"segments": self._segments()} if self.sharded else {}

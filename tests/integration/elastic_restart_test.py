@@ -11,6 +11,7 @@ rank's code."""
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 
@@ -28,14 +29,34 @@ STEPS = 16
 WALL_LIMIT_S = 240
 
 
-def launch(tmp_path, name, offsets, *launcher_args, nprocs='2', nprocs_file=None):
+def launch(tmp_path, name, offsets, *launcher_args, nprocs='2', nprocs_file=None, env=None):
     out = str(tmp_path / (name + '.npz'))
     command = [sys.executable, LAUNCH, '--nprocs', nprocs, '--grace_s', '10'] + list(
         launcher_args) + [WORKER, str(STEPS), json.dumps(offsets), out] + (
             [nprocs_file] if nprocs_file else [])
-    done = subprocess.run(command, env=python_path_env(), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=WALL_LIMIT_S)
+    done = subprocess.run(command, env=dict(python_path_env(), **(env or {})),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=WALL_LIMIT_S)
     return done, out
+
+
+def write_db(path, records=37):
+    """TensorProtos records (float32 features, int32 label) in the minidb
+    layout (int32 key length, int32 value length, key, value)."""
+    from doppio.proto import doppio_pb2
+    rng = np.random.RandomState(5)
+    with open(path, 'wb') as f:
+        for i in range(records):
+            record = doppio_pb2.TensorProtos()
+            x = record.protos.add()
+            x.data_type = doppio_pb2.TensorProto.FLOAT
+            x.dims.extend([5])
+            x.float_data.extend(rng.randn(5).astype(np.float32).tolist())
+            y = record.protos.add()
+            y.data_type = doppio_pb2.TensorProto.INT32
+            y.int32_data.append(int(rng.randint(0, 3)))
+            key, value = ('%06d' % i).encode(), record.SerializeToString()
+            f.write(struct.pack('<ii', len(key), len(value)) + key + value)
+    return path
 
 
 def test_three_kills_resume_to_the_uninterrupted_params_bit_for_bit(tmp_path):
@@ -64,6 +85,31 @@ def test_three_kills_resume_to_the_uninterrupted_params_bit_for_bit(tmp_path):
     # The newest two checkpoints are kept, complete (no temporaries left).
     names = sorted(os.listdir(str(checkpoints)))
     assert names == ['checkpoint_14.minidb', 'checkpoint_16.minidb'], names
+
+
+def test_shuffled_db_readers_resume_bit_for_bit(tmp_path):
+    """Batches from a DB: each rank's sharded reader behind a prefetching,
+    shuffling TensorProtosDBInput. The checkpoint holds each rank's reader
+    as the records its op had handed out (not the read-ahead cursor), which
+    the restored reader replays through the shuffle buffer."""
+    env = {'ELASTIC_DB': write_db(str(tmp_path / 'train.minidb'))}
+    plain, plain_out = launch(tmp_path, 'plain_db', [], env=env)
+    assert plain.returncode == 0, plain.stderr.decode()
+    checkpoints = tmp_path / 'checkpoints_db'
+    elastic, elastic_out = launch(tmp_path, 'elastic_db', [2, 3, 1], '--max_restarts', '3',
+                                  '--checkpoint_dir', str(checkpoints),
+                                  '--checkpoint_every', '3', env=env)
+    log = elastic.stderr.decode()
+    assert elastic.returncode == 0, log
+    assert 'the DB readers start from the beginning' not in log, log
+    expected, actual = np.load(plain_out), np.load(elastic_out)
+    assert int(actual['restarts']) == 3 and int(actual['resumed_at']) > 0
+    for key in expected.files:
+        if key in ('restarts', 'resumed_at', 'world'):
+            continue
+        np.testing.assert_array_equal(actual[key], expected[key], err_msg=key)
+    names = sorted(os.listdir(str(checkpoints)))
+    assert 'checkpoint_15.readers1of2.minidb' in names, names
 
 
 def test_two_to_one_to_two_processes_resume_within_float_tolerance(tmp_path):

@@ -2,6 +2,11 @@
     launch.py --nprocs 2 [--max_restarts R --checkpoint_dir D ...]
               elastic_worker.py STEPS KILL_OFFSETS_JSON OUT.npz [NPROCS_FILE]
 
+With ELASTIC_DB=PATH (a minidb of TensorProtos records: features, label)
+the batches come from the DB instead: each rank's CreateDB reads its shard
+(num_shards = world, shard_id = rank) through TensorProtosDBInput with a
+shuffle buffer, so resuming exactly needs the readers' state.
+
 Trains the MLP of the distributed tests with momentum SGD and a stepped
 learning rate (so the optimizer state and the iteration counter matter)
 for STEPS iterations on a global batch of 8 that is a function of the
@@ -32,6 +37,21 @@ def forward(model, loss_scale):
     return [model.net.Scale(loss, 'scaled_loss', scale=loss_scale)]
 
 
+def db_input(rank, size):
+    """The input builder reading ELASTIC_DB, or None to feed batches."""
+    path = os.environ.get('ELASTIC_DB')
+    if not path:
+        return lambda m: None
+
+    def add_input(m):
+        reader = m.param_init_net.CreateDB([], 'reader', db=path, db_type='minidb',
+                                           num_shards=size, shard_id=rank)
+        m.net.TensorProtosDBInput([reader], ['data', 'label'],
+                                  batch_size=GLOBAL_BATCH // size, shuffle_buffer=7,
+                                  shuffle_seed=3)
+    return add_input
+
+
 def batch(iteration, rank, world):
     rng = np.random.RandomState(1000 + iteration)
     x = rng.randn(GLOBAL_BATCH, D_IN).astype(np.float32)
@@ -47,7 +67,7 @@ def main():
     distributed.store_handler_from_env()
     model = model_helper.ModelHelper(name='elastic_mlp')
     data_parallel_model.Parallelize_CPU(
-        model, input_builder_fun=lambda m: None, forward_pass_builder_fun=forward,
+        model, input_builder_fun=db_input(rank, size), forward_pass_builder_fun=forward,
         optimizer_builder_fun=lambda m: optimizer.build_sgd(
             m, 0.2, momentum=0.9, policy='step', stepsize=5, gamma=0.5),
         devices=[0], rendezvous=dict(kv_handler='store_handler', shard_id=rank,
@@ -68,9 +88,10 @@ def main():
                 with open(nprocs_file, 'w') as f:
                     f.write('%d\n' % next_nprocs)
             os.kill(os.getpid(), signal.SIGKILL)
-        x, y = batch(iteration, rank, size)
-        workspace.FeedBlob('cpu_0/data', x)
-        workspace.FeedBlob('cpu_0/label', y)
+        if not os.environ.get('ELASTIC_DB'):
+            x, y = batch(iteration, rank, size)
+            workspace.FeedBlob('cpu_0/data', x)
+            workspace.FeedBlob('cpu_0/label', y)
         data_parallel_model.RunNet(model, 1)
         checkpointer.after_iteration(iteration)
     if rank == 0:

@@ -225,6 +225,62 @@ TEST_P(TensorProtosDBInputTest, TwoShardsCoverEveryRecordOncePerEpoch) {
   EXPECT_EQ(Fetch<int32_t>(ws, "label1").at(0), 1);
 }
 
+// Labels of `runs` runs of a shuffling input net over shard 1 of 2.
+std::vector<std::vector<int32_t>> ShuffledRuns(Workspace& ws, int runs) {
+  std::vector<std::vector<int32_t>> labels;
+  for (int i = 0; i < runs; ++i) {
+    ws.RunNet("shuffled");
+    labels.push_back(Fetch<int32_t>(ws, "label"));
+  }
+  return labels;
+}
+
+NetDef ShuffledInputNet() {
+  NetDef net = InputNet("shuffled", 2);
+  *net.mutable_op(0)->add_arg() = IntArg("shuffle_buffer", 3);
+  *net.mutable_op(0)->add_arg() = IntArg("shuffle_seed", 7);
+  return net;
+}
+
+TEST_P(TensorProtosDBInputTest, ASavedReaderResumesWhereItsNetWas) {
+  const std::string path = DBPath("resume");
+  WriteDB(GetParam(), path, StandardRecords(11));
+  Workspace uninterrupted;
+  uninterrupted.RunOperatorOnce(CreateDBDef(GetParam(), path, 2, 1));
+  uninterrupted.CreateNet(ShuffledInputNet());
+  const auto expected = ShuffledRuns(uninterrupted, 9);
+
+  // 4 runs, then the reader is saved: the op has read ahead, but the saved
+  // reader records the 8 records the net received.
+  const std::string saved = testing::TempDir("tpdbi_resume_" + GetParam()) + "/reader";
+  {
+    Workspace first;
+    first.RunOperatorOnce(CreateDBDef(GetParam(), path, 2, 1));
+    first.CreateNet(ShuffledInputNet());
+    const auto head = ShuffledRuns(first, 4);
+    EXPECT_EQ(head, std::vector<std::vector<int32_t>>(expected.begin(), expected.begin() + 4));
+    first.RunOperatorOnce(MakeOp("Save", {"reader"}, {},
+                                 {StringArg("db", saved), StringArg("db_type", "minidb"),
+                                  IntArg("absolute_path", 1)}));
+  }
+  // A new process: the init net makes a fresh reader and the net is
+  // created (its shuffle buffer filled from it), then the checkpoint's
+  // reader is loaded over it.
+  Workspace resumed;
+  resumed.RunOperatorOnce(CreateDBDef(GetParam(), path, 2, 1));
+  resumed.CreateNet(ShuffledInputNet());
+  resumed.RunOperatorOnce(MakeOp("Load", {}, {"reader"},
+                                 {StringArg("db", saved), StringArg("db_type", "minidb"),
+                                  IntArg("absolute_path", 1)}));
+  const db::DBReader& reader = resumed.GetBlob("reader")->Get<db::DBReader>();
+  EXPECT_EQ(reader.num_shards(), 2);
+  EXPECT_EQ(reader.shard_id(), 1);
+  EXPECT_EQ(reader.pending_replay(), 8);
+  EXPECT_EQ(ShuffledRuns(resumed, 5),
+            std::vector<std::vector<int32_t>>(expected.begin() + 4, expected.end()));
+  EXPECT_EQ(reader.consumed(), 18);
+}
+
 TEST_P(TensorProtosDBInputTest, RecordsOfDifferentShapesInOneBatchFailFromRunNet) {
   const std::string path = DBPath("ragged");
   std::vector<std::string> values = StandardRecords(4);
