@@ -503,10 +503,25 @@ void ImageInputOp::ProcessItem(const std::string& key, const std::string& value,
   StoreImage(args_, CropAndNormalize(args_, image, what, &rng), item, &t[0]);
 }
 
+bool ImageInputOp::SourceChanged() const {
+  if (owned_reader_) return false;
+  const Blob& blob = InputBlob(0);
+  return blob.IsType<db::DBReader>() && position_.Changed(blob.Get<db::DBReader>());
+}
+
 void ImageInputOp::Prefetch(int slot) {
   const db::DBReader& reader = Reader();
-  Batch batch{&prefetched_[slot], DataSourceDescription()};
   std::vector<std::pair<std::string, std::string>> records(args_.batch_size);
+  const ReaderPosition::Start start = position_.BeforeFetch(reader);
+  if (start.restart) {
+    // Where an uninterrupted run stood: its reader after the records it had
+    // handed out, and its batch count, which seeds each image's randomness.
+    reader.SeekToFirst();
+    std::pair<std::string, std::string> dropped;
+    for (int64_t i = 0; i < start.replay; ++i) reader.Read(&dropped.first, &dropped.second);
+    batches_read_ = static_cast<uint64_t>(start.replay / args_.batch_size);
+  }
+  Batch batch{&prefetched_[slot], DataSourceDescription()};
   for (auto& record : records) reader.Read(&record.first, &record.second);
   PrepareBatch(records[0].first, records[0].second, &batch);
   std::exception_ptr failure;
@@ -533,6 +548,8 @@ void ImageInputOp::Prefetch(int slot) {
 
 void ImageInputOp::CopyPrefetched(int slot) {
   for (int i = 0; i < OutputSize(); ++i) Output(i)->CopyFrom(prefetched_[slot][i]);
+  // What a checkpoint of the reader resumes from (core/db.h).
+  Reader().AddConsumed(args_.batch_size);
 }
 
 REGISTER_CPU_OPERATOR(ImageInput, ImageInputOp);

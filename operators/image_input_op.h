@@ -44,6 +44,7 @@
 #include "core/tensor.h"
 #include "operators/image_codec.h"
 #include "operators/prefetch_op.h"
+#include "operators/reader_position.h"
 #include "proto/doppio.pb.h"
 
 namespace doppio {
@@ -100,6 +101,7 @@ class ImageInputOp final : public PrefetchOperator<CPUContext> {
   void Prefetch(int slot) override;
   void CopyPrefetched(int slot) override;
   std::string DataSourceDescription() const override;
+  bool SourceChanged() const override;
 
  private:
   struct Batch;
@@ -113,6 +115,9 @@ class ImageInputOp final : public PrefetchOperator<CPUContext> {
   std::unique_ptr<db::DBReader> owned_reader_;  // the old form: db / db_type arguments
   uint32_t base_seed_;
   uint64_t batches_read_ = 0;  // prefetch thread only
+  // Which reader the prefetched batches come from: a reader restored from
+  // a checkpoint replays the records the op had handed out (core/db.h).
+  ReaderPosition position_;
   // Per prefetch slot: image, label, additional outputs.
   std::vector<std::vector<Tensor>> prefetched_;
 };

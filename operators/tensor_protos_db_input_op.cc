@@ -35,7 +35,7 @@ TensorProtosDBInputOp::TensorProtosDBInputOp(const OperatorDef& def, Workspace* 
   if (shuffle_buffer_size_ > 0 && reader.IsType<db::DBReader>() &&
       reader.Get<db::DBReader>().is_open()) {
     try {
-      generation_ = reader.Get<db::DBReader>().generation();
+      position_.Seen(reader.Get<db::DBReader>());
       FillShuffleBuffer(reader.Get<db::DBReader>());
     } catch (const Error&) {
     }
@@ -55,10 +55,7 @@ std::string TensorProtosDBInputOp::DataSourceDescription() const {
 
 bool TensorProtosDBInputOp::SourceChanged() const {
   const Blob& blob = InputBlob(0);
-  if (!blob.IsType<db::DBReader>()) return false;
-  const db::DBReader& reader = blob.Get<db::DBReader>();
-  const uint64_t seen = generation_.load();
-  return (seen != 0 && seen != reader.generation()) || reader.pending_replay() > 0;
+  return blob.IsType<db::DBReader>() && position_.Changed(blob.Get<db::DBReader>());
 }
 
 void TensorProtosDBInputOp::RestartShuffle(const db::DBReader& reader) {
@@ -71,15 +68,13 @@ void TensorProtosDBInputOp::RestartShuffle(const db::DBReader& reader) {
 
 const db::DBReader& TensorProtosDBInputOp::ReaderForFetch() {
   const db::DBReader& reader = InputAs<db::DBReader>(0);
-  const uint64_t seen = generation_.load();
-  const int64_t replay = reader.TakeReplay();
-  if ((seen != 0 && seen != reader.generation()) || replay > 0) RestartShuffle(reader);
-  generation_ = reader.generation();
+  const ReaderPosition::Start start = position_.BeforeFetch(reader);
+  if (start.restart) RestartShuffle(reader);
   // The records an uninterrupted run had handed out before this point, read
   // and dropped in the same order, so that the shuffle's draws and the
   // reader's position are where that run's were.
   std::string key;
-  for (int64_t i = 0; i < replay; ++i) ReadValue(reader, &key);
+  for (int64_t i = 0; i < start.replay; ++i) ReadValue(reader, &key);
   return reader;
 }
 

@@ -21,7 +21,6 @@
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -32,6 +31,7 @@
 #include "core/db.h"
 #include "core/tensor.h"
 #include "operators/prefetch_op.h"
+#include "operators/reader_position.h"
 #include "operators/tensor_protos_record.h"
 #include "proto/doppio.pb.h"
 
@@ -96,10 +96,8 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   void RestartShuffle(const db::DBReader& reader);
 
   uint64_t shuffle_seed_;
-  // The reader generation the shuffle state and prefetched batches come
-  // from (0: none yet); atomic because SourceChanged reads it on the
-  // caller's thread while a fetch may run.
-  std::atomic<uint64_t> generation_{0};
+  // Which reader the shuffle state and prefetched batches come from.
+  ReaderPosition position_;
   // The key of the batch's first record, for messages about later ones.
   std::string first_key_;
   std::string value_;

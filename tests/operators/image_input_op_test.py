@@ -223,6 +223,37 @@ def test_training_mode_crops_and_mirrors_within_the_image():
     assert not np.array_equal(other[0], batches[0][0])
 
 
+def test_a_saved_reader_resumes_the_random_crops_exactly(tmp_path):
+    """Training-mode crops and mirrors depend on the batch count: a reader
+    saved after 3 batches and loaded into a fresh reader (the op already
+    created, its first batches read ahead) gives batches 4 and 5 of an
+    uninterrupted run."""
+    rng = np.random.RandomState(4)
+    path = write_lmdb([tensor_protos(jpeg_bytes(rng, 30, 36), i) for i in range(5)])
+    args = dict(batch_size=2, scale=30, crop=20, mirror=1, is_test=0)
+    expected = run_image_input(path, runs=5, seed=11, **args)
+    workspace.ResetWorkspace()
+    head = run_image_input(path, runs=3, seed=11, **args)
+    for (a, la), (b, lb) in zip(head, expected[:3]):
+        np.testing.assert_array_equal(a, b)
+    saved = str(tmp_path / 'reader.minidb')
+    workspace.RunOperatorOnce(core.CreateOperator('Save', ['reader'], [], db=saved,
+                                                  db_type='minidb', absolute_path=1))
+    workspace.ResetWorkspace()
+    workspace.RunOperatorOnce(core.CreateOperator('CreateDB', [], ['reader'], db=path,
+                                                  db_type='lmdb'))
+    net = core.Net('resumed')
+    net.ImageInput(['reader'], ['data', 'label'],
+                   device_option=core.DeviceOption(0, 0, random_seed=11), **args)
+    workspace.CreateNet(net)
+    workspace.RunOperatorOnce(core.CreateOperator('Load', [], ['reader'], db=saved,
+                                                  db_type='minidb', absolute_path=1))
+    for data, label in expected[3:]:
+        workspace.RunNet('resumed')
+        np.testing.assert_array_equal(workspace.FetchBlob('label'), label)
+        np.testing.assert_array_equal(workspace.FetchBlob('data'), data)
+
+
 def test_caffe_datums_encoded_and_raw():
     rng = np.random.RandomState(4)
     jpeg = jpeg_bytes(rng, 24, 24)
