@@ -1,5 +1,5 @@
-"""Parallelize across more processes and a bigger model: 4 and 8 processes
-x 1 device train the MLP 10 steps to the params of one process on the whole
+"""Parallelize across more processes and a bigger model: 4, 8 and 16
+processes x 1 device train the MLP 10 steps to the params of one process on the whole
 batch; 2 processes x 1 device train the full reference CNN (per-shard BN)
 4 steps to the params of one process with 2 devices fed the same per-device
 batches -- in-process and cross-process reduction both just sum the
@@ -65,6 +65,13 @@ def test_eight_shards_train_the_mlp_like_one_process(file_store):
     """Issue 26's scale: 8 processes on loopback, one row of the batch of 8
     each (file store only: 8 interpreters start on 2 cores)."""
     check_mlp_like_one_process(launch(file_store, mlp_specs(8), wall_limit_s=150)[0])
+
+
+def test_sixteen_shards_train_the_mlp_like_one_process(file_store):
+    """16 processes on loopback: shards 2k and 2k + 1 share row k of the
+    batch of 8 (the worker's rule), which sums to the one-process run."""
+    check_mlp_like_one_process(launch(file_store, mlp_specs(16), timeout_ms=30000,
+                                      wall_limit_s=300)[0])
 
 
 def check_mlp_like_one_process(reports):

@@ -113,7 +113,14 @@ def train(spec, result):
             time.sleep(0.5)
             os.kill(os.getpid(), signal.SIGKILL)
         per_shard = per_shard or len(x) // num_shards
-        rows = slice(shard_id * per_shard, (shard_id + 1) * per_shard)
+        if per_shard == 0:
+            # More shards than rows: shards 2k and 2k + 1 of 16 both take row
+            # k of 8; each row's gradient then counts twice at half the loss
+            # scale (1 / num_shards), which sums to the one-row-per-shard run.
+            first = shard_id * len(x) // num_shards
+            rows = slice(first, first + 1)
+        else:
+            rows = slice(shard_id * per_shard, (shard_id + 1) * per_shard)
         workspace.FeedBlob('cpu_0/data', x[rows])
         workspace.FeedBlob('cpu_0/label', y[rows])
         result['step'] = step

@@ -132,6 +132,13 @@ def four_namespaces():
     net.destroy()
 
 
+@pytest.fixture(params=[8, 16])
+def many_namespaces(request):
+    net = topology(request.param)
+    yield net
+    net.destroy()
+
+
 LISTEN = '''
 import socket, sys
 server = socket.socket()
@@ -195,7 +202,7 @@ def assert_isolated_but_connected(net):
     assert probe(net, last, '127.0.0.1', 0, '127.0.0.1').startswith('unreachable')
 
 
-def launch_in_namespaces(net, store, specs, timeout_ms=10000):
+def launch_in_namespaces(net, store, specs, timeout_ms=10000, wall_limit_s=WALL_LIMIT_S):
     """One worker per spec, shard r in namespace r; returns the reports."""
     prefix = uuid.uuid4().hex
 
@@ -204,7 +211,7 @@ def launch_in_namespaces(net, store, specs, timeout_ms=10000):
         return lambda out: ['ip', 'netns', 'exec', net.namespaces[shard['shard_id']], PYTHON,
                             WORKER, json.dumps(spec), out]
 
-    return run_workers([command(shard) for shard in specs], WALL_LIMIT_S,
+    return run_workers([command(shard) for shard in specs], wall_limit_s,
                        tag='doppio_netns_out_')[0]
 
 
@@ -240,7 +247,10 @@ def train_across(net, store):
     assert_isolated_but_connected(net)
     specs = [dict(spec, interface=net.interfaces[spec['shard_id']])
              for spec in mlp_specs(len(net.namespaces))]
-    reports = launch_in_namespaces(net, store, specs)
+    # 16 interpreters start on 2 cores.
+    many = len(net.namespaces) > 4
+    reports = launch_in_namespaces(net, store, specs, timeout_ms=30000 if many else 10000,
+                                   wall_limit_s=300 if many else WALL_LIMIT_S)
     assert_trained_like_one_process(reports)
     # Each shard's Gloo listened on its namespace's veth address, and none
     # on loopback.
@@ -254,6 +264,11 @@ def test_two_namespaces_train_the_mlp_like_one_process(two_namespaces, file_stor
 def test_four_namespaces_on_a_bridge_train_the_mlp_like_one_process(four_namespaces,
                                                                      file_store):
     train_across(four_namespaces, file_store)
+
+
+def test_eight_and_sixteen_namespaces_on_a_bridge_train_the_mlp_like_one_process(
+        many_namespaces, file_store):
+    train_across(many_namespaces, file_store)
 
 
 def test_loopback_cannot_join_shards_in_separate_namespaces(two_namespaces, file_store):
