@@ -1,0 +1,319 @@
+"""Scaling across processes on one host (issue 26), Doppio beside PyTorch's
+gloo backend in one run, for each process count N:
+
+  - allreduce bus bandwidth at several sizes: Doppio's Allreduce (engine
+    GLOO, its default algorithm) and torch.distributed.all_reduce; bus
+    bandwidth = bytes / time * 2 (N - 1) / N, as nccl-tests report it;
+  - training throughput of an MLP (784-512-512-10, momentum SGD, global batch
+    64 split over the ranks) and its scaling efficiency, throughput at N
+    over N times throughput at 1 (on a host with fewer cores than N this
+    measures how the ranks share it, not the network);
+  - time to detect a dead peer: the last rank SIGKILLs itself between two
+    allreduces; the time from its kill until the other ranks' allreduce
+    fails (their largest).
+
+    tools/bench/scale_bench.sh [--nprocs 1,2,4,8] [--iters K] [--out FILE]
+"""
+import argparse
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from statistics import median
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAUNCH = os.path.join(REPO, "tools", "launch.py")
+SIZES = [64 * 1024, 1024 * 1024, 25 * 1024 * 1024]  # bytes of float32
+D_IN, HIDDEN, D_OUT, BATCH, WARMUP = 784, 512, 10, 64, 3
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nprocs", default="1,2,4,8")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--out")
+    parser.add_argument("--worker", help="(internal) Doppio rank: result prefix")
+    parser.add_argument("--mode", help="(internal) allreduce, train or dead_peer")
+    return parser.parse_args()
+
+
+def batch(i, rank, world):
+    import numpy as np
+    rng = np.random.RandomState(i)
+    x = rng.randn(BATCH, D_IN).astype(np.float32)
+    y = rng.randint(0, D_OUT, size=BATCH).astype(np.int32)
+    rows = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
+    return x[rows], y[rows]
+
+
+# ---- Doppio ranks (under tools/launch.py) ----
+
+def doppio_allreduce(args, rank, world):
+    import numpy as np
+    from doppio import core, distributed, workspace
+    distributed.store_handler_from_env(workspace)
+    distributed.common_world_from_env("store_handler", workspace, world="world",
+                                      timeout_ms=60000)
+    result = {}
+    for size in SIZES:
+        workspace.FeedBlob("x", np.ones(size // 4, np.float32))
+        net = core.Net("allreduce_%d" % size)
+        net.Allreduce(["world", "x"], ["x"], engine="GLOO")
+        workspace.CreateNet(net)
+        seconds = []
+        for i in range(WARMUP + args.iters):
+            start = time.perf_counter()
+            workspace.RunNet(net.Name())
+            seconds.append(time.perf_counter() - start)
+        result[str(size)] = median(seconds[WARMUP:])
+    return result
+
+
+def doppio_train(args, rank, world):
+    from doppio import brew, data_parallel_model, distributed, model_helper, optimizer
+    from doppio import workspace
+    distributed.store_handler_from_env()
+
+    def forward(model, loss_scale):
+        h = brew.relu(model, brew.fc(model, "data", "fc1", D_IN, HIDDEN), "r1")
+        h = brew.relu(model, brew.fc(model, h, "fc2", HIDDEN, HIDDEN), "r2")
+        logits = brew.fc(model, h, "fc3", HIDDEN, D_OUT)
+        _, loss = model.net.SoftmaxWithLoss([logits, "label"], ["softmax", "avg_loss"])
+        return [model.net.Scale(loss, "scaled_loss", scale=loss_scale)]
+
+    model = model_helper.ModelHelper(name="scale_bench")
+    rendezvous = None if world == 1 else dict(kv_handler="store_handler", shard_id=rank,
+                                              num_shards=world, interface="lo",
+                                              timeout_ms=60000)
+    data_parallel_model.Parallelize_CPU(
+        model, input_builder_fun=lambda m: None, forward_pass_builder_fun=forward,
+        optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.01, momentum=0.9),
+        devices=[0], rendezvous=rendezvous, num_threads_per_device=1)
+    data_parallel_model.RunInitNet(model)
+    seconds = []
+    for i in range(WARMUP + args.iters):
+        x, y = batch(i, rank, world)
+        workspace.FeedBlob("cpu_0/data", x)
+        workspace.FeedBlob("cpu_0/label", y)
+        start = time.perf_counter()
+        data_parallel_model.RunNet(model, 1)
+        seconds.append(time.perf_counter() - start)
+    return dict(step_s=median(seconds[WARMUP:]))
+
+
+def doppio_dead_peer(args, rank, world):
+    import numpy as np
+    from doppio import core, distributed, workspace
+    distributed.store_handler_from_env(workspace)
+    distributed.common_world_from_env("store_handler", workspace, world="world",
+                                      timeout_ms=30000)
+    workspace.FeedBlob("x", np.ones(1024, np.float32))
+    op = core.CreateOperator("Allreduce", ["world", "x"], ["x"], engine="GLOO")
+    for _ in range(5):
+        workspace.RunOperatorOnce(op)
+    if rank == world - 1:
+        time.sleep(0.5)
+        with open(args.worker + ".killed", "w") as f:
+            f.write(repr(time.time()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    try:
+        workspace.RunOperatorOnce(op)
+    except RuntimeError:
+        return dict(failed_at=time.time())
+    return dict(failed_at=None)
+
+
+def doppio_worker(args):
+    from doppio import distributed
+    rank, world = distributed.rank(), distributed.world_size()
+    run = dict(allreduce=doppio_allreduce, train=doppio_train,
+               dead_peer=doppio_dead_peer)[args.mode]
+    result = run(args, rank, world)
+    with open(args.worker + ".%d" % rank, "w") as f:
+        json.dump(result, f)
+    os._exit(0)  # a dead peer's world cannot be drained
+
+
+def run_ours(args, mode, world):
+    with tempfile.TemporaryDirectory() as scratch:
+        prefix = os.path.join(scratch, "result")
+        subprocess.run([sys.executable, LAUNCH, "--nprocs", str(world), "--grace_s", "60",
+                        os.path.abspath(__file__), "--worker", prefix, "--mode", mode,
+                        "--iters", str(args.iters)], timeout=900,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        results = []
+        for rank in range(world):
+            path = prefix + ".%d" % rank
+            if os.path.exists(path):
+                with open(path) as f:
+                    results.append(json.load(f))
+        killed = None
+        if os.path.exists(prefix + ".killed"):
+            with open(prefix + ".killed") as f:
+                killed = float(f.read())
+    return results, killed
+
+
+# ---- PyTorch ranks (torch.multiprocessing) ----
+
+def torch_rank(rank, world, mode, iters, init_file, results):
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    # The timeout Doppio's ranks use too (a silent peer fails after it).
+    dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank,
+                            world_size=world, timeout=datetime.timedelta(seconds=30))
+    if mode == "allreduce":
+        result = {}
+        for size in SIZES:
+            x = torch.ones(size // 4)
+            seconds = []
+            for i in range(WARMUP + iters):
+                start = time.perf_counter()
+                dist.all_reduce(x)
+                seconds.append(time.perf_counter() - start)
+            result[str(size)] = median(seconds[WARMUP:])
+    elif mode == "train":
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(D_IN, HIDDEN), torch.nn.ReLU(),
+                                  torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.ReLU(),
+                                  torch.nn.Linear(HIDDEN, D_OUT))
+        model = torch.nn.parallel.DistributedDataParallel(net) if world > 1 else net
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        loss_fn = torch.nn.CrossEntropyLoss()
+        seconds = []
+        for i in range(WARMUP + iters):
+            x, y = batch(i, rank, world)
+            x, y = torch.from_numpy(x), torch.from_numpy(y).long()
+            start = time.perf_counter()
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+            seconds.append(time.perf_counter() - start)
+        result = dict(step_s=median(seconds[WARMUP:]))
+    else:
+        x = torch.ones(1024)
+        for _ in range(5):
+            dist.all_reduce(x)
+        if rank == world - 1:
+            time.sleep(0.5)
+            results.put(dict(rank=rank, killed=time.time()))
+            results.close()
+            results.join_thread()  # flushed before the kill
+            os.kill(os.getpid(), signal.SIGKILL)
+        try:
+            dist.all_reduce(x)
+            result = dict(failed_at=None)
+        except RuntimeError:
+            result = dict(failed_at=time.time())
+    result["rank"] = rank
+    results.put(result)
+    results.close()
+    results.join_thread()
+    os._exit(0)  # a dead peer's process group cannot be destroyed
+
+
+def run_torch(args, mode, world):
+    import queue
+    import torch.multiprocessing as mp
+    context = mp.get_context("spawn")
+    results = context.Queue()
+    with tempfile.TemporaryDirectory() as scratch:
+        init_file = os.path.join(scratch, "rendezvous")
+        ranks = [context.Process(target=torch_rank,
+                                 args=(r, world, mode, args.iters, init_file, results))
+                 for r in range(world)]
+        for process in ranks:
+            process.start()
+        reports = []
+        deadline = time.time() + 600
+        while len(reports) < world and time.time() < deadline:
+            try:
+                reports.append(results.get(timeout=5))
+            except queue.Empty:
+                if all(not p.is_alive() for p in ranks):
+                    break
+        for process in ranks:
+            process.join(timeout=60)
+            if process.is_alive():
+                process.kill()
+    killed = next((r["killed"] for r in reports if "killed" in r), None)
+    return [r for r in reports if "killed" not in r], killed
+
+
+# ---- the run ----
+
+def measure(args, world):
+    row = {"world": world}
+    if world > 1:
+        ours, _ = run_ours(args, "allreduce", world)
+        theirs, _ = run_torch(args, "allreduce", world)
+        row["allreduce"] = {}
+        for size in SIZES:
+            factor = 2.0 * (world - 1) / world
+            mine = max(r[str(size)] for r in ours)
+            torch_s = max(r[str(size)] for r in theirs)
+            row["allreduce"][size] = dict(ours_busbw=size / mine * factor / 1e9,
+                                          torch_busbw=size / torch_s * factor / 1e9,
+                                          ratio=torch_s / mine)
+    ours, _ = run_ours(args, "train", world)
+    theirs, _ = run_torch(args, "train", world)
+    row["train"] = dict(ours=BATCH / max(r["step_s"] for r in ours),
+                        torch=BATCH / max(r["step_s"] for r in theirs))
+    if world > 1:
+        row["dead_peer"] = {}
+        for side, runner in (("ours", run_ours), ("torch", run_torch)):
+            reports, killed = runner(args, "dead_peer", world)
+            failed = [r["failed_at"] for r in reports if r.get("failed_at")]
+            row["dead_peer"][side] = (max(failed) - killed) * 1e3 if failed and killed \
+                else None
+    return row
+
+
+def main():
+    args = parse_args()
+    if args.worker:
+        return doppio_worker(args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from machine import describe
+    rows = [measure(args, int(n)) for n in args.nprocs.split(",")]
+    base = {side: next((r["train"][side] for r in rows if r["world"] == 1), None)
+            for side in ("ours", "torch")}
+    print("scale_bench: %s" % describe())
+    print("Allreduce bus bandwidth (GB/s; TCP loopback), ours / PyTorch gloo (PyTorch time / ours):")
+    print("| N | " + " | ".join("%s KiB" % (s // 1024) for s in SIZES) + " |")
+    print("|---|" + "---:|" * len(SIZES))
+    for row in rows:
+        if "allreduce" in row:
+            print("| %d | " % row["world"] + " | ".join(
+                "%.2f / %.2f (%.2fx)" % (c["ours_busbw"], c["torch_busbw"], c["ratio"])
+                for c in (row["allreduce"][s] for s in SIZES)) + " |")
+    print("MLP 784-%d-%d-10 training, global batch %d (images/s; efficiency vs N = 1):"
+          % (HIDDEN, HIDDEN, BATCH))
+    print("| N | Doppio | efficiency | PyTorch DDP | efficiency | PyTorch time / ours |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        t = row["train"]
+        eff = lambda side: ("%.2f" % (t[side] / (row["world"] * base[side]))  # noqa: E731
+                            if base[side] else "-")
+        print("| %d | %.0f | %s | %.0f | %s | %.2fx |" % (
+            row["world"], t["ours"], eff("ours"), t["torch"], eff("torch"),
+            t["ours"] / t["torch"]))
+    print("Dead peer (ms from the kill until the survivors' allreduce fails):")
+    for row in rows:
+        if "dead_peer" in row:
+            d = row["dead_peer"]
+            print("| %d | ours %s | PyTorch %s |" % (
+                row["world"], "-" if d["ours"] is None else "%.0f" % d["ours"],
+                "-" if d["torch"] is None else "%.0f" % d["torch"]))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(dict(machine=describe(), rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
