@@ -11,9 +11,11 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 
 #include "core/allocator.h"
 #include "core/event.h"
+#include "core/random_state.h"
 #include "proto/doppio.pb.h"
 
 namespace doppio {
@@ -41,6 +43,10 @@ class CPUContext {
     if (!generator_) CreateGenerator();
     return *generator_;
   }
+  // The generator's state ("" before its first use) and back
+  // (core/random_state.h).
+  std::string RandomState() const { return GeneratorState(generator_); }
+  void SetRandomState(const std::string& state) { SetGeneratorState(state, &generator_); }
 
   void CopyBytes(size_t nbytes, const void* source, void* destination);
 

@@ -111,6 +111,15 @@ class NetRegistry {
 
 std::unique_ptr<NetBase> CreateNet(const NetDef& def, Workspace* workspace);
 
+// Each op's random generator state, in op order ("" for ops that drew
+// nothing), and back: what a checkpoint saves so that a resumed net draws
+// the numbers (dropout masks) an uninterrupted one would. Ops of nets
+// nested in arguments (If, While, RecurrentNetwork) are not included. Not
+// thread-safe against running the net. SetNetRandomStates throws, changing
+// nothing, when the count differs from the net's ops or a state is not one.
+std::vector<std::string> NetRandomStates(const NetBase& net);
+void SetNetRandomStates(NetBase* net, const std::vector<std::string>& states);
+
 struct NetRegisterer {
   NetRegisterer(const char* type, NetCreator creator) {
     NetRegistry::Register(type, std::move(creator));

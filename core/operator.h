@@ -53,6 +53,10 @@ class OperatorBase {
   // Where the op's work goes (see StreamPlacement). Fixed for the op's life;
   // nets ask once, when they are created.
   virtual StreamPlacement stream_placement() const { return {}; }
+  // The op's random generator state, for checkpoints ("" when it has none
+  // or drew nothing yet; core/random_state.h). Not thread-safe against Run.
+  virtual std::string RandomState() const { return ""; }
+  virtual void SetRandomState(const std::string& /*state*/) {}
 
   const OperatorDef& def() const { return def_; }
   const std::string& type() const { return def_.type(); }
@@ -130,6 +134,8 @@ class Operator : public OperatorBase {
     return placement;
   }
   virtual void RunOnDevice() = 0;
+  std::string RandomState() const final { return context_.RandomState(); }
+  void SetRandomState(const std::string& state) final { context_.SetRandomState(state); }
 
   // The escape hatch from asynchronous execution, for device op types that
   // read device data on the host, write host memory that the next op reads

@@ -269,6 +269,22 @@ void RunNet(const std::string& name, int num_iter) {
   for (int i = 0; i < num_iter; ++i) workspace->RunNet(name);
 }
 
+NetBase* NetNamed(const std::string& name) {
+  NetBase* net = Registry().Current()->GetNet(name);
+  DOPPIO_ENFORCE(net != nullptr, "no net named '", name, "' (create it first)");
+  return net;
+}
+
+std::vector<py::bytes> GetNetRandomStates(const std::string& name) {
+  std::vector<py::bytes> states;
+  for (const std::string& state : NetRandomStates(*NetNamed(name))) states.emplace_back(state);
+  return states;
+}
+
+void SetNetRandomStatesFromPython(const std::string& name, const std::vector<std::string>& states) {
+  SetNetRandomStates(NetNamed(name), states);
+}
+
 // (gradient op bytes, gradient blob per input: a name, (indices, values) or None)
 py::tuple GetGradientDefs(const py::bytes& op_bytes, const std::vector<py::object>& output_grads) {
   const OperatorDef def = ParseProto<OperatorDef>(op_bytes, "OperatorDef");
@@ -583,6 +599,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("run_net_once", &RunNetOnce, py::arg("net_def"));
   m.def("create_net", &CreateNet, py::arg("net_def"), py::arg("overwrite") = false);
   m.def("run_net", &RunNet, py::arg("name"), py::arg("num_iter") = 1);
+  // Each op's random generator state (core/net.h), for checkpoints.
+  m.def("net_random_states", &GetNetRandomStates, py::arg("name"));
+  m.def("set_net_random_states", &SetNetRandomStatesFromPython, py::arg("name"),
+        py::arg("states"));
   m.def("run_plan", &RunPlan, py::arg("plan_def"));
   m.def("nets", [] { return Registry().Current()->Nets(); });
   m.def("delete_net", [](const std::string& name) { return Registry().Current()->DeleteNet(name); });

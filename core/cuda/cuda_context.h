@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -20,6 +21,7 @@
 
 #include "core/allocator.h"
 #include "core/event.h"
+#include "core/random_state.h"
 #include "proto/doppio.pb.h"
 
 namespace doppio {
@@ -92,6 +94,10 @@ class CUDAContext {
     if (!generator_) CreateGenerator();
     return *generator_;
   }
+  // The generator's state ("" before its first use) and back
+  // (core/random_state.h).
+  std::string RandomState() const { return GeneratorState(generator_); }
+  void SetRandomState(const std::string& state) { SetGeneratorState(state, &generator_); }
 
   // Asynchronous on the op's stream; either side may be host or device
   // memory (pinned host memory makes it truly asynchronous).

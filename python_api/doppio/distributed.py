@@ -187,11 +187,13 @@ class Checkpointer(object):
             data_parallel_model.RunNet(model, 1)
             checkpointer.after_iteration(iteration)
 
-    The DB readers the init net makes (CreateDB) are each rank's own: every
-    rank saves its readers to DIR/checkpoint_<iteration>.readers<R>of<N>.minidb
-    (each as the records its input op had handed to the net, which a
-    restored reader replays through the op's shuffle buffer: core/db.h), and
-    restores them when resuming at the same process count. With batches
+    The DB readers the init net makes (CreateDB) and the training net's
+    random generators (Dropout's) are each rank's own: every rank saves them
+    to DIR/checkpoint_<iteration>.local<R>of<N>.minidb (each reader as the
+    records its input op had handed to the net, which a restored reader
+    replays through the op's shuffle buffer: core/db.h; each op's generator
+    as its state), and restores them when resuming at the same process
+    count. With batches
     that are fed as a function of the iteration, or read by
     TensorProtosDBInput (shuffled or not), the resumed run is bit for bit
     the uninterrupted one. Call restore() after RunInitNet on every rank: all
@@ -199,7 +201,7 @@ class Checkpointer(object):
     values."""
 
     KEEP = 2
-    _NAME = re.compile(r"^checkpoint_(\d+)(?:\.(shard|readers)(\d+)of(\d+))?\.minidb$")
+    _NAME = re.compile(r"^checkpoint_(\d+)(?:\.(shard|local)(\d+)of(\d+))?\.minidb$")
 
     def __init__(self, model, directory=None, every=None):
         self.model = model
@@ -246,7 +248,7 @@ class Checkpointer(object):
         complete, every = {}, {}
         if not self.directory or not os.path.isdir(self.directory):
             return complete, every
-        shards, readers = {}, {}
+        shards, local = {}, {}
         for name in os.listdir(self.directory):
             match = self._NAME.match(name)
             if not match:
@@ -256,7 +258,7 @@ class Checkpointer(object):
             if match.group(2) is None:
                 complete[iteration] = [self._path(iteration)]
             else:
-                found = shards if match.group(2) == "shard" else readers
+                found = shards if match.group(2) == "shard" else local
                 found.setdefault(iteration, {}).setdefault(int(match.group(4)), set()).add(
                     int(match.group(3)))
         for iteration, counts in shards.items():
@@ -264,18 +266,19 @@ class Checkpointer(object):
                 if iteration not in complete and found == set(range(count)):
                     complete[iteration] = [self._path(iteration, (r, count))
                                            for r in range(count)]
-        # Rank 0 writes its readers before its params, so a checkpoint with
-        # readers at all has them from every rank, or it is not complete.
-        for iteration, counts in readers.items():
+        # Rank 0 writes its local file before its params, so a checkpoint
+        # with local files at all has them from every rank, or it is not
+        # complete.
+        for iteration, counts in local.items():
             if any(found != set(range(count)) for count, found in counts.items()):
                 complete.pop(iteration, None)
         return complete, every
 
-    def _reader_file(self, iteration):
-        """This rank's readers file of `iteration` if it was saved at this
-        process count (a sharded reader's position means nothing at
-        another), else None."""
-        path = self._path(iteration, (self.rank, self.world), kind="readers")
+    def _local_file(self, iteration):
+        """This rank's file of `iteration` (its readers and random
+        generators) if it was saved at this process count (a sharded
+        reader's position means nothing at another), else None."""
+        path = self._path(iteration, (self.rank, self.world), kind="local")
         return path if os.path.exists(path) else None
 
     def saved_iterations(self):
@@ -298,18 +301,46 @@ class Checkpointer(object):
         data_parallel_model.FinalizeAfterCheckpoint(self.model, self.blobs)
         if self.sharded:
             workspace.RunNetOnce(self.model._shard_state_net)
-        reader_file = self._reader_file(iteration) if self.readers else None
-        if reader_file:
-            # Each reader resumes after the records its input op had handed
-            # to the net (core/db.h), shuffle buffer included.
-            workspace.RunOperatorOnce(core.CreateOperator(
-                "Load", [], [core.BlobReference(b) for b in self.readers], db=reader_file,
-                db_type="minidb", absolute_path=1))
-        elif self.readers:
-            sys.stderr.write("doppio.distributed.Checkpointer: no readers file of rank %d of %d "
-                             "for iteration %d; the DB readers start from the beginning\n"
-                             % (self.rank, self.world, iteration))
+        self._restore_local(iteration)
         return iteration
+
+    def _random_states_blob(self):
+        return "__doppio_random_states/" + self.model.net.Name()
+
+    def _restore_local(self, iteration):
+        """Each reader resumes after the records its input op had handed to
+        the net (core/db.h), shuffle buffer included, and each op's random
+        generator where it stood."""
+        from doppio import core, workspace
+        local = self._local_file(iteration)
+        if local is None:
+            if self.readers:
+                sys.stderr.write("doppio.distributed.Checkpointer: no local file of rank %d of "
+                                 "%d for iteration %d; the DB readers start from the "
+                                 "beginning\n" % (self.rank, self.world, iteration))
+            return
+        states = self._random_states_blob()
+        workspace.RunOperatorOnce(core.CreateOperator(
+            "Load", [], [core.BlobReference(b) for b in self.readers + [states]], db=local,
+            db_type="minidb", absolute_path=1, allow_incomplete=True))
+        if workspace.HasBlob(states):
+            workspace.C.set_net_random_states(
+                self.model.net.Name(), [bytes(s) for s in workspace.FetchBlob(states)])
+
+    def _save_local(self, done):
+        """This rank's readers and random generators, if it has any."""
+        from doppio import core, workspace
+        import numpy as np
+        states = workspace.C.net_random_states(self.model.net.Name())
+        blobs = list(self.readers)
+        if any(states):
+            workspace.FeedBlob(self._random_states_blob(), np.array(states, dtype=object))
+            blobs.append(self._random_states_blob())
+        if blobs:
+            workspace.RunOperatorOnce(core.CreateOperator(
+                "Save", [core.BlobReference(b) for b in blobs], [],
+                db=self._path(done, (self.rank, self.world), kind="local"),
+                db_type="minidb", absolute_path=1))
 
     def _segments(self):
         from doppio.proto import doppio_pb2
@@ -328,15 +359,9 @@ class Checkpointer(object):
         done = iteration + 1
         if not self.directory or done % self.every != 0:
             return None
-        if self.rank != 0 and not self.sharded and not self.readers:
-            return None
         from doppio import core, workspace
         os.makedirs(self.directory, exist_ok=True)
-        if self.readers:
-            workspace.RunOperatorOnce(core.CreateOperator(
-                "Save", [core.BlobReference(b) for b in self.readers], [],
-                db=self._path(done, (self.rank, self.world), kind="readers"),
-                db_type="minidb", absolute_path=1))
+        self._save_local(done)
         if self.rank != 0 and not self.sharded:
             return None
         blobs = self.blobs if self.rank == 0 else [b[0] for b in self.sharded]

@@ -87,12 +87,13 @@ def test_three_kills_resume_to_the_uninterrupted_params_bit_for_bit(tmp_path):
     assert names == ['checkpoint_14.minidb', 'checkpoint_16.minidb'], names
 
 
-def test_shuffled_db_readers_resume_bit_for_bit(tmp_path):
+def test_shuffled_db_readers_and_dropout_resume_bit_for_bit(tmp_path):
     """Batches from a DB: each rank's sharded reader behind a prefetching,
-    shuffling TensorProtosDBInput. The checkpoint holds each rank's reader
-    as the records its op had handed out (not the read-ahead cursor), which
-    the restored reader replays through the shuffle buffer."""
-    env = {'ELASTIC_DB': write_db(str(tmp_path / 'train.minidb'))}
+    shuffling TensorProtosDBInput, and a seeded Dropout. The checkpoint
+    holds each rank's reader as the records its op had handed out (not the
+    read-ahead cursor), which the restored reader replays through the
+    shuffle buffer, and each op's random generator state."""
+    env = {'ELASTIC_DB': write_db(str(tmp_path / 'train.minidb')), 'ELASTIC_DROPOUT': '1'}
     plain, plain_out = launch(tmp_path, 'plain_db', [], env=env)
     assert plain.returncode == 0, plain.stderr.decode()
     checkpoints = tmp_path / 'checkpoints_db'
@@ -109,7 +110,7 @@ def test_shuffled_db_readers_resume_bit_for_bit(tmp_path):
             continue
         np.testing.assert_array_equal(actual[key], expected[key], err_msg=key)
     names = sorted(os.listdir(str(checkpoints)))
-    assert 'checkpoint_15.readers1of2.minidb' in names, names
+    assert 'checkpoint_15.local1of2.minidb' in names, names
 
 
 def test_two_to_one_to_two_processes_resume_within_float_tolerance(tmp_path):

@@ -5,7 +5,9 @@
 With ELASTIC_DB=PATH (a minidb of TensorProtos records: features, label)
 the batches come from the DB instead: each rank's CreateDB reads its shard
 (num_shards = world, shard_id = rank) through TensorProtosDBInput with a
-shuffle buffer, so resuming exactly needs the readers' state.
+shuffle buffer, so resuming exactly needs the readers' state. With
+ELASTIC_DROPOUT=1 a seeded Dropout follows the hidden layer, so it needs the
+ops' random generators too.
 
 Trains the MLP of the distributed tests with momentum SGD and a stepped
 learning rate (so the optimizer state and the iteration counter matter)
@@ -32,6 +34,11 @@ D_IN, HIDDEN, D_OUT, GLOBAL_BATCH = 5, 7, 3, 8
 
 def forward(model, loss_scale):
     hidden = brew.relu(model, brew.fc(model, 'data', 'fc1', D_IN, HIDDEN), 'relu1')
+    if os.environ.get('ELASTIC_DROPOUT'):
+        # A seeded dropout: its masks come from the op's generator, which a
+        # checkpoint must carry for a resumed run to draw the same masks.
+        hidden, _ = model.net.Dropout(hidden, ['dropped', 'dropout_mask'], ratio=0.4, is_test=0)
+        model.net.Proto().op[-1].device_option.random_seed = 9
     logits = brew.fc(model, hidden, 'fc2', HIDDEN, D_OUT)
     _, loss = model.net.SoftmaxWithLoss([logits, 'label'], ['softmax', 'avg_loss'])
     return [model.net.Scale(loss, 'scaled_loss', scale=loss_scale)]
