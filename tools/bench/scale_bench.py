@@ -19,16 +19,16 @@ import datetime
 import json
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 from statistics import median
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LAUNCH = os.path.join(REPO, "tools", "launch.py")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rank_helpers  # noqa: E402
+from rank_helpers import BATCH, split_batch  # noqa: E402
+
 SIZES = [64 * 1024, 1024 * 1024, 25 * 1024 * 1024]  # bytes of float32
-D_IN, HIDDEN, D_OUT, BATCH, WARMUP = 784, 512, 10, 64, 3
+HIDDEN, WARMUP = 512, 3
 
 
 def parse_args():
@@ -39,15 +39,6 @@ def parse_args():
     parser.add_argument("--worker", help="(internal) Doppio rank: result prefix")
     parser.add_argument("--mode", help="(internal) allreduce, train or dead_peer")
     return parser.parse_args()
-
-
-def batch(i, rank, world):
-    import numpy as np
-    rng = np.random.RandomState(i)
-    x = rng.randn(BATCH, D_IN).astype(np.float32)
-    y = rng.randint(0, D_OUT, size=BATCH).astype(np.int32)
-    rows = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
-    return x[rows], y[rows]
 
 
 # ---- Doppio ranks (under tools/launch.py) ----
@@ -74,29 +65,22 @@ def doppio_allreduce(args, rank, world):
 
 
 def doppio_train(args, rank, world):
-    from doppio import brew, data_parallel_model, distributed, model_helper, optimizer
+    from doppio import data_parallel_model, distributed, model_helper, optimizer
     from doppio import workspace
     distributed.store_handler_from_env()
-
-    def forward(model, loss_scale):
-        h = brew.relu(model, brew.fc(model, "data", "fc1", D_IN, HIDDEN), "r1")
-        h = brew.relu(model, brew.fc(model, h, "fc2", HIDDEN, HIDDEN), "r2")
-        logits = brew.fc(model, h, "fc3", HIDDEN, D_OUT)
-        _, loss = model.net.SoftmaxWithLoss([logits, "label"], ["softmax", "avg_loss"])
-        return [model.net.Scale(loss, "scaled_loss", scale=loss_scale)]
-
     model = model_helper.ModelHelper(name="scale_bench")
     rendezvous = None if world == 1 else dict(kv_handler="store_handler", shard_id=rank,
                                               num_shards=world, interface="lo",
                                               timeout_ms=60000)
     data_parallel_model.Parallelize_CPU(
-        model, input_builder_fun=lambda m: None, forward_pass_builder_fun=forward,
+        model, input_builder_fun=lambda m: None,
+        forward_pass_builder_fun=rank_helpers.doppio_mlp(HIDDEN),
         optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.01, momentum=0.9),
         devices=[0], rendezvous=rendezvous, num_threads_per_device=1)
     data_parallel_model.RunInitNet(model)
     seconds = []
     for i in range(WARMUP + args.iters):
-        x, y = batch(i, rank, world)
+        x, y = split_batch(i, rank, world)
         workspace.FeedBlob("cpu_0/data", x)
         workspace.FeedBlob("cpu_0/label", y)
         start = time.perf_counter()
@@ -132,35 +116,18 @@ def doppio_worker(args):
     rank, world = distributed.rank(), distributed.world_size()
     run = dict(allreduce=doppio_allreduce, train=doppio_train,
                dead_peer=doppio_dead_peer)[args.mode]
-    result = run(args, rank, world)
-    with open(args.worker + ".%d" % rank, "w") as f:
-        json.dump(result, f)
+    rank_helpers.write_report(args.worker, rank, run(args, rank, world))
     os._exit(0)  # a dead peer's world cannot be drained
 
 
 def run_ours(args, mode, world):
-    with tempfile.TemporaryDirectory() as scratch:
-        prefix = os.path.join(scratch, "result")
-        subprocess.run([sys.executable, LAUNCH, "--nprocs", str(world), "--grace_s", "60",
-                        os.path.abspath(__file__), "--worker", prefix, "--mode", mode,
-                        "--iters", str(args.iters)], timeout=900,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        results = []
-        for rank in range(world):
-            path = prefix + ".%d" % rank
-            if os.path.exists(path):
-                with open(path) as f:
-                    results.append(json.load(f))
-        killed = None
-        if os.path.exists(prefix + ".killed"):
-            with open(prefix + ".killed") as f:
-                killed = float(f.read())
-    return results, killed
+    return rank_helpers.launch_doppio(__file__, world, ["--mode", mode,
+                                                        "--iters", str(args.iters)])
 
 
 # ---- PyTorch ranks (torch.multiprocessing) ----
 
-def torch_rank(rank, world, mode, iters, init_file, results):
+def torch_rank(rank, world, init_file, results, mode, iters):
     import torch
     import torch.distributed as dist
     torch.set_num_threads(1)
@@ -178,32 +145,18 @@ def torch_rank(rank, world, mode, iters, init_file, results):
                 seconds.append(time.perf_counter() - start)
             result[str(size)] = median(seconds[WARMUP:])
     elif mode == "train":
-        torch.manual_seed(0)
-        net = torch.nn.Sequential(torch.nn.Linear(D_IN, HIDDEN), torch.nn.ReLU(),
-                                  torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.ReLU(),
-                                  torch.nn.Linear(HIDDEN, D_OUT))
+        net = rank_helpers.torch_mlp(HIDDEN)
         model = torch.nn.parallel.DistributedDataParallel(net) if world > 1 else net
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        loss_fn = torch.nn.CrossEntropyLoss()
-        seconds = []
-        for i in range(WARMUP + iters):
-            x, y = batch(i, rank, world)
-            x, y = torch.from_numpy(x), torch.from_numpy(y).long()
-            start = time.perf_counter()
-            opt.zero_grad()
-            loss_fn(model(x), y).backward()
-            opt.step()
-            seconds.append(time.perf_counter() - start)
-        result = dict(step_s=median(seconds[WARMUP:]))
+        result = dict(step_s=rank_helpers.torch_step_seconds(model, opt, rank, world, iters,
+                                                             WARMUP))
     else:
         x = torch.ones(1024)
         for _ in range(5):
             dist.all_reduce(x)
         if rank == world - 1:
             time.sleep(0.5)
-            results.put(dict(rank=rank, killed=time.time()))
-            results.close()
-            results.join_thread()  # flushed before the kill
+            rank_helpers.put_and_flush(results, dict(rank=rank, killed=time.time()))
             os.kill(os.getpid(), signal.SIGKILL)
         try:
             dist.all_reduce(x)
@@ -211,36 +164,12 @@ def torch_rank(rank, world, mode, iters, init_file, results):
         except RuntimeError:
             result = dict(failed_at=time.time())
     result["rank"] = rank
-    results.put(result)
-    results.close()
-    results.join_thread()
+    rank_helpers.put_and_flush(results, result)
     os._exit(0)  # a dead peer's process group cannot be destroyed
 
 
 def run_torch(args, mode, world):
-    import queue
-    import torch.multiprocessing as mp
-    context = mp.get_context("spawn")
-    results = context.Queue()
-    with tempfile.TemporaryDirectory() as scratch:
-        init_file = os.path.join(scratch, "rendezvous")
-        ranks = [context.Process(target=torch_rank,
-                                 args=(r, world, mode, args.iters, init_file, results))
-                 for r in range(world)]
-        for process in ranks:
-            process.start()
-        reports = []
-        deadline = time.time() + 600
-        while len(reports) < world and time.time() < deadline:
-            try:
-                reports.append(results.get(timeout=5))
-            except queue.Empty:
-                if all(not p.is_alive() for p in ranks):
-                    break
-        for process in ranks:
-            process.join(timeout=60)
-            if process.is_alive():
-                process.kill()
+    reports = rank_helpers.spawn_torch(torch_rank, world, (mode, args.iters))
     killed = next((r["killed"] for r in reports if "killed" in r), None)
     return [r for r in reports if "killed" not in r], killed
 
@@ -278,7 +207,6 @@ def main():
     args = parse_args()
     if args.worker:
         return doppio_worker(args)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from machine import describe
     rows = [measure(args, int(n)) for n in args.nprocs.split(",")]
     base = {side: next((r["train"][side] for r in rows if r["world"] == 1), None)

@@ -5,23 +5,23 @@ Doppio: Parallelize_CPU(..., shard_optimizer_state=False / True) under
 tools/launch.py; PyTorch: DistributedDataParallel over gloo with
 torch.optim.Adam / ZeroRedundancyOptimizer(Adam). Reports the optimizer
 state each process holds (the largest over the ranks, bytes) and the median
-step time (the slowest rank's), and the ratios: sharded / unsharded memory, and PyTorch time /
-ours.
+step time (the slowest rank's), and the ratios: sharded / unsharded memory,
+and PyTorch time / ours.
 
     tools/bench/zero_bench.sh [--nprocs N] [--hidden H] [--iters K] [--out FILE]
 """
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from statistics import median
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LAUNCH = os.path.join(REPO, "tools", "launch.py")
-D_IN, D_OUT, BATCH, WARMUP = 784, 10, 64, 3
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rank_helpers  # noqa: E402
+from rank_helpers import split_batch  # noqa: E402
+
+WARMUP = 3
 
 
 def parse_args():
@@ -30,36 +30,19 @@ def parse_args():
     parser.add_argument("--hidden", type=int, default=1024)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--out", help="also write the results as JSON here")
-    parser.add_argument("--worker", help="(internal) run as a Doppio rank; result path")
+    parser.add_argument("--worker", help="(internal) run as a Doppio rank; result prefix")
     parser.add_argument("--shard", type=int, default=0, help="(internal)")
     return parser.parse_args()
 
 
-def batch(iteration, rank, world):
-    import numpy as np
-    rng = np.random.RandomState(iteration)
-    x = rng.randn(BATCH, D_IN).astype(np.float32)
-    y = rng.randint(0, D_OUT, size=BATCH).astype(np.int32)
-    rows = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
-    return x[rows], y[rows]
-
-
 def doppio_worker(args):
-    from doppio import brew, data_parallel_model, distributed, model_helper, optimizer
-    from doppio import workspace
+    from doppio import data_parallel_model, distributed, model_helper, optimizer, workspace
     rank, world = distributed.rank(), distributed.world_size()
     distributed.store_handler_from_env()
-
-    def forward(model, loss_scale):
-        h = brew.relu(model, brew.fc(model, 'data', 'fc1', D_IN, args.hidden), 'r1')
-        h = brew.relu(model, brew.fc(model, h, 'fc2', args.hidden, args.hidden), 'r2')
-        logits = brew.fc(model, h, 'fc3', args.hidden, D_OUT)
-        _, loss = model.net.SoftmaxWithLoss([logits, 'label'], ['softmax', 'avg_loss'])
-        return [model.net.Scale(loss, 'scaled_loss', scale=loss_scale)]
-
     model = model_helper.ModelHelper(name='zero_bench')
     data_parallel_model.Parallelize_CPU(
-        model, input_builder_fun=lambda m: None, forward_pass_builder_fun=forward,
+        model, input_builder_fun=lambda m: None,
+        forward_pass_builder_fun=rank_helpers.doppio_mlp(args.hidden),
         optimizer_builder_fun=lambda m: optimizer.build_adam(m, 1e-3), devices=[0],
         rendezvous=dict(kv_handler='store_handler', shard_id=rank, num_shards=world,
                         interface='lo', timeout_ms=60000),
@@ -67,7 +50,7 @@ def doppio_worker(args):
     data_parallel_model.RunInitNet(model)
     seconds = []
     for i in range(WARMUP + args.iters):
-        x, y = batch(i, rank, world)
+        x, y = split_batch(i, rank, world)
         workspace.FeedBlob('cpu_0/data', x)
         workspace.FeedBlob('cpu_0/label', y)
         start = time.perf_counter()
@@ -76,28 +59,19 @@ def doppio_worker(args):
     state = sum(workspace.FetchBlob(b).nbytes
                 for b in (str(b) for b in data_parallel_model.GetCheckpointParams(model))
                 if b.startswith('cpu_0/') and '_moment' in b)
-    with open(args.worker + '.%d' % rank, 'w') as f:
-        json.dump(dict(state_bytes=state,
-                       step_ms=1e3 * median(seconds[WARMUP:])), f)
+    rank_helpers.write_report(args.worker, rank, dict(
+        state_bytes=state, step_ms=1e3 * median(seconds[WARMUP:])))
     data_parallel_model.Synchronize(model)
 
 
 def run_ours(args, shard):
-    with tempfile.TemporaryDirectory() as scratch:
-        prefix = os.path.join(scratch, 'result')
-        subprocess.run([sys.executable, LAUNCH, '--nprocs', str(args.nprocs),
-                        os.path.abspath(__file__), '--worker', prefix, '--shard', str(shard),
-                        '--hidden', str(args.hidden), '--iters', str(args.iters)],
-                       check=True, timeout=900)
-        ranks = []
-        for rank in range(args.nprocs):
-            with open(prefix + '.%d' % rank) as f:
-                ranks.append(json.load(f))
+    ranks, _ = rank_helpers.launch_doppio(__file__, args.nprocs, [
+        '--shard', str(shard), '--hidden', str(args.hidden), '--iters', str(args.iters)])
     return dict(state_bytes=max(r['state_bytes'] for r in ranks),
                 step_ms=max(r['step_ms'] for r in ranks))
 
 
-def torch_rank(rank, world, args, shard, init_file, results):
+def torch_rank(rank, world, init_file, results, hidden, iters, shard):
     import torch
     import torch.distributed as dist
     from torch.distributed.optim import ZeroRedundancyOptimizer
@@ -105,50 +79,25 @@ def torch_rank(rank, world, args, shard, init_file, results):
     torch.set_num_threads(1)
     dist.init_process_group('gloo', init_method='file://' + init_file, rank=rank,
                             world_size=world)
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(D_IN, args.hidden), torch.nn.ReLU(),
-                              torch.nn.Linear(args.hidden, args.hidden), torch.nn.ReLU(),
-                              torch.nn.Linear(args.hidden, D_OUT))
-    model = DistributedDataParallel(net)
+    model = DistributedDataParallel(rank_helpers.torch_mlp(hidden))
     if shard:
         opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.Adam,
                                       lr=1e-3)
     else:
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    seconds = []
-    for i in range(WARMUP + args.iters):
-        x, y = batch(i, rank, world)
-        x, y = torch.from_numpy(x), torch.from_numpy(y).long()
-        start = time.perf_counter()
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
-        seconds.append(time.perf_counter() - start)
+    step_s = rank_helpers.torch_step_seconds(model, opt, rank, world, iters, WARMUP)
     state = 0
     for per_param in opt.optim.state.values() if shard else opt.state.values():
         for value in per_param.values():
             if torch.is_tensor(value) and value.numel() > 1:
                 state += value.numel() * value.element_size()
-    results.put(dict(rank=rank, state_bytes=state,
-                     step_ms=1e3 * median(seconds[WARMUP:])))
     dist.destroy_process_group()
+    rank_helpers.put_and_flush(results, dict(rank=rank, state_bytes=state, step_ms=1e3 * step_s))
 
 
 def run_torch(args, shard):
-    import torch.multiprocessing as mp
-    context = mp.get_context('spawn')
-    results = context.Queue()
-    with tempfile.TemporaryDirectory() as scratch:
-        init_file = os.path.join(scratch, 'rendezvous')
-        ranks = [context.Process(target=torch_rank,
-                                 args=(r, args.nprocs, args, shard, init_file, results))
-                 for r in range(args.nprocs)]
-        for process in ranks:
-            process.start()
-        reports = [results.get(timeout=900) for _ in ranks]
-        for process in ranks:
-            process.join()
+    reports = rank_helpers.spawn_torch(torch_rank, args.nprocs,
+                                       (args.hidden, args.iters, shard))
     return dict(state_bytes=max(r['state_bytes'] for r in reports),
                 step_ms=max(r['step_ms'] for r in reports))
 
@@ -157,14 +106,13 @@ def main():
     args = parse_args()
     if args.worker:
         return doppio_worker(args)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from machine import describe as describe_machine
+    from machine import describe
     rows = {}
     for name, shard in (('unsharded', 0), ('sharded', 1)):
         rows[name] = dict(ours=run_ours(args, shard), torch=run_torch(args, shard))
-    print('zero_bench: %s' % describe_machine())
+    print('zero_bench: %s' % describe())
     print('Adam on an MLP 784-%d-%d-10, global batch %d over %d processes, %d steps'
-          % (args.hidden, args.hidden, BATCH, args.nprocs, args.iters))
+          % (args.hidden, args.hidden, rank_helpers.BATCH, args.nprocs, args.iters))
     print('| run | optimizer state per process (MiB) | step ms | PyTorch state (MiB) | '
           'PyTorch step ms | PyTorch time / ours |')
     print('|---|---:|---:|---:|---:|---:|')
@@ -178,7 +126,7 @@ def main():
             side, rows['sharded'][side]['state_bytes'] / rows['unsharded'][side]['state_bytes']))
     if args.out:
         with open(args.out, 'w') as f:
-            json.dump(dict(machine=describe_machine(), nprocs=args.nprocs,
+            json.dump(dict(machine=describe(), nprocs=args.nprocs,
                            hidden=args.hidden, rows=rows), f, indent=1)
 
 
