@@ -18,6 +18,14 @@
 // reader. Caffe2 only reads DBs in order, and training on a fixed order costs
 // accuracy (the reference CNN loses about 4 points on Fashion-MNIST); a
 // buffer as large as the DB mixes every pass over it.
+//
+// Checkpoints: the op counts the records it hands to the net on its reader
+// (DBReader::AddConsumed), so a saved reader records where the net stood,
+// not how far the op had read ahead; a reader loaded from a checkpoint makes
+// the op drop its prefetched batches, restart its shuffle and replay that
+// many records (core/db.h), after which it emits what an uninterrupted run
+// would have. Load a reader before the net's first run: the op's prefetch
+// thread reads the reader object it was given.
 #pragma once
 
 #include <array>
@@ -63,6 +71,8 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   // (operators/tensor_protos_record.h); false, with nothing written, when it
   // is not a plain record or differs from the batch's first record.
   bool StackIntoBatchFast(int item, std::vector<Tensor>* batch);
+  // Empties the shuffle buffer, reseeds its draws and rewinds `reader`.
+  void RestartShuffle(const db::DBReader& reader);
   // Reads records into the shuffle buffer until it holds shuffle_buffer.
   void FillShuffleBuffer(const db::DBReader& reader);
   // The next (key, value) in shuffled order: fills the buffer, then swaps a
@@ -83,6 +93,7 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   size_t picks_head_ = 0;
   bool picks_primed_ = false;
   std::mt19937_64 shuffle_rng_;
+  uint64_t shuffle_seed_;
   // Per prefetch slot, one tensor per output: filled on the prefetch thread,
   // read by CopyPrefetched once the slot is filled (prefetch_op.h).
   std::vector<Tensor> prefetched_[kPrefetchDepth];
@@ -92,10 +103,6 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   // builds (kept so that steady-state batches allocate nothing).
   std::vector<RecordTensorView> record_views_;
   std::vector<int64_t> batch_dims_;
-  // Empties the shuffle buffer, reseeds its draws and rewinds `reader`.
-  void RestartShuffle(const db::DBReader& reader);
-
-  uint64_t shuffle_seed_;
   // Which reader the shuffle state and prefetched batches come from.
   ReaderPosition position_;
   // The key of the batch's first record, for messages about later ones.

@@ -141,6 +141,23 @@ TEST(ShardedStateTest, ReduceScattersUpdatesBlocksOnTheFirstDeviceAndAllgathers)
   }
 }
 
+TEST(ShardedStateTest, AccumulatedGradientsAreReduceScatteredAfterTheLoop) {
+  ParallelizeOptions options = ShardOneOfTwo();
+  options.accumulate_steps = 3;
+  const Parallelized result = Parallelize(MomentumMlp(), options);
+  int loop = -1, first_scatter = -1, first_update = -1;
+  for (int i = 0; i < result.net.op_size(); ++i) {
+    const std::string& type = result.net.op(i).type();
+    if (type == "While") loop = i;
+    if (type == "ReduceScatterBlocks" && first_scatter < 0) first_scatter = i;
+    if (type == "MomentumSGDUpdate" && first_update < 0) first_update = i;
+  }
+  ASSERT_GE(loop, 0);
+  EXPECT_GT(first_scatter, loop);
+  EXPECT_GT(first_update, first_scatter);
+  EXPECT_EQ(OpsOfType(result.net, "MomentumSGDUpdate").size(), 4u);
+}
+
 TEST(ShardedStateTest, OneProcessIsUnchanged) {
   ParallelizeOptions options = testing::TwoDevices();
   options.shard_optimizer_state = true;
