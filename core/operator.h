@@ -21,6 +21,8 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/argument.h"
@@ -109,6 +111,14 @@ class OperatorBase {
   std::vector<Blob*> outputs_;
 };
 
+// Whether a device context keeps a random generator whose state a
+// checkpoint saves (CPUContext and CUDAContext do).
+template <class C, class = void>
+struct HasRandomState : std::false_type {};
+template <class C>
+struct HasRandomState<C, std::void_t<decltype(std::declval<const C&>().RandomState())>>
+    : std::true_type {};
+
 template <class Context>
 class Operator : public OperatorBase {
  public:
@@ -134,8 +144,14 @@ class Operator : public OperatorBase {
     return placement;
   }
   virtual void RunOnDevice() = 0;
-  std::string RandomState() const final { return context_.RandomState(); }
-  void SetRandomState(const std::string& state) final { context_.SetRandomState(state); }
+  // A context without a generator (a test's fake device) has no state.
+  std::string RandomState() const final {
+    if constexpr (HasRandomState<Context>::value) return context_.RandomState();
+    return "";
+  }
+  void SetRandomState(const std::string& state) final {
+    if constexpr (HasRandomState<Context>::value) context_.SetRandomState(state);
+  }
 
   // The escape hatch from asynchronous execution, for device op types that
   // read device data on the host, write host memory that the next op reads
