@@ -248,7 +248,7 @@ class Checkpointer(object):
         complete, every = {}, {}
         if not self.directory or not os.path.isdir(self.directory):
             return complete, every
-        shards, local = {}, {}
+        mains, shards, local = set(), {}, {}
         for name in os.listdir(self.directory):
             match = self._NAME.match(name)
             if not match:
@@ -256,22 +256,30 @@ class Checkpointer(object):
             iteration = int(match.group(1))
             every.setdefault(iteration, []).append(os.path.join(self.directory, name))
             if match.group(2) is None:
-                complete[iteration] = [self._path(iteration)]
+                mains.add(iteration)
             else:
                 found = shards if match.group(2) == "shard" else local
                 found.setdefault(iteration, {}).setdefault(int(match.group(4)), set()).add(
                     int(match.group(3)))
-        for iteration, counts in shards.items():
-            for count, found in counts.items():
-                if iteration not in complete and found == set(range(count)):
+
+        def whole(sets, iteration, count):
+            return sets.get(iteration, {}).get(count) == set(range(count))
+
+        for iteration in sorted(every):
+            counts = local.get(iteration, {})
+            # Rank 0 writes its local file before its params, so params saved
+            # at a count whose local files are not all there are from a save
+            # a failure cut short. Sets of another count (an earlier attempt
+            # at another process count, cut short) do not matter.
+            for count in sorted(shards.get(iteration, {}), reverse=True):
+                if whole(shards, iteration, count) and (
+                        count not in counts or whole(local, iteration, count)):
                     complete[iteration] = [self._path(iteration, (r, count))
                                            for r in range(count)]
-        # Rank 0 writes its local file before its params, so a checkpoint
-        # with local files at all has them from every rank, or it is not
-        # complete.
-        for iteration, counts in local.items():
-            if any(found != set(range(count)) for count, found in counts.items()):
-                complete.pop(iteration, None)
+                    break
+            if iteration in mains and iteration not in complete and (
+                    not counts or any(whole(local, iteration, c) for c in counts)):
+                complete[iteration] = [self._path(iteration)]
         return complete, every
 
     def _local_file(self, iteration):

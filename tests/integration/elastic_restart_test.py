@@ -138,6 +138,33 @@ def test_two_to_one_to_two_processes_resume_within_float_tolerance(tmp_path):
                                    err_msg=key)
 
 
+@pytest.mark.parametrize('files,expected', [
+    (['checkpoint_3.minidb'], {3: ['checkpoint_3.minidb']}),
+    # Rank 0's local file and params, rank 1's local file missing: cut short.
+    (['checkpoint_3.minidb', 'checkpoint_3.local0of2.minidb'], {}),
+    (['checkpoint_3.minidb', 'checkpoint_3.local0of2.minidb', 'checkpoint_3.local1of2.minidb'],
+     {3: ['checkpoint_3.minidb']}),
+    # An attempt at 2 processes cut short, then one at 3 that finished.
+    (['checkpoint_6.minidb', 'checkpoint_6.local0of2.minidb'] +
+     ['checkpoint_6.local%dof3.minidb' % r for r in range(3)], {6: ['checkpoint_6.minidb']}),
+    (['checkpoint_6.shard0of2.minidb', 'checkpoint_6.shard1of2.minidb',
+      'checkpoint_6.local0of2.minidb'], {}),
+    (['checkpoint_6.shard0of2.minidb'] + ['checkpoint_6.shard%dof3.minidb' % r for r in range(3)],
+     {6: ['checkpoint_6.shard%dof3.minidb' % r for r in range(3)]}),
+    (['checkpoint_3.shard1of2.minidb', 'checkpoint_9.minidb', 'notes.txt'],
+     {9: ['checkpoint_9.minidb']}),
+])
+def test_which_checkpoints_are_complete(tmp_path, files, expected):
+    from doppio.distributed import Checkpointer
+    for name in files:
+        (tmp_path / name).write_bytes(b'')
+    checkpointer = Checkpointer.__new__(Checkpointer)
+    checkpointer.directory = str(tmp_path)
+    complete, _ = checkpointer._files()
+    assert {i: sorted(os.path.basename(p) for p in paths) for i, paths in complete.items()} == {
+        i: sorted(paths) for i, paths in expected.items()}
+
+
 def test_nprocs_range_is_checked():
     for bad in ('2:1', 'x', '1:2:3'):
         done = subprocess.run([sys.executable, LAUNCH, '--nprocs', bad, WORKER],
