@@ -516,7 +516,9 @@ void ImageInputOp::Prefetch(int slot) {
   if (start.restart) {
     // Where an uninterrupted run stood: its reader after the records it had
     // handed out, and its batch count, which seeds each image's randomness.
-    reader.SeekToFirst();
+    // Only the op replaying rewinds: another op sharing the reader finds it
+    // where it should be.
+    if (start.replay > 0) reader.SeekToFirst();
     std::pair<std::string, std::string> dropped;
     for (int64_t i = 0; i < start.replay; ++i) reader.Read(&dropped.first, &dropped.second);
     batches_read_ = static_cast<uint64_t>(start.replay / args_.batch_size);

@@ -58,18 +58,20 @@ bool TensorProtosDBInputOp::SourceChanged() const {
   return blob.IsType<db::DBReader>() && position_.Changed(blob.Get<db::DBReader>());
 }
 
-void TensorProtosDBInputOp::RestartShuffle(const db::DBReader& reader) {
+void TensorProtosDBInputOp::RestartShuffle(const db::DBReader& reader, bool rewind) {
   shuffle_buffer_.clear();
   shuffle_rng_.seed(shuffle_seed_);
   picks_primed_ = false;
   picks_head_ = 0;
-  reader.SeekToFirst();
+  if (rewind) reader.SeekToFirst();
 }
 
 const db::DBReader& TensorProtosDBInputOp::ReaderForFetch() {
   const db::DBReader& reader = InputAs<db::DBReader>(0);
   const ReaderPosition::Start start = position_.BeforeFetch(reader);
-  if (start.restart) RestartShuffle(reader);
+  // Only the op replaying rewinds: another op sharing the reader finds it
+  // where it should be.
+  if (start.restart) RestartShuffle(reader, /*rewind=*/start.replay > 0);
   // The records an uninterrupted run had handed out before this point, read
   // and dropped in the same order, so that the shuffle's draws and the
   // reader's position are where that run's were.

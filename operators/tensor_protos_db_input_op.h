@@ -71,8 +71,9 @@ class TensorProtosDBInputOp final : public PrefetchOperator<CPUContext> {
   // (operators/tensor_protos_record.h); false, with nothing written, when it
   // is not a plain record or differs from the batch's first record.
   bool StackIntoBatchFast(int item, std::vector<Tensor>* batch);
-  // Empties the shuffle buffer, reseeds its draws and rewinds `reader`.
-  void RestartShuffle(const db::DBReader& reader);
+  // Empties the shuffle buffer and reseeds its draws; with `rewind`, also
+  // moves `reader` back to its first record.
+  void RestartShuffle(const db::DBReader& reader, bool rewind);
   // Reads records into the shuffle buffer until it holds shuffle_buffer.
   void FillShuffleBuffer(const db::DBReader& reader);
   // The next (key, value) in shuffled order: fills the buffer, then swaps a

@@ -331,15 +331,24 @@ class Checkpointer(object):
         workspace.RunOperatorOnce(core.CreateOperator(
             "Load", [], [core.BlobReference(b) for b in self.readers + [states]], db=local,
             db_type="minidb", absolute_path=1, allow_incomplete=True))
-        if workspace.HasBlob(states):
-            workspace.C.set_net_random_states(
-                self.model.net.Name(), [bytes(s) for s in workspace.FetchBlob(states)])
+        if not workspace.HasBlob(states):
+            return
+        if self.model.net.Name() not in workspace.Nets():
+            sys.stderr.write("doppio.distributed.Checkpointer: net '%s' is not created yet "
+                             "(call restore() after RunInitNet); its random generators start "
+                             "from their seeds\n" % self.model.net.Name())
+            return
+        workspace.C.set_net_random_states(
+            self.model.net.Name(), [bytes(s) for s in workspace.FetchBlob(states)])
 
     def _save_local(self, done):
         """This rank's readers and random generators, if it has any."""
         from doppio import core, workspace
         import numpy as np
-        states = workspace.C.net_random_states(self.model.net.Name())
+        try:
+            states = workspace.C.net_random_states(self.model.net.Name())
+        except RuntimeError:
+            states = []  # the training net is not created (nothing drew yet)
         blobs = list(self.readers)
         if any(states):
             workspace.FeedBlob(self._random_states_blob(), np.array(states, dtype=object))
