@@ -63,8 +63,21 @@ std::string SerializeProto(const BlobProto& proto, const std::string& key) {
   return bytes;
 }
 
+// Where a block's records place it (SerializeTensorSegment): the whole
+// tensor's dims and the block's first element. Null dims: the tensor is
+// the whole.
+struct BlockPlace {
+  const std::vector<int64_t>* whole_dims = nullptr;
+  int64_t offset = 0;
+};
+
+// `tensor` in chunks of chunk_size elements, each a BlobProto with
+// `segment` set, keyed as Caffe2 does ("NAME#%CHUNK_ID"), or, for a block,
+// by the segment's first element in the whole: unique across the blocks of
+// every shard, which are saved to different DBs and loaded together.
 void SerializeTensorChunks(const Tensor& tensor, const std::string& name,
-                           const SerializationAcceptor& acceptor, int64_t chunk_size) {
+                           const SerializationAcceptor& acceptor, int64_t chunk_size,
+                           const BlockPlace& place = {}) {
   const int64_t numel = tensor.numel();
   const int64_t step = chunk_size == kNoChunking ? std::max<int64_t>(numel, 1) : chunk_size;
   // Caffe2 writes one chunk even for an empty tensor: its shape must survive.
@@ -74,8 +87,16 @@ void SerializeTensorChunks(const Tensor& tensor, const std::string& name,
     BlobProto proto;
     proto.set_name(name);
     proto.set_type(kTensorBlobType);
-    SerializeTensor(tensor, name, proto.mutable_tensor(), begin, end);
-    const std::string key = MakeString(name, kChunkIdSeparator, chunk_id);
+    TensorProto* chunk = proto.mutable_tensor();
+    SerializeTensor(tensor, name, chunk, begin, end);
+    if (place.whole_dims != nullptr) {
+      chunk->clear_dims();
+      for (int64_t dim : *place.whole_dims) chunk->add_dims(dim);
+      chunk->mutable_segment()->set_begin(place.offset + begin);
+      chunk->mutable_segment()->set_end(place.offset + end);
+    }
+    const std::string key = MakeString(
+        name, kChunkIdSeparator, place.whole_dims != nullptr ? place.offset + begin : chunk_id);
     acceptor(key, SerializeProto(proto, key));
     if (end >= numel) break;
     begin = end;
@@ -202,25 +223,10 @@ void SerializeTensorSegment(const Tensor& block, const std::string& name,
   // An empty whole tensor still needs one record for its shape; any other
   // empty block adds nothing the other blocks do not cover.
   if (numel == 0 && !(whole == 0 && begin == 0)) return;
-  const int64_t step = chunk_size == kNoChunking ? std::max<int64_t>(numel, 1) : chunk_size;
-  for (int64_t from = 0;;) {
-    const int64_t to = numel - from > step ? from + step : numel;
-    BlobProto proto;
-    proto.set_name(name);
-    proto.set_type(kTensorBlobType);
-    TensorProto* tensor = proto.mutable_tensor();
-    SerializeTensor(block, name, tensor, from, to);
-    tensor->clear_dims();
-    for (int64_t dim : whole_dims) tensor->add_dims(dim);
-    tensor->mutable_segment()->set_begin(begin + from);
-    tensor->mutable_segment()->set_end(begin + to);
-    // Keyed by the segment's first element: unique across the blocks of
-    // every shard, which are saved to different DBs and loaded together.
-    const std::string key = MakeString(name, kChunkIdSeparator, begin + from);
-    acceptor(key, SerializeProto(proto, key));
-    if (to >= numel) break;
-    from = to;
-  }
+  BlockPlace place;
+  place.whole_dims = &whole_dims;
+  place.offset = begin;
+  SerializeTensorChunks(block, name, acceptor, chunk_size, place);
 }
 
 std::string SerializeBlobToString(const Blob& blob, const std::string& name) {

@@ -504,9 +504,7 @@ void ImageInputOp::ProcessItem(const std::string& key, const std::string& value,
 }
 
 bool ImageInputOp::SourceChanged() const {
-  if (owned_reader_) return false;
-  const Blob& blob = InputBlob(0);
-  return blob.IsType<db::DBReader>() && position_.Changed(blob.Get<db::DBReader>());
+  return !owned_reader_ && position_.Changed(InputBlob(0));
 }
 
 void ImageInputOp::Prefetch(int slot) {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/blob.h"
 #include "core/db.h"
 
 namespace doppio {
@@ -21,11 +22,13 @@ class ReaderPosition {
   // at construction).
   void Seen(const db::DBReader& reader) { generation_ = reader.generation(); }
 
-  // Whether `reader` is not the one the op's batches came from, or has
-  // records to replay: the op's prefetched batches are stale.
-  bool Changed(const db::DBReader& reader) const {
-    const uint64_t seen = generation_.load();
-    return (seen != 0 && seen != reader.generation()) || reader.pending_replay() > 0;
+  // Whether input blob `blob`, when it holds a reader, is not the one the
+  // op's batches came from, or has records to replay: the op's prefetched
+  // batches are stale.
+  bool Changed(const Blob& blob) const {
+    if (!blob.IsType<db::DBReader>()) return false;
+    const db::DBReader& reader = blob.Get<db::DBReader>();
+    return Stale(reader, reader.pending_replay());
   }
 
   struct Start {
@@ -36,13 +39,17 @@ class ReaderPosition {
   Start BeforeFetch(const db::DBReader& reader) {
     Start start;
     start.replay = reader.TakeReplay();
-    const uint64_t seen = generation_.load();
-    start.restart = (seen != 0 && seen != reader.generation()) || start.replay > 0;
+    start.restart = Stale(reader, start.replay);
     generation_ = reader.generation();
     return start;
   }
 
  private:
+  bool Stale(const db::DBReader& reader, int64_t replay) const {
+    const uint64_t seen = generation_.load();
+    return (seen != 0 && seen != reader.generation()) || replay > 0;
+  }
+
   std::atomic<uint64_t> generation_{0};
 };
 

@@ -53,10 +53,7 @@ std::string TensorProtosDBInputOp::DataSourceDescription() const {
   return MakeString(reader.db_type(), " db '", reader.source(), "'");
 }
 
-bool TensorProtosDBInputOp::SourceChanged() const {
-  const Blob& blob = InputBlob(0);
-  return blob.IsType<db::DBReader>() && position_.Changed(blob.Get<db::DBReader>());
-}
+bool TensorProtosDBInputOp::SourceChanged() const { return position_.Changed(InputBlob(0)); }
 
 void TensorProtosDBInputOp::RestartShuffle(const db::DBReader& reader, bool rewind) {
   shuffle_buffer_.clear();

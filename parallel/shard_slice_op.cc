@@ -3,6 +3,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/argument.h"
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
@@ -43,11 +44,9 @@ namespace {
 
 std::vector<TensorShape> BlockShape(const OperatorDef& def,
                                     const std::vector<TensorShape>& inputs) {
-  int num_shards = 0, shard_id = -1;
-  for (const Argument& arg : def.arg()) {
-    if (arg.name() == "num_shards") num_shards = static_cast<int>(arg.i());
-    if (arg.name() == "shard_id") shard_id = static_cast<int>(arg.i());
-  }
+  const ArgumentHelper args(def);
+  const int num_shards = args.GetSingle<int>("num_shards", 0);
+  const int shard_id = args.GetSingle<int>("shard_id", -1);
   TensorShape out;
   out.set_data_type(inputs.at(0).data_type());
   if (inputs[0].unknown_shape() || inputs[0].unknown_dims_size() > 0 || num_shards < 1 ||

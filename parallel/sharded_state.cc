@@ -97,8 +97,21 @@ void CheckBlockOp(const OperatorDef& op, const std::string& param, const Owners&
   }
 }
 
+// Blob -> the first of `ops` that names it (as an input or an output).
+std::map<std::string, const OperatorDef*> FirstUsers(const std::vector<OperatorDef>& ops) {
+  std::map<std::string, const OperatorDef*> users;
+  for (const OperatorDef& op : ops) {
+    for (const auto* names : {&op.input(), &op.output()}) {
+      for (const std::string& name : *names) users.emplace(name, &op);
+    }
+  }
+  return users;
+}
+
 void PlanStateOf(const std::string& param, const std::set<std::string>& blobs,
-                 const ShardedStateInputs& inputs, ShardedState* sharded) {
+                 const ShardedStateInputs& inputs,
+                 const std::map<std::string, const OperatorDef*>& train_users,
+                 ShardedState* sharded) {
   const std::string& grad = inputs.param_to_grad->at(param);
   auto param_shape = inputs.init_shapes->find(param);
   const int64_t param_elements =
@@ -106,16 +119,13 @@ void PlanStateOf(const std::string& param, const std::set<std::string>& blobs,
   std::vector<std::string>& state = sharded->state[param];
   for (const std::string& blob : blobs) {
     if (blob == param || blob == grad) continue;
-    for (const OperatorDef& op : *inputs.train_ops) {
-      for (const auto* names : {&op.input(), &op.output()}) {
-        for (const std::string& name : *names) {
-          if (name != blob) continue;
-          throw NotImplementedError(MakeString(
-              "Parallelize: shard_optimizer_state: blob '", blob, "', which the update ops "
-              "derive from parameter '", param, "', is also used by op ", op.type(), " '",
-              op.name(), "' of the training net, which would see only a block of it"));
-        }
-      }
+    auto user = train_users.find(blob);
+    if (user != train_users.end()) {
+      throw NotImplementedError(MakeString(
+          "Parallelize: shard_optimizer_state: blob '", blob, "', which the update ops "
+          "derive from parameter '", param, "', is also used by op ", user->second->type(),
+          " '", user->second->name(), "' of the training net, which would see only a block "
+          "of it"));
     }
     auto made = inputs.init_shapes->find(blob);
     if (made == inputs.init_shapes->end()) continue;  // a temporary of each step
@@ -160,8 +170,9 @@ ShardedState PlanShardedState(const ShardedStateInputs& inputs, int num_shards, 
   }
   std::map<std::string, std::set<std::string>> blobs_of;
   for (const auto& entry : owners.owners()) blobs_of[entry.second].insert(entry.first);
+  const std::map<std::string, const OperatorDef*> train_users = FirstUsers(*inputs.train_ops);
   for (const auto& entry : *inputs.param_to_grad) {
-    PlanStateOf(entry.first, blobs_of[entry.first], inputs, &sharded);
+    PlanStateOf(entry.first, blobs_of[entry.first], inputs, train_users, &sharded);
     sharded.param_blocks[entry.first] = FreeBlockName(entry.first, inputs);
     sharded.grad_blocks[entry.second] = FreeBlockName(entry.second, inputs);
   }

@@ -159,6 +159,19 @@ def restart_count():
     return _env_int("DOPPIO_RESTART_COUNT") if os.environ.get("DOPPIO_RESTART_COUNT") else 0
 
 
+def _segments(sharded):
+    """Save's `segments` for the blocks of a sharded model (blob, whole
+    dims, dtype, begin, end): serialized TensorProtos without data."""
+    from doppio.proto import doppio_pb2
+    segments = []
+    for blob, dims, data_type, begin, end in sharded:
+        proto = doppio_pb2.TensorProto(name=blob, dims=dims, data_type=data_type)
+        proto.segment.begin = begin
+        proto.segment.end = end
+        segments.append(proto.SerializeToString())
+    return segments
+
+
 class Checkpointer(object):
     """The checkpoint an elastic job resumes from after tools/launch.py
     restarts its ranks (--checkpoint_dir DIR --checkpoint_every K, or the
@@ -228,6 +241,7 @@ class Checkpointer(object):
             self.world = world_size() if os.environ.get(WORLD_SIZE_ENV) is not None else 1
         # (blob, whole dims, dtype, begin, end) of this shard's blocks.
         self.sharded = list(getattr(model, "_sharded_blobs", None) or [])
+        self.save_args = {"segments": _segments(self.sharded)} if self.sharded else {}
         if self.sharded:
             self.shard = (model._rendezvous["shard_id"], model._rendezvous["num_shards"])
             self.rank = self.shard[0]
@@ -359,16 +373,6 @@ class Checkpointer(object):
                 db=self._path(done, (self.rank, self.world), kind="local"),
                 db_type="minidb", absolute_path=1))
 
-    def _segments(self):
-        from doppio.proto import doppio_pb2
-        segments = []
-        for blob, dims, data_type, begin, end in self.sharded:
-            proto = doppio_pb2.TensorProto(name=blob, dims=dims, data_type=data_type)
-            proto.segment.begin = begin
-            proto.segment.end = end
-            segments.append(proto.SerializeToString())
-        return segments
-
     def after_iteration(self, iteration):
         """Call after iteration `iteration` (counting from 0) ran: every
         `every` iterations rank 0 saves (every shard, when the optimizer
@@ -383,10 +387,9 @@ class Checkpointer(object):
             return None
         blobs = self.blobs if self.rank == 0 else [b[0] for b in self.sharded]
         path = self._path(done, self.shard)
-        segments = {"segments": self._segments()} if self.sharded else {}
         workspace.RunOperatorOnce(core.CreateOperator(
             "Save", [core.BlobReference(b) for b in blobs], [], db=path, db_type="minidb",
-            absolute_path=1, **segments))
+            absolute_path=1, **self.save_args))
         if self.rank == 0:
             self._remove_old()
         return path

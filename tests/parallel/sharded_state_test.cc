@@ -26,16 +26,23 @@ using testing::MakeOp;
 TEST(ShardBlockTest, BlocksTileTheTensorTheFirstOnesOneLonger) {
   for (int64_t n = 0; n <= 13; ++n) {
     for (int shards = 1; shards <= 5; ++shards) {
+      SCOPED_TRACE(MakeString(n, " elements over ", shards, " shards"));
       int64_t at = 0;
+      const int64_t longest = BlockOfShard(n, shards, 0).size();
       for (int shard = 0; shard < shards; ++shard) {
         const ShardBlock block = BlockOfShard(n, shards, shard);
-        EXPECT_EQ(block.begin, at) << n << " over " << shards;
-        EXPECT_EQ(block.size(), n / shards + (shard < n % shards ? 1 : 0));
+        EXPECT_EQ(block.begin, at);  // consecutive, no gap or overlap
+        // As even as can be, and no block longer than one before it.
+        EXPECT_TRUE(block.size() == longest || block.size() == longest - 1) << block.size();
+        if (shard > 0) EXPECT_LE(block.size(), BlockOfShard(n, shards, shard - 1).size());
         at = block.end;
       }
       EXPECT_EQ(at, n);
     }
   }
+  // Gloo's reduce-scatter layout, written out: 11 over 4 is 3, 3, 3, 2.
+  EXPECT_EQ(BlockOfShard(11, 4, 2).begin, 6);
+  EXPECT_EQ(BlockOfShard(11, 4, 3).size(), 2);
 }
 
 TEST(ShardSliceTest, KeepsTheBlockAndReleasesTheWholeInPlace) {
@@ -192,6 +199,12 @@ TEST(ShardedStateTest, RefusesUpdatesThatCannotRunOnBlocks) {
   *sized.param_update_net.add_op() = MakeOp("Add", {"b1_sum", "b1_grad"}, {"b1_sum"});
   EXPECT_MESSAGE_HAS(RefusalOf(sized), "optimizer state 'b1_sum'", "7 elements",
                      "the parameter 5");
+
+  DataParallelTemplate read = MomentumMlp();
+  // The update writes a blob the forward pass reads: the forward pass
+  // would see a block of it.
+  *read.param_update_net.add_op() = MakeOp("Scale", {"b2_grad"}, {"h"});
+  EXPECT_MESSAGE_HAS(RefusalOf(read), "blob 'h'", "parameter 'b2'", "of the training net");
 
   DataParallelTemplate taken = MomentumMlp();
   *taken.param_init_net.add_op() =

@@ -47,6 +47,22 @@ def torch_mlp(hidden):
                                torch.nn.Linear(hidden, D_OUT))
 
 
+def doppio_step_seconds(model, rank, world, iters, warmup=3):
+    """The median seconds of data_parallel_model.RunNet(model) on this rank's
+    rows of each global batch (fed to device 0), after `warmup` steps."""
+    from statistics import median
+    from doppio import data_parallel_model, workspace
+    seconds = []
+    for i in range(warmup + iters):
+        x, y = split_batch(i, rank, world)
+        workspace.FeedBlob("cpu_0/data", x)
+        workspace.FeedBlob("cpu_0/label", y)
+        start = time.perf_counter()
+        data_parallel_model.RunNet(model, 1)
+        seconds.append(time.perf_counter() - start)
+    return median(seconds[warmup:])
+
+
 def torch_step_seconds(model, opt, rank, world, iters, warmup=3):
     """The median seconds of a training step (zero_grad, forward, backward,
     step) of `model` on this rank's rows, after `warmup` steps."""

@@ -25,7 +25,7 @@ from statistics import median
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rank_helpers  # noqa: E402
-from rank_helpers import BATCH, split_batch  # noqa: E402
+from rank_helpers import BATCH  # noqa: E402
 
 SIZES = [64 * 1024, 1024 * 1024, 25 * 1024 * 1024]  # bytes of float32
 HIDDEN, WARMUP = 512, 3
@@ -66,7 +66,6 @@ def doppio_allreduce(args, rank, world):
 
 def doppio_train(args, rank, world):
     from doppio import data_parallel_model, distributed, model_helper, optimizer
-    from doppio import workspace
     distributed.store_handler_from_env()
     model = model_helper.ModelHelper(name="scale_bench")
     rendezvous = None if world == 1 else dict(kv_handler="store_handler", shard_id=rank,
@@ -78,15 +77,8 @@ def doppio_train(args, rank, world):
         optimizer_builder_fun=lambda m: optimizer.build_sgd(m, 0.01, momentum=0.9),
         devices=[0], rendezvous=rendezvous, num_threads_per_device=1)
     data_parallel_model.RunInitNet(model)
-    seconds = []
-    for i in range(WARMUP + args.iters):
-        x, y = split_batch(i, rank, world)
-        workspace.FeedBlob("cpu_0/data", x)
-        workspace.FeedBlob("cpu_0/label", y)
-        start = time.perf_counter()
-        data_parallel_model.RunNet(model, 1)
-        seconds.append(time.perf_counter() - start)
-    return dict(step_s=median(seconds[WARMUP:]))
+    step_s = rank_helpers.doppio_step_seconds(model, rank, world, args.iters, WARMUP)
+    return dict(step_s=step_s)
 
 
 def doppio_dead_peer(args, rank, world):

@@ -14,12 +14,9 @@ import argparse
 import json
 import os
 import sys
-import time
-from statistics import median
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rank_helpers  # noqa: E402
-from rank_helpers import split_batch  # noqa: E402
 
 WARMUP = 3
 
@@ -48,19 +45,12 @@ def doppio_worker(args):
                         interface='lo', timeout_ms=60000),
         shard_optimizer_state=bool(args.shard), num_threads_per_device=1)
     data_parallel_model.RunInitNet(model)
-    seconds = []
-    for i in range(WARMUP + args.iters):
-        x, y = split_batch(i, rank, world)
-        workspace.FeedBlob('cpu_0/data', x)
-        workspace.FeedBlob('cpu_0/label', y)
-        start = time.perf_counter()
-        data_parallel_model.RunNet(model, 1)
-        seconds.append(time.perf_counter() - start)
+    step_s = rank_helpers.doppio_step_seconds(model, rank, world, args.iters, WARMUP)
     state = sum(workspace.FetchBlob(b).nbytes
                 for b in (str(b) for b in data_parallel_model.GetCheckpointParams(model))
                 if b.startswith('cpu_0/') and '_moment' in b)
     rank_helpers.write_report(args.worker, rank, dict(
-        state_bytes=state, step_ms=1e3 * median(seconds[WARMUP:])))
+        state_bytes=state, step_ms=1e3 * step_s))
     data_parallel_model.Synchronize(model)
 
 
