@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "core/engine_pref.h"
+#include "core/low_precision_op.h"
 #include "core/schema.h"
 
 namespace doppio {
@@ -81,11 +83,23 @@ const OperatorCreator* FindCreator(const OperatorDef& def, DeviceKind kind) {
 }
 
 // Every op is checked against its schema before it is built.
-void VerifiedSchema(const OperatorDef& def) {
+const OpSchema& VerifiedSchema(const OperatorDef& def) {
   const OpSchema* schema = OpSchemaRegistry::Schema(def.type());
   DOPPIO_ENFORCE(schema != nullptr, "operator type '", def.type(),
                  "' is registered without a schema; every op needs an OPERATOR_SCHEMA");
   schema->Verify(def);
+  return *schema;
+}
+
+// A CPU kernel whose schema computes float16/bfloat16 in float32 is built
+// inside a LowPrecisionOp (core/low_precision_op.h).
+OperatorCreator CpuCreator(const OpSchema& schema, const OperatorCreator& kernel) {
+  if (!schema.low_precision_in_float32()) return kernel;
+  std::set<int> float32_outputs = schema.float32_outputs();
+  return [kernel, float32_outputs](const OperatorDef& def, Workspace* workspace) {
+    return std::unique_ptr<OperatorBase>(
+        new LowPrecisionOp(def, workspace, kernel, float32_outputs));
+  };
 }
 
 }  // namespace
@@ -162,8 +176,7 @@ std::unique_ptr<OperatorBase> CreateOperator(const OperatorDef& def,
     const OperatorCreator* cpu = FindCreator(def, DeviceKind::kCPU);
     const FallbackCreator* fallback = OperatorRegistry::FindFallback(device.kind);
     if (cpu != nullptr && fallback != nullptr) {
-      VerifiedSchema(def);
-      return (*fallback)(def, workspace, *cpu);
+      return (*fallback)(def, workspace, CpuCreator(VerifiedSchema(def), *cpu));
     }
   }
   if (!creator) {
@@ -181,7 +194,8 @@ std::unique_ptr<OperatorBase> CreateOperator(const OperatorDef& def,
     }
     DOPPIO_THROW("unknown operator type '", def.type(), "'; did you mean ", similar, "?");
   }
-  VerifiedSchema(def);
+  const OpSchema& schema = VerifiedSchema(def);
+  if (device.kind == DeviceKind::kCPU) return CpuCreator(schema, *creator)(def, workspace);
   return (*creator)(def, workspace);
 }
 

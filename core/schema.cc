@@ -179,6 +179,7 @@ std::string OpSchema::Summary() const {
   if (!inplace_enforced_.empty()) ss << ", in-place enforced";
   else if (inplace_allowed_) ss << ", in-place allowed";
   if (has_shape_inference()) ss << ", shape inference";
+  if (low_precision_in_float32_) ss << ", float16/bfloat16 computed in float32";
   return ss.str();
 }
 

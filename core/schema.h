@@ -88,6 +88,17 @@ class OpSchema {
     elementwise_ = true;
     return *this;
   }
+  // CPU kernels: float16 and bfloat16 inputs are widened to float32, the
+  // float kernel runs and its outputs are rounded back to the inputs' type
+  // (core/low_precision_op.h), as GPUs run half ops with float32
+  // accumulation. Outputs in `float32_outputs` stay float32 (SpatialBN's
+  // statistics, its scale and bias gradients); an output in place over a
+  // float32 input stays float32 too. Float inputs alone run the kernel as is.
+  OpSchema& LowPrecisionInFloat32(std::set<int> float32_outputs = {}) {
+    low_precision_in_float32_ = true;
+    float32_outputs_ = std::move(float32_outputs);
+    return *this;
+  }
   OpSchema& Doc(std::string doc);
   OpSchema& Arg(std::string name, std::string description, bool required = false);
   OpSchema& Input(int index, std::string name, std::string description);
@@ -121,6 +132,8 @@ class OpSchema {
   bool inplace_allowed(int input, int output) const;
   bool inplace_enforced(int input, int output) const;
   bool elementwise() const { return elementwise_; }
+  bool low_precision_in_float32() const { return low_precision_in_float32_; }
+  const std::set<int>& float32_outputs() const { return float32_outputs_; }
   bool has_shape_inference() const { return static_cast<bool>(inference_); }
   std::vector<TensorShape> InferTensor(const OperatorDef& def,
                                        const std::vector<TensorShape>& inputs) const;
@@ -149,6 +162,8 @@ class OpSchema {
   std::vector<Slot> inputs_, outputs_;
   std::set<std::string> blob_name_args_, net_args_;
   bool elementwise_ = false;
+  bool low_precision_in_float32_ = false;
+  std::set<int> float32_outputs_;
 };
 
 // Renames every blob `op` names: inputs, outputs, control inputs, and,

@@ -236,37 +236,37 @@ constexpr const char kEluAlphaDoc[] = "(float, default 1.0) scale of the negativ
 
 }  // namespace
 
-OPERATOR_SCHEMA(Relu)
+OPERATOR_SCHEMA(Relu).LowPrecisionInFloat32()
     .Apply(ForwardSchema)
     .CostInferenceFunction(PointwiseCostInference(1))
     .Doc("Y = max(X, 0), elementwise.");
-OPERATOR_SCHEMA(ReluGradient)
+OPERATOR_SCHEMA(ReluGradient).LowPrecisionInFloat32()
     .Apply(GradientSchema)
     .CostInferenceFunction(PointwiseCostInference(1))
     .Doc("Gradient of Relu: dX = dY where Y > 0, else 0.");
 
-OPERATOR_SCHEMA(LeakyRelu)
+OPERATOR_SCHEMA(LeakyRelu).LowPrecisionInFloat32()
     .Apply(ForwardSchema)
     .Arg("alpha", kLeakyAlphaDoc)
     .Doc("Y = X where X > 0, alpha * X otherwise.");
-OPERATOR_SCHEMA(LeakyReluGradient)
+OPERATOR_SCHEMA(LeakyReluGradient).LowPrecisionInFloat32()
     .Apply(GradientSchema)
     .Arg("alpha", kLeakyAlphaDoc)
     .Doc("Gradient of LeakyRelu: dX = dY where Y >= 0, alpha * dY otherwise.");
 
-OPERATOR_SCHEMA(Sigmoid)
+OPERATOR_SCHEMA(Sigmoid).LowPrecisionInFloat32()
     .Apply(ForwardSchema)
     .CostInferenceFunction(PointwiseCostInference(4))
     .Doc("Y = 1 / (1 + exp(-X)), elementwise.");
-OPERATOR_SCHEMA(SigmoidGradient)
+OPERATOR_SCHEMA(SigmoidGradient).LowPrecisionInFloat32()
     .Apply(GradientSchema)
     .Doc("Gradient of Sigmoid: dX = dY * Y * (1 - Y).");
 
-OPERATOR_SCHEMA(Tanh)
+OPERATOR_SCHEMA(Tanh).LowPrecisionInFloat32()
     .Apply(ForwardSchema)
     .CostInferenceFunction(PointwiseCostInference(4))
     .Doc("Y = tanh(X), elementwise.");
-OPERATOR_SCHEMA(TanhGradient).Apply(GradientSchema).Doc("Gradient of Tanh: dX = dY * (1 - Y^2).");
+OPERATOR_SCHEMA(TanhGradient).LowPrecisionInFloat32().Apply(GradientSchema).Doc("Gradient of Tanh: dX = dY * (1 - Y^2).");
 
 OPERATOR_SCHEMA(Elu)
     .Apply(ForwardSchema)

@@ -162,7 +162,7 @@ void ConvGradientSchemaCommon(OpSchema& schema) {
 
 }  // namespace
 
-OPERATOR_SCHEMA(ConvGradient)
+OPERATOR_SCHEMA(ConvGradient).LowPrecisionInFloat32()
     .Apply(ConvGradientSchemaCommon)
     .TensorInferenceFunction(InferConvGradient)
     .CostInferenceFunction(CostInferenceForConvGradient);

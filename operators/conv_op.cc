@@ -481,7 +481,7 @@ std::vector<OperatorDef> GetConvGradient::GetGradientDefs() {
                            gradient_args);
 }
 
-OPERATOR_SCHEMA(Conv).Apply(ConvSchemaCommon).CostInferenceFunction(CostInferenceForConv);
+OPERATOR_SCHEMA(Conv).LowPrecisionInFloat32().Apply(ConvSchemaCommon).CostInferenceFunction(CostInferenceForConv);
 OPERATOR_SCHEMA(Conv1D).Apply(ConvSchemaCommon).CostInferenceFunction(CostInferenceForConv);
 OPERATOR_SCHEMA(Conv2D).Apply(ConvSchemaCommon).CostInferenceFunction(CostInferenceForConv);
 OPERATOR_SCHEMA(Conv3D).Apply(ConvSchemaCommon).CostInferenceFunction(CostInferenceForConv);

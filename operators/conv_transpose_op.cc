@@ -332,7 +332,7 @@ std::vector<TensorShape> InferConvTransposeGradient(const OperatorDef& def,
 
 }  // namespace
 
-OPERATOR_SCHEMA(ConvTranspose)
+OPERATOR_SCHEMA(ConvTranspose).LowPrecisionInFloat32()
     .NumInputs(2, 3)
     .NumOutputs(1)
     .TensorInferenceFunction(InferConvTranspose)
@@ -357,7 +357,7 @@ OPERATOR_SCHEMA(ConvTranspose)
     .Doc("Transposed convolution: scatters every input value times the filter onto the "
          "(strided) output, crops the pads and adds the bias.");
 
-OPERATOR_SCHEMA(ConvTransposeGradient)
+OPERATOR_SCHEMA(ConvTransposeGradient).LowPrecisionInFloat32()
     .NumInputs(3)
     .NumOutputs(1, 3)
     .TensorInferenceFunction(InferConvTransposeGradient)

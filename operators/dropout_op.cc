@@ -97,7 +97,7 @@ constexpr const char kIsTestDoc[] =
     "(int, default 0) nonzero: test mode, Y = X and nothing is dropped";
 }  // namespace
 
-OPERATOR_SCHEMA(Dropout)
+OPERATOR_SCHEMA(Dropout).LowPrecisionInFloat32()
     .NumInputs(1)
     .NumOutputs(1, 2)
     .AllowInplace({{0, 0}})
@@ -118,7 +118,7 @@ OPERATOR_SCHEMA(Dropout)
     .Doc("Randomly zeroes elements with probability `ratio` during training, scaling "
          "the rest by 1 / (1 - ratio); a copy of the input in test mode.");
 
-OPERATOR_SCHEMA(DropoutGrad)
+OPERATOR_SCHEMA(DropoutGrad).LowPrecisionInFloat32()
     .NumInputs(1, 2)
     .NumOutputs(1)
     .AllowInplace({{0, 0}})

@@ -251,9 +251,9 @@ std::function<void(OpSchema&)> ArithmeticGradientSchema(const char* forward,
 
 }  // namespace
 
-OPERATOR_SCHEMA(Add).AllowInplace({{0, 0}, {1, 0}}).Apply(ArithmeticSchema("addition", "+"));
-OPERATOR_SCHEMA(Sub).AllowInplace({{0, 0}, {1, 0}}).Apply(ArithmeticSchema("subtraction", "-"));
-OPERATOR_SCHEMA(Mul)
+OPERATOR_SCHEMA(Add).LowPrecisionInFloat32().AllowInplace({{0, 0}, {1, 0}}).Apply(ArithmeticSchema("addition", "+"));
+OPERATOR_SCHEMA(Sub).LowPrecisionInFloat32().AllowInplace({{0, 0}, {1, 0}}).Apply(ArithmeticSchema("subtraction", "-"));
+OPERATOR_SCHEMA(Mul).LowPrecisionInFloat32()
     .AllowInplace({{0, 0}, {1, 0}})
     .Apply(ArithmeticSchema("multiplication", "*"));
 // Div's gradient reads B, so B may not be overwritten.
@@ -267,15 +267,15 @@ OPERATOR_SCHEMA(Div)
 
 // Add and Sub read A and B for their shapes only, which dA and dB take: the
 // gradient of an in-place Add passes dC for the overwritten input's shape.
-OPERATOR_SCHEMA(AddGradient)
+OPERATOR_SCHEMA(AddGradient).LowPrecisionInFloat32()
     .NumInputs(3)
     .AllowInplace({{0, 0}, {0, 1}, {1, 0}, {2, 1}})
     .Apply(ArithmeticGradientSchema("Add", &AddFunctor::Slots));
-OPERATOR_SCHEMA(SubGradient)
+OPERATOR_SCHEMA(SubGradient).LowPrecisionInFloat32()
     .NumInputs(3)
     .AllowInplace({{0, 0}, {0, 1}, {1, 0}, {2, 1}})
     .Apply(ArithmeticGradientSchema("Sub", &SubFunctor::Slots));
-OPERATOR_SCHEMA(MulGradient)
+OPERATOR_SCHEMA(MulGradient).LowPrecisionInFloat32()
     .NumInputs(3)
     .AllowInplace({{0, 0}, {0, 1}})
     .Apply(ArithmeticGradientSchema("Mul", &MulFunctor::Slots));

@@ -270,7 +270,7 @@ void FCSchemaArgs(OpSchema& schema) {
 
 }  // namespace
 
-OPERATOR_SCHEMA(FC)
+OPERATOR_SCHEMA(FC).LowPrecisionInFloat32()
     .NumInputs(3)
     .NumOutputs(1)
     .TensorInferenceFunction(FCInference(false))
@@ -284,7 +284,7 @@ OPERATOR_SCHEMA(FC)
         "Fully connected layer: Y = X W^T + b, where X is coerced to a matrix "
         "[M, K] at `axis` and W to [N, K] at `axis_w`; b is added to every row.");
 
-OPERATOR_SCHEMA(FCTransposed)
+OPERATOR_SCHEMA(FCTransposed).LowPrecisionInFloat32()
     .NumInputs(3)
     .NumOutputs(1)
     .TensorInferenceFunction(FCInference(true))
@@ -296,7 +296,7 @@ OPERATOR_SCHEMA(FCTransposed)
     .Output(0, "Y", "X W + b, of shape X.dims[:axis] + [N]")
     .Doc("FC with the weight matrix stored transposed, [K, N]: Y = X W + b.");
 
-OPERATOR_SCHEMA(FCGradient)
+OPERATOR_SCHEMA(FCGradient).LowPrecisionInFloat32()
     .NumInputs(3)
     .NumOutputs(2, 3)
     .TensorInferenceFunction(FCGradientInference(false))

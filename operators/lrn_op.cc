@@ -177,7 +177,7 @@ void LRNArgDocs(OpSchema& schema) {
 
 }  // namespace
 
-OPERATOR_SCHEMA(LRN)
+OPERATOR_SCHEMA(LRN).LowPrecisionInFloat32()
     .NumInputs(1)
     .NumOutputs(1, 2)
     .TensorInferenceFunction([](const OperatorDef& def, const std::vector<TensorShape>& in) {
@@ -190,7 +190,7 @@ OPERATOR_SCHEMA(LRN)
     .Doc("Local response normalization across channels: each value is divided by "
          "(bias + alpha / size * sum of squares over `size` neighbouring channels)^beta.");
 
-OPERATOR_SCHEMA(LRNGradient)
+OPERATOR_SCHEMA(LRNGradient).LowPrecisionInFloat32()
     .NumInputs(3)
     .NumOutputs(1)
     .IdenticalTypeAndShape()

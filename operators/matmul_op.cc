@@ -231,7 +231,7 @@ void BatchMatMulOp::RunOnDevice() {
 REGISTER_CPU_OPERATOR(MatMul, MatMulOp);
 REGISTER_CPU_OPERATOR(BatchMatMul, BatchMatMulOp);
 
-OPERATOR_SCHEMA(MatMul)
+OPERATOR_SCHEMA(MatMul).LowPrecisionInFloat32()
     .NumInputs(2, 3)
     .CostInferenceFunction(CostInferenceForMatMul)
     .NumOutputs(1)
@@ -256,7 +256,7 @@ OPERATOR_SCHEMA(MatMul)
     .Doc("Matrix product Y = A * B, where A is coerced to a matrix at axis_a and B "
          "at axis_b, each optionally transposed.");
 
-OPERATOR_SCHEMA(BatchMatMul)
+OPERATOR_SCHEMA(BatchMatMul).LowPrecisionInFloat32()
     .NumInputs(2)
     .NumOutputs(1)
     .TensorInferenceFunction([](const OperatorDef& def, const std::vector<TensorShape>& in) {

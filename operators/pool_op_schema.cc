@@ -92,7 +92,7 @@ const char kAnyRank[] = "with 1 to 3 spatial dims";
 
 }  // namespace
 
-OPERATOR_SCHEMA(AveragePool).Apply(ForwardSchema("the average", kAnyRank)).Apply(AverageArgs);
+OPERATOR_SCHEMA(AveragePool).LowPrecisionInFloat32().Apply(ForwardSchema("the average", kAnyRank)).Apply(AverageArgs);
 OPERATOR_SCHEMA(AveragePool1D)
     .Apply(ForwardSchema("the average", "with 1 spatial dim"))
     .Apply(AverageArgs);
@@ -102,7 +102,7 @@ OPERATOR_SCHEMA(AveragePool2D)
 OPERATOR_SCHEMA(AveragePool3D)
     .Apply(ForwardSchema("the average", "with 3 spatial dims"))
     .Apply(AverageArgs);
-OPERATOR_SCHEMA(MaxPool).Apply(ForwardSchema("the maximum", kAnyRank)).Apply(IndicesOutput);
+OPERATOR_SCHEMA(MaxPool).LowPrecisionInFloat32().Apply(ForwardSchema("the maximum", kAnyRank)).Apply(IndicesOutput);
 OPERATOR_SCHEMA(MaxPool1D)
     .Apply(ForwardSchema("the maximum", "with 1 spatial dim"))
     .Apply(IndicesOutput);
@@ -112,11 +112,11 @@ OPERATOR_SCHEMA(MaxPool2D)
 OPERATOR_SCHEMA(MaxPool3D)
     .Apply(ForwardSchema("the maximum", "with 3 spatial dims"))
     .Apply(IndicesOutput);
-OPERATOR_SCHEMA(AveragePoolGradient).Apply(GradientSchema).Apply(AverageArgs);
+OPERATOR_SCHEMA(AveragePoolGradient).LowPrecisionInFloat32().Apply(GradientSchema).Apply(AverageArgs);
 OPERATOR_SCHEMA(AveragePool1DGradient).Apply(GradientSchema).Apply(AverageArgs);
 OPERATOR_SCHEMA(AveragePool2DGradient).Apply(GradientSchema).Apply(AverageArgs);
 OPERATOR_SCHEMA(AveragePool3DGradient).Apply(GradientSchema).Apply(AverageArgs);
-OPERATOR_SCHEMA(MaxPoolGradient).Apply(GradientSchema);
+OPERATOR_SCHEMA(MaxPoolGradient).LowPrecisionInFloat32().Apply(GradientSchema);
 OPERATOR_SCHEMA(MaxPool1DGradient).Apply(GradientSchema);
 OPERATOR_SCHEMA(MaxPool2DGradient).Apply(GradientSchema);
 OPERATOR_SCHEMA(MaxPool3DGradient).Apply(GradientSchema);

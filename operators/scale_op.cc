@@ -34,7 +34,7 @@ void ScaleOp::RunOnDevice() {
 
 REGISTER_CPU_OPERATOR(Scale, ScaleOp);
 
-OPERATOR_SCHEMA(Scale)
+OPERATOR_SCHEMA(Scale).LowPrecisionInFloat32()
     .Elementwise()
     .NumInputs(1)
     .CostInferenceFunction(PointwiseCostInference(1))

@@ -121,7 +121,7 @@ constexpr const char kAxisDoc[] =
     "normalized together";
 }  // namespace
 
-OPERATOR_SCHEMA(Softmax)
+OPERATOR_SCHEMA(Softmax).LowPrecisionInFloat32()
     .NumInputs(1)
     .CostInferenceFunction(CostInferenceForSoftmax)
     .NumOutputs(1)
@@ -131,7 +131,7 @@ OPERATOR_SCHEMA(Softmax)
     .Output(0, "Y", "softmax of each row, of X's shape and type")
     .Doc("Y[r, :] = exp(X[r, :]) / sum(exp(X[r, :])) with X coerced to 2-D at `axis`.");
 
-OPERATOR_SCHEMA(SoftmaxGradient)
+OPERATOR_SCHEMA(SoftmaxGradient).LowPrecisionInFloat32()
     .NumInputs(2)
     .CostInferenceFunction(PointwiseCostInference(3))
     .NumOutputs(1)

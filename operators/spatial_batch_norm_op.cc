@@ -518,7 +518,7 @@ void SpatialBNCommonArgs(OpSchema& schema) {
 
 }  // namespace
 
-OPERATOR_SCHEMA(SpatialBN)
+OPERATOR_SCHEMA(SpatialBN).LowPrecisionInFloat32({1, 2, 3, 4})
     .NumInputs(std::set<int>{5, 7})
     .NumOutputs(std::set<int>{1, 5})
     .AllowInplace({{0, 0}, {5, 3}, {6, 4}})
@@ -544,7 +544,7 @@ OPERATOR_SCHEMA(SpatialBN)
          "+ bias. Training uses the batch's statistics and updates the running ones; "
          "is_test=1 uses inputs mean and var.");
 
-OPERATOR_SCHEMA(SpatialBNGradient)
+OPERATOR_SCHEMA(SpatialBNGradient).LowPrecisionInFloat32({1, 2})
     .NumInputs(std::set<int>{5, 7})
     .CostInferenceFunction(CostInferenceForSpatialBNGradient)
     .NumOutputs(3)

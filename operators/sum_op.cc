@@ -80,7 +80,7 @@ void SumOp::RunOnDevice() {
 
 REGISTER_CPU_OPERATOR(Sum, SumOp);
 
-OPERATOR_SCHEMA(Sum)
+OPERATOR_SCHEMA(Sum).LowPrecisionInFloat32()
     .Elementwise()
     .NumInputs(1, 1 << 30)
     .CostInferenceFunction(CostInferenceForSum)

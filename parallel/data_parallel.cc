@@ -25,11 +25,14 @@ std::string DevicePrefixOf(int device_type, const std::string& name) {
   return name.substr(0, end + 1);
 }
 
-Parallelized Parallelize(const DataParallelTemplate& model,
+Parallelized Parallelize(const DataParallelTemplate& original,
                          const ParallelizeOptions& options) {
-  ValidateParallelize(model, options);
+  ValidateParallelize(original, options);
+  PrecisionPlan precision;
+  const DataParallelTemplate model = PlanPrecision(original, options, &precision);
   Parallelized result;
   result.plan = PlanParallelize(model, options);
+  result.plan.precision = std::move(precision);
   result.net = EmitTrainNet(result.plan, model, options);
   result.param_init_net = EmitInitNet(result.plan, model, options);
   if (result.plan.distributed) {

@@ -87,6 +87,22 @@ struct ParallelizeOptions {
   // to float rounding; optimizer memory per process falls by num_shards.
   // CPU devices only; nothing changes with one process.
   bool shard_optimizer_state = false;
+  // Mixed precision (parallel/mixed_precision.h): "fp32" (none), "bf16" or
+  // "fp16". The template's forward net runs its compute-bound ops in the low
+  // type, params stay float32 masters. When the template carries its own
+  // backward, the caller lowered the forward net before deriving it (the
+  // Python front end does, with the same LowerPrecision). CPU devices only.
+  std::string precision = "fp32";
+  // Dynamic loss scaling: each loss's gradient starts at the loss scale,
+  // the reduced gradients are unscaled, and a step whose gradients are not
+  // all finite skips every update op (on every replica and process alike,
+  // since all read the same reduced gradients) and halves the scale; after
+  // loss_scale_growth_interval good steps in a row it doubles. Unset: on
+  // for fp16, off otherwise. The scale and the skipped steps are per-replica
+  // blobs: kLossScaleBlob, kLossScaleSkippedStepsBlob (data_parallel_plan.h).
+  std::optional<bool> dynamic_loss_scale;
+  float init_loss_scale = 65536.0f;
+  int64_t loss_scale_growth_interval = 2000;
   // num_shards > 1: this process is one shard of a multi-process run
   // (parallel/distributed.h); devices are this process's own.
   RendezvousOptions rendezvous;

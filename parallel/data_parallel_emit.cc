@@ -242,44 +242,6 @@ void EmitAfterOp(const AfterOp& after, const ParallelPlan& plan,
 
 // ---- gradient accumulation (plan.accumulate_steps > 1) ----
 
-OperatorDef MakeOp(const std::string& type, const std::vector<std::string>& inputs,
-                   const std::vector<std::string>& outputs, const DeviceOption& device_option) {
-  OperatorDef op;
-  op.set_type(type);
-  for (const std::string& input : inputs) op.add_input(input);
-  for (const std::string& output : outputs) op.add_output(output);
-  *op.mutable_device_option() = device_option;
-  return op;
-}
-
-OperatorDef Int64Fill(const std::string& blob, int64_t value) {
-  OperatorDef op = MakeOp("ConstantFill", {}, {blob}, DeviceOption());
-  Argument* shape = op.add_arg();
-  shape->set_name("shape");
-  shape->add_ints(1);
-  SetArgument(&op, "value", value);
-  SetArgument(&op, "dtype", static_cast<int64_t>(TensorProto::INT64));
-  return op;
-}
-
-// The While op names every blob its nets (condition first, then body) read
-// before writing and every blob they write, so that passes and executors
-// that see only the blobs an op names (the dag executor's dependencies, the
-// Free ops of dynamic memory management) see the loop's.
-void NameLoopBlobs(const std::vector<const NetDef*>& nets, OperatorDef* loop) {
-  std::set<std::string> written;
-  std::set<std::string> listed_inputs(loop->input().begin(), loop->input().end());
-  for (const NetDef* net : nets) {
-    for (const OperatorDef& op : net->op()) {
-      for (const std::string& input : op.input()) {
-        if (!written.count(input) && listed_inputs.insert(input).second) loop->add_input(input);
-      }
-      for (const std::string& output : op.output()) {
-        if (written.insert(output).second) loop->add_output(output);
-      }
-    }
-  }
-}
 
 // Zeroed accumulators of each gradient's param's shape and dtype, per replica.
 void EmitZeroAccumulators(const ParallelPlan& plan, NetDef* net) {
@@ -414,6 +376,41 @@ void EmitShardedUpdate(const ParallelPlan& plan, const DataParallelTemplate& mod
 
 }  // namespace
 
+OperatorDef MakeOp(const std::string& type, const std::vector<std::string>& inputs,
+                   const std::vector<std::string>& outputs, const DeviceOption& device_option) {
+  OperatorDef op;
+  op.set_type(type);
+  for (const std::string& input : inputs) op.add_input(input);
+  for (const std::string& output : outputs) op.add_output(output);
+  *op.mutable_device_option() = device_option;
+  return op;
+}
+
+OperatorDef Int64Fill(const std::string& blob, int64_t value) {
+  OperatorDef op = MakeOp("ConstantFill", {}, {blob}, DeviceOption());
+  Argument* shape = op.add_arg();
+  shape->set_name("shape");
+  shape->add_ints(1);
+  SetArgument(&op, "value", value);
+  SetArgument(&op, "dtype", static_cast<int64_t>(TensorProto::INT64));
+  return op;
+}
+
+void NameLoopBlobs(const std::vector<const NetDef*>& nets, OperatorDef* loop) {
+  std::set<std::string> written;
+  std::set<std::string> listed_inputs(loop->input().begin(), loop->input().end());
+  for (const NetDef* net : nets) {
+    for (const OperatorDef& op : net->op()) {
+      for (const std::string& input : op.input()) {
+        if (!written.count(input) && listed_inputs.insert(input).second) loop->add_input(input);
+      }
+      for (const std::string& output : op.output()) {
+        if (written.insert(output).second) loop->add_output(output);
+      }
+    }
+  }
+}
+
 NetDef ShardStateNet(const ParallelPlan& plan) {
   NetDef net;
   net.set_name("shard_optimizer_state");
@@ -474,6 +471,13 @@ NetDef EmitTrainNet(const ParallelPlan& plan, const DataParallelTemplate& model,
   }
   if (plan.sharded.enabled) {
     EmitShardedUpdate(plan, model, cloner, &collectives, &net);
+  } else if (plan.loss_scaling.enabled) {
+    NetDef updates;
+    updates.set_name(model.param_update_net.name() + "_if_finite");
+    cloner.AppendReplicaMajor(OpsOf(plan.update_net),
+                              "param_update_net '" + model.param_update_net.name() + "'",
+                              std::vector<bool>(plan.update_net.op_size(), false), &updates);
+    EmitLossScaledUpdate(plan, options, std::move(updates), &net);
   } else {
     // A shared model has one copy of each param to update: the master's.
     cloner.AppendReplicaMajor(OpsOf(plan.update_net),
@@ -512,6 +516,7 @@ NetDef EmitInitNet(const ParallelPlan& plan, const DataParallelTemplate& model,
     }
   }
   AppendAll(OpsOf(ShardStateNet(plan)), &init);
+  EmitLossScaleInit(plan, &init);
   SetExternalInputs(&init);
   SetExternalOutputs(model.param_init_net, cloner, &init);
   return init;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,26 @@ void ValidateParallelizeOptions(const ParallelizeOptions& options);
 void ValidateParallelize(const DataParallelTemplate& model, const ParallelizeOptions& options);
 
 // ---- plan ----
+
+// Every blob the template's nets name and the training ops write: what a
+// name the pass adds must not be.
+std::set<std::string> TemplateBlobs(const DataParallelTemplate& model, const ParallelPlan& plan);
+
+// Mixed precision: the template with its forward net lowered to
+// options.precision (parallel/mixed_precision.h), unless it carries its own
+// backward (then the caller lowered it first); what was done goes to
+// `precision`. CPU devices only (NotImplementedError on CUDA).
+DataParallelTemplate PlanPrecision(const DataParallelTemplate& model,
+                                   const ParallelizeOptions& options, PrecisionPlan* precision);
+
+// Dynamic loss scaling (options.dynamic_loss_scale, by default on for fp16):
+// each loss's gradient seed is multiplied by the replica's kLossScaleBlob
+// right after the ConstantFill that makes it. Right after PlanGradients, so
+// later phases index the final train_ops. NotImplementedError with sparse
+// gradients, shared_model, local_updates or shard_optimizer_state;
+// InvalidArgumentError when the scale's blob names are taken.
+void PlanLossScaling(const DataParallelTemplate& model, const ParallelizeOptions& options,
+                     ParallelPlan* plan);
 
 // The replicas, in options.devices order.
 std::vector<Replica> PlanReplicas(const ParallelizeOptions& options);
@@ -112,6 +133,28 @@ NetDef EmitInitNet(const ParallelPlan& plan, const DataParallelTemplate& model,
 // ends with them), and the blocks they make. Empty without sharding.
 NetDef ShardStateNet(const ParallelPlan& plan);
 std::vector<Parallelized::ShardedBlob> ShardedBlobs(const ParallelPlan& plan);
+
+// Loss scaling: per replica, UnscaleGradients over its reduced dense
+// gradients; `updates` (every replica's update ops) inside an If on the
+// first replica's verdict (all replicas reach the same); per replica,
+// UpdateLossScale.
+void EmitLossScaledUpdate(const ParallelPlan& plan, const ParallelizeOptions& options,
+                          NetDef updates, NetDef* net);
+// Loss scaling: each replica's scale, good and skipped steps, made by the
+// init net.
+void EmitLossScaleInit(const ParallelPlan& plan, NetDef* init);
+
+// An op of `type` over these blobs, and a one-element int64 ConstantFill
+// (on the CPU), as the emitting phases build them.
+OperatorDef MakeOp(const std::string& type, const std::vector<std::string>& inputs,
+                   const std::vector<std::string>& outputs, const DeviceOption& device_option);
+OperatorDef Int64Fill(const std::string& blob, int64_t value);
+
+// The blobs nested nets (condition first, then body) read before writing
+// and the blobs they write, added to `op`'s inputs and outputs, so passes and
+// executors that see only the blobs an op names (the dag executor's
+// dependencies, the Free ops of dynamic memory management) see its nets'.
+void NameLoopBlobs(const std::vector<const NetDef*>& nets, OperatorDef* op);
 
 // ---- check ----
 

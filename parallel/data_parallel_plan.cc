@@ -58,6 +58,11 @@ std::string ParallelPlan::ToString() const {
   }
   out << "\n";
   if (local_updates) out << "local updates: each replica applies its own gradients\n";
+  if (precision.low != DataType::kFloat) out << precision.ToString();
+  if (loss_scaling.enabled) {
+    out << "dynamic loss scaling from " << loss_scaling.init_scale << ", growing after "
+        << loss_scaling.growth_interval << " good steps; updates skipped on overflow\n";
+  }
   for (const auto& entry : after_op) {
     out << "  after op " << entry.first << " (" << Describe(train_ops[entry.first]) << "):\n";
     PrintAfterOp(entry.second, out);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/mixed_precision.h"
 #include "parallel/sharded_state.h"
 #include "parallel/sparse_gradients.h"
 #include "proto/doppio.pb.h"
@@ -48,6 +49,14 @@ struct AfterOp {
   }
 };
 
+// Dynamic loss scaling's per-replica blobs: the scale (float32), the good
+// steps since it last changed and the skipped steps (int64), and whether
+// this step's reduced gradients are all finite (bool).
+constexpr const char* kLossScaleBlob = "loss_scale";
+constexpr const char* kLossScaleGoodStepsBlob = "loss_scale_good_steps";
+constexpr const char* kLossScaleSkippedStepsBlob = "loss_scale_skipped_steps";
+constexpr const char* kGradientsFiniteBlob = "loss_scale_gradients_finite";
+
 struct ParallelPlan {
   std::vector<Replica> replicas;
   // Blobs that exist once, unprefixed (the iteration counter, the lr).
@@ -74,6 +83,16 @@ struct ParallelPlan {
   // params among them), as the ops' schemas infer them: what bucket sizes,
   // accumulators and the collective schedule check read.
   std::map<std::string, TensorShape> init_shapes;
+  // options.precision: what LowerPrecision did to the template's forward
+  // net (the template the rest of the plan reads is the lowered one).
+  PrecisionPlan precision;
+  // Dynamic loss scaling (options.dynamic_loss_scale): the scale starts at
+  // init_scale and grows after growth_interval good steps.
+  struct LossScaling {
+    bool enabled = false;
+    float init_scale = 65536.0f;
+    int64_t growth_interval = 2000;
+  } loss_scaling;
 
   // Forward then backward ops of the training net, after the
   // combine_spatial_bn rewrite; indices below refer to this list.

@@ -11,6 +11,7 @@
 #include "parallel/data_parallel_phases.h"
 #include "parallel/device_collectives.h"
 #include "parallel/distributed.h"
+#include "parallel/mixed_precision.h"
 #include "parallel/shared_model.h"
 
 namespace doppio {
@@ -44,6 +45,11 @@ void ValidateParallelizeOptions(const ParallelizeOptions& options) {
                    options.shared_model ? "shared_model" : "local_updates",
                    ": it shards the state of one update of reduced gradients");
   }
+  if (ParsePrecision(options.precision) != DataType::kFloat && options.device_type != CPU) {
+    throw NotImplementedError(MakeString("Parallelize: precision '", options.precision,
+                                         "' on CUDA devices waits for the GPU kernels; CPU "
+                                         "devices run it"));
+  }
   ValidateRendezvous(options.rendezvous);
 }
 
@@ -73,19 +79,6 @@ int LastTouch(const std::vector<OperatorDef>& train_ops, const std::set<std::str
 
 // Every blob the template's nets name, and every output of train_ops: the
 // names the pass's own blobs must not take.
-std::set<std::string> TemplateBlobs(const DataParallelTemplate& model, const ParallelPlan& plan) {
-  std::set<std::string> blobs;
-  for (const NetDef* net : {&model.param_init_net, &model.net, &plan.update_net}) {
-    for (const OperatorDef& op : net->op()) {
-      blobs.insert(op.input().begin(), op.input().end());
-      blobs.insert(op.output().begin(), op.output().end());
-    }
-  }
-  for (const OperatorDef& op : plan.train_ops) {
-    blobs.insert(op.output().begin(), op.output().end());
-  }
-  return blobs;
-}
 
 // CUDA replicas gather sparse rows on the first device through staged
 // copies (DeviceCollectives::GatherRows), whose names must be free too.
@@ -140,6 +133,20 @@ std::set<std::string> BlobsNamedBy(const OperatorDef& op) {
 }
 
 }  // namespace
+
+std::set<std::string> TemplateBlobs(const DataParallelTemplate& model, const ParallelPlan& plan) {
+  std::set<std::string> blobs;
+  for (const NetDef* net : {&model.param_init_net, &model.net, &plan.update_net}) {
+    for (const OperatorDef& op : net->op()) {
+      blobs.insert(op.input().begin(), op.input().end());
+      blobs.insert(op.output().begin(), op.output().end());
+    }
+  }
+  for (const OperatorDef& op : plan.train_ops) {
+    blobs.insert(op.output().begin(), op.output().end());
+  }
+  return blobs;
+}
 
 std::vector<std::string> ParamsNoLossDependsOn(const DataParallelTemplate& model) {
   // Backwards from the losses: an op that writes a blob a loss depends on
@@ -417,6 +424,7 @@ ParallelPlan PlanParallelize(const DataParallelTemplate& model,
   plan.replicas = PlanReplicas(options);
   plan.init_shapes = InferNetShapes(model.param_init_net, {});
   PlanGradients(model, &plan);
+  PlanLossScaling(model, options, &plan);
   PlanSharing(model, options, &plan);
   PlanCombinedBatchNorm(options, &plan);
   PlanSparseGradients(model, options, &plan);

@@ -17,6 +17,7 @@
 #include "parallel/data_parallel.h"
 #include "parallel/data_parallel_phases.h"
 #include "parallel/device_collectives.h"
+#include "parallel/mixed_precision.h"
 #include "python_api/proto_bytes.h"
 
 namespace py = pybind11;
@@ -118,6 +119,11 @@ void DefineRequest(py::module_& m) {
       .def_readwrite("accumulate_steps", &ParallelizeOptions::accumulate_steps)
       .def_readwrite("local_updates", &ParallelizeOptions::local_updates)
       .def_readwrite("shard_optimizer_state", &ParallelizeOptions::shard_optimizer_state)
+      .def_readwrite("precision", &ParallelizeOptions::precision)
+      .def_readwrite("dynamic_loss_scale", &ParallelizeOptions::dynamic_loss_scale)
+      .def_readwrite("init_loss_scale", &ParallelizeOptions::init_loss_scale)
+      .def_readwrite("loss_scale_growth_interval",
+                     &ParallelizeOptions::loss_scale_growth_interval)
       .def_readwrite("rendezvous", &ParallelizeOptions::rendezvous);
   py::class_<DataParallelTemplate> model(m, "DataParallelTemplate");
   model.def(py::init<>())
@@ -148,6 +154,10 @@ void DefineResult(py::module_& m) {
       .def_readonly("accumulate_steps", &ParallelPlan::accumulate_steps)
       .def_readonly("accumulators", &ParallelPlan::accumulators)
       .def_readonly("init_broadcasts", &ParallelPlan::init_broadcasts)
+      .def_property_readonly("loss_scaling",
+                             [](const ParallelPlan& plan) { return plan.loss_scaling.enabled; })
+      .def_property_readonly(
+          "precision", [](const ParallelPlan& plan) { return DataTypeName(plan.precision.low); })
       .def_property_readonly("reductions", &Reductions)
       .def("__str__", &ParallelPlan::ToString);
   py::class_<Parallelized>(m, "Parallelized")
@@ -203,6 +213,21 @@ void DefineParallelize(py::module_& m) {
       },
       py::arg("request"));
   m.def("validate_parallelize_options", &ValidateParallelizeOptions, py::arg("options"));
+  // Dynamic loss scaling's per-replica blob names (without the prefix).
+  m.attr("LOSS_SCALE_BLOB") = kLossScaleBlob;
+  m.attr("LOSS_SCALE_SKIPPED_STEPS_BLOB") = kLossScaleSkippedStepsBlob;
+  m.attr("LOSS_SCALE_GOOD_STEPS_BLOB") = kLossScaleGoodStepsBlob;
+  // The forward net lowered to `precision` (parallel/mixed_precision.h), and
+  // the plan's text: what the Python front end runs before it derives the
+  // backward, so that the gradient ops follow the lowered ops.
+  m.def(
+      "lower_precision",
+      [](const py::bytes& net_bytes, const std::string& precision) {
+        const NetDef net = ParseProto<NetDef>(net_bytes, "NetDef");
+        LoweredNet lowered = LowerPrecision(net, ParsePrecision(precision));
+        return py::make_tuple(SerializeProto(lowered.net), lowered.plan.ToString());
+      },
+      py::arg("net"), py::arg("precision"));
   // The init net again with its collective schedule check covering `nets`
   // too (parallel/collective_schedule.h), for collectives added after the
   // pass; `shapes`: Parallelized.schedule_shapes.

@@ -76,6 +76,7 @@ import re
 from doppio import core
 from doppio import data_parallel_bmuf
 from doppio import data_parallel_devices
+from doppio import data_parallel_precision
 from doppio import data_parallel_shards
 from doppio.data_parallel_checkpoint import (ExtractPredictorNet,  # noqa: F401
                                              FinalizeAfterCheckpoint, GetCheckpointParams)
@@ -87,6 +88,7 @@ from doppio.data_parallel_memory import (_AddDynamicMemoryOptimization,  # noqa:
 # One block of a single-device model made data-parallel (PyTorch's
 # DataParallel on a sub-module); see parallel_primitives.
 from doppio.parallel_primitives import DataParallelBlock  # noqa: F401
+from doppio.data_parallel_precision import LossScaleState  # noqa: F401
 from doppio import scope
 from doppio import workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2
@@ -126,7 +128,8 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
                 max_concurrent_distributed_ops=16, cpu_device=False, ideep=False,
                 num_threads_per_device=4, shared_model=False, combine_spatial_bn=False,
                 barrier_net_timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC, accumulate_steps=1,
-                shard_optimizer_state=False, _local_updates=False):
+                shard_optimizer_state=False, precision='fp32', dynamic_loss_scale=None,
+                init_loss_scale=65536.0, loss_scale_growth_interval=2000, _local_updates=False):
     """Replicates the model on `devices` for synchronous SGD (see the module
     doc). `param_update_builder_fun(model)` or `optimizer_builder_fun(model)`
     (at most one; neither: forward only) adds the updates; both see
@@ -156,7 +159,18 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     a 1-D block) and the params are allgathered; the update ops must be
     elementwise (SGD, momentum, Adam, Adagrad, RmsProp, Ftrl, WeightedSum).
     Checkpoints then need every shard's blocks: distributed.Checkpointer
-    saves and restores them at any process count. (_local_updates:
+    saves and restores them at any process count. precision='bf16' or
+    'fp16' (a Doppio addition; CPU devices) trains in mixed precision: the
+    forward builder's net is rewritten before its backward is derived so
+    that convolutions and matrix products run in the low type, softmax and
+    losses in float32, and the params stay float32 master weights the
+    optimizer updates (parallel/mixed_precision.h). dynamic_loss_scale
+    (default: on for fp16) scales each loss's gradient by the replica's
+    `loss_scale` blob (init_loss_scale), skips the updates of a step whose
+    reduced gradients are not all finite (every replica and process skips
+    the same steps), halves the scale then and doubles it after
+    loss_scale_growth_interval good steps; LossScaleState(model) reads it.
+    (_local_updates:
     Parallelize_BMUF's local steps, each device applying its own
     gradients.)"""
     model = model_helper_obj
@@ -178,6 +192,10 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     options = _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_params,
                            num_threads_per_device, shared_model, combine_spatial_bn, rendezvous,
                            accumulate_steps, _local_updates, shard_optimizer_state)
+    options.precision = str(precision)
+    options.dynamic_loss_scale = dynamic_loss_scale
+    options.init_loss_scale = float(init_loss_scale)
+    options.loss_scale_growth_interval = int(loss_scale_growth_interval)
     workspace.C.validate_parallelize_options(options)
     if model.params:
         raise ValueError('Parallelize: the model must be empty (it has params {}); '
@@ -313,6 +331,7 @@ def _BuildParallel(model, input_builder_fun, forward_pass_builder_fun,
                              'loss blobs when an update is built, got {!r}'.format(losses))
     losses = [str(loss) for loss in (losses or [])] if has_update else []
 
+    data_parallel_precision.LowerForwardNet(model, options.precision)
     num_forward = len(model.net.Proto().op)
     forward_proto = caffe2_pb2.NetDef()
     forward_proto.CopyFrom(model.net.Proto())

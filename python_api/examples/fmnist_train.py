@@ -143,6 +143,11 @@ def parse_args(argv):
     parser.add_argument('--no_progress', action='store_true',
                         help='no progress bars (one line per epoch instead)')
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--precision', default='fp32', choices=['fp32', 'bf16', 'fp16'],
+                        help='mixed precision: convolutions and FCs in bfloat16 or float16, '
+                             'float32 master weights (Parallelize precision=)')
+    parser.add_argument('--loss_scale', default='auto', choices=['auto', 'dynamic', 'none'],
+                        help='dynamic loss scaling (auto: on for fp16)')
     parser.add_argument('--checkpoint_every_shard', action='store_true',
                         help='several processes: shards other than 0 also save their '
                         'replica as checkpoint_shard<N>.minidb (to compare the replicas)')
@@ -251,7 +256,8 @@ def build_train_model(args, train_db, train_count, shuffle_buffer=None):
         train, input_builder_fun=add_input, forward_pass_builder_fun=add_forward,
         optimizer_builder_fun=add_optimizer, devices=list(range(args.devices)),
         rendezvous=rendezvous(args), num_threads_per_device=args.num_threads_per_device,
-        combine_spatial_bn=args.combine_spatial_bn)
+        combine_spatial_bn=args.combine_spatial_bn, precision=args.precision,
+        dynamic_loss_scale={'auto': None, 'dynamic': True, 'none': False}[args.loss_scale])
     configure_threads(args, train.net.Proto())
     # The MLP's first FCGradient would also compute data's gradient, which
     # nothing reads (data comes through StopGradient).
@@ -382,10 +388,20 @@ def train_one_epoch(args, train, epoch, iters, losses):
             if i % 10 == 0 or i == iters - 1:
                 elapsed = time.perf_counter() - start
                 bar.set_postfix(loss='{:.4f}'.format(np.mean(losses[-10:])),
-                                img_s='{:.0f}'.format((i + 1) * args.batch_size / elapsed))
+                                img_s='{:.0f}'.format((i + 1) * args.batch_size / elapsed),
+                                **loss_scale_postfix(train))
     if bar is not None:
         bar.close()
     return time.perf_counter() - start
+
+
+def loss_scale_postfix(train):
+    """The loss scale and the steps it skipped, for the progress bar, when
+    the model scales its loss."""
+    state = data_parallel_model.LossScaleState(train).get(DEVICE0)
+    if state is None:
+        return {}
+    return dict(scale='{:g}'.format(state['scale']), skipped=state['skipped_steps'])
 
 
 def evaluate(test, iters):
@@ -557,7 +573,9 @@ def finish(args, train, deploy, losses, accuracies, epochs, counts):
                    model=args.model, devices=args.devices, processes=args.num_shards,
                    batch_size=args.batch_size,
                    num_threads_per_device=args.num_threads_per_device,
-                   intra_op_threads=args.intra_op_threads, auto_split=args.auto_split)
+                   intra_op_threads=args.intra_op_threads, auto_split=args.auto_split,
+                   precision=args.precision,
+                   loss_scale=data_parallel_model.LossScaleState(train).get(DEVICE0))
     with open(os.path.join(args.workdir, 'summary.json'), 'w') as f:
         json.dump(summary, f, indent=1)
     return summary
