@@ -93,43 +93,6 @@ class SgdOptimizer(Optimizer):
         self.base_learning_rate *= scale
 
 
-class MultiPrecisionSgdOptimizer(SgdOptimizer):
-    """Momentum SGD for parameters kept in two precisions
-    (PseudoFP16Initializer): the float16 gradient is cast to float32, the
-    float32 master copy and its momentum are updated, and the float16
-    parameter is recast from the master. A parameter with no float32 copy is
-    updated as SgdOptimizer does. Caffe2's defaults (Nesterov momentum)."""
-
-    def __init__(self, base_learning_rate=0.1, momentum=0.0, policy='fixed', nesterov=1,
-                 sparse_dedup_aggregator=None, **kwargs):
-        super(MultiPrecisionSgdOptimizer, self).__init__(
-            base_learning_rate=base_learning_rate, policy=policy, momentum=momentum,
-            nesterov=nesterov, sparse_dedup_aggregator=sparse_dedup_aggregator, **kwargs)
-
-    def _run(self, net, param_init_net, param_info):
-        copies = param_info.blob_copy or {}
-        param_fp32 = copies.get(core.DataType.FLOAT)
-        if param_fp32 is None:
-            return SgdOptimizer._run(self, net, param_init_net, param_info)
-        param = param_info.blob
-        grad = param_info.grad
-        if isinstance(grad, core.GradientSlice):
-            raise ValueError('MultiPrecisionSgdOptimizer: parameter {} has a sparse gradient, '
-                             'which multi-precision SGD does not support'.format(param))
-        if not self._check_rate('base_learning_rate', self.base_learning_rate):
-            return
-        lr, _ = self.build_lr(net, param_init_net, base_learning_rate=-self.base_learning_rate,
-                              policy=self.policy, **self.init_kwargs)
-        momentum_data = param_init_net.ConstantFill(
-            param_fp32, str(param) + '_momentum', value=0.0)
-        self._aux_params.local.append(momentum_data)
-        grad_fp32 = net.HalfToFloat(grad, str(grad) + '_fp32')
-        net.MomentumSGDUpdate([grad_fp32, momentum_data, lr, param_fp32],
-                              [grad_fp32, momentum_data, param_fp32],
-                              momentum=self.momentum, nesterov=int(bool(self.nesterov)))
-        net.FloatToHalf(param_fp32, param)
-
-
 class WeightDecayBuilder(Optimizer):
     """L2 regularization: grad += weight_decay * param (dense gradients)."""
 
@@ -580,12 +543,6 @@ def build_sgd(model, base_learning_rate, max_gradient_norm=None, allow_lr_inject
                   max_gradient_norm=max_gradient_norm, allow_lr_injection=allow_lr_injection)
 
 
-def build_multi_precision_sgd(model, base_learning_rate, max_gradient_norm=None,
-                              allow_lr_injection=False, **kwargs):
-    return _build(model, MultiPrecisionSgdOptimizer(base_learning_rate, **kwargs),
-                  max_gradient_norm=max_gradient_norm, allow_lr_injection=allow_lr_injection)
-
-
 def build_adagrad(model, base_learning_rate, parameters=None, max_gradient_norm=None,
                   allow_lr_injection=False, **kwargs):
     # `parameters` is accepted for Caffe2's signature; as there, every
@@ -614,3 +571,10 @@ def build_adam(model, base_learning_rate, max_gradient_norm=None, allow_lr_injec
                **kwargs):
     return _build(model, AdamOptimizer(alpha=base_learning_rate, **kwargs),
                   max_gradient_norm=max_gradient_norm, allow_lr_injection=allow_lr_injection)
+
+
+# The optimizers of float16 parameters (Caffe2's names, reached through this
+# module as in Caffe2); they build on the classes above.
+from doppio.optimizer_precision import (  # noqa: E402,F401
+    FP16SgdOptimizer, MultiPrecisionAdamOptimizer, MultiPrecisionSgdOptimizer, build_fp16_sgd,
+    build_multi_precision_adam, build_multi_precision_sgd)
