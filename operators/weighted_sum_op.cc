@@ -118,7 +118,7 @@ void WeightedSumGradientOp::RunOnDevice() {
 REGISTER_CPU_OPERATOR(WeightedSum, WeightedSumOp);
 REGISTER_CPU_OPERATOR(WeightedSumGradient, WeightedSumGradientOp);
 
-OPERATOR_SCHEMA(WeightedSum)
+OPERATOR_SCHEMA(WeightedSum).LowPrecisionInFloat32()
     .Elementwise()
     .NumInputs(2, 1 << 30)
     .NumOutputs(1)

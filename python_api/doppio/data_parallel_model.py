@@ -486,6 +486,8 @@ def _RecordDeviceBlobs(model, devices, params, computed, result, shared, shared_
                 core.BlobReference(_Prefix(d, model) + indices),
                 core.BlobReference(_Prefix(d, model) + values))
     model.grad_map = {str(k): v for k, v in model.param_to_grad.items()}
+    data_parallel_precision.RecordDeviceBlobCopies(
+        model, params, {d: _Prefix(d, model) for d in owners}, grouped)
 
 
 def GetDevices(model):

@@ -4,7 +4,9 @@ The rules are the C++ pass's (parallel/mixed_precision.h); this module only
 carries nets and blobs across."""
 import logging
 
+from doppio import core
 from doppio import workspace
+from doppio.modeling.parameter_info import ParameterInfo
 from doppio.proto import doppio_pb2 as caffe2_pb2
 
 log = logging.getLogger('data_parallel_model')
@@ -38,3 +40,23 @@ def LossScaleState(model):
                 prefix + workspace.C.LOSS_SCALE_SKIPPED_STEPS_BLOB)[0]),
         }
     return state
+
+
+def RecordDeviceBlobCopies(model, params, prefixes, grouped):
+    """Each device's param gets the template param's other-precision copies
+    (PseudoFP16Initializer's float32 master), under the device's prefix, so
+    that GetOptimizationParamInfo on device params finds them: what Caffe2's
+    post-sync builders read to refresh the masters from the broadcast float16
+    params. `prefixes`: device -> prefix of the devices owning params;
+    `grouped`: template name -> device -> blob."""
+    for name in params:
+        info = model._parameters_info.get(name)
+        if info is None or not info.blob_copy:
+            continue
+        for device, prefix in prefixes.items():
+            param = grouped[name][device]
+            copies = {dtype: core.BlobReference(prefix + str(blob))
+                      for dtype, blob in info.blob_copy.items()}
+            model._parameters_info[str(param)] = ParameterInfo(
+                param_id=None, param=param, shape=info.shape,
+                grad=model.param_to_grad.get(param), blob_copy=copies)

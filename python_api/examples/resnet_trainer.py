@@ -30,7 +30,7 @@ from caffe2.proto import caffe2_pb2
 from caffe2.python import (brew, core, data_parallel_model, dyndep, experiment_util,
                            model_helper, optimizer, timeout_guard, workspace)
 from caffe2.python.models import resnet
-from caffe2.python.modeling.initializers import Initializer
+from caffe2.python.modeling.initializers import Initializer, PseudoFP16Initializer
 from caffe2.python.predictor import predictor_exporter
 from caffe2.python.predictor import predictor_py_utils
 from caffe2.python.predictor_constants import predictor_constants
@@ -58,6 +58,11 @@ def parse_args(argv=None):
     parser.add_argument('--batch_size', type=int, default=8, help='per process, all devices')
     parser.add_argument('--epoch_size', type=int, default=32, help='images per epoch, all shards')
     parser.add_argument('--num_epochs', type=int, default=1)
+    parser.add_argument('--dtype', default='float', choices=['float', 'float16'],
+                        help="float16: Caffe2's float16 training (float16 params with "
+                             "float32 masters, float16 data)")
+    parser.add_argument('--float16_compute', action='store_true',
+                        help='float16 FC compute and build_fp16_sgd (with --dtype float16)')
     parser.add_argument('--base_learning_rate', type=float, default=0.01)
     parser.add_argument('--weight_decay', type=float, default=1e-4)
     parser.add_argument('--num_shards', type=int, default=1)
@@ -93,12 +98,15 @@ def _input_builder(args, model):
     """Adds the per-device input ops (the reader, when there is one, is made
     here, once, and shared by every device)."""
     per_device = args.batch_size // args.devices
+    float16 = args.dtype == 'float16'
     if args.train_data == 'null':
         def add_null_input(model):
             # A fresh batch every step, made by the net (so it is not a blob
             # of the checkpoint, which holds what param_init_net makes).
-            model.net.GaussianFill([], 'data',
+            model.net.GaussianFill([], 'data_fp32' if float16 else 'data',
                                    shape=[per_device, 3, args.image_size, args.image_size])
+            if float16:
+                model.net.FloatToHalf('data_fp32', 'data')
             model.net.ConstantFill([], 'label', shape=[per_device], value=args.label,
                                    dtype=core.DataType.INT32)
         return add_null_input
@@ -107,7 +115,7 @@ def _input_builder(args, model):
 
     def add_image_input(model):
         data, _ = brew.image_input(
-            model, reader, ['data', 'label'], batch_size=per_device, output_type='float',
+            model, reader, ['data', 'label'], batch_size=per_device, output_type=args.dtype,
             use_gpu_transform=False, use_caffe_datum=args.use_caffe_datum, mean=128.,
             std=128., scale=args.scale or args.image_size, crop=args.image_size, mirror=1,
             is_test=False)
@@ -118,18 +126,27 @@ def _input_builder(args, model):
 def build_model(args):
     """The parallelized training model."""
 
+    float16 = args.dtype == 'float16'
+
     def add_forward(model, loss_scale):
-        with brew.arg_scope([brew.conv, brew.fc], WeightInitializer=Initializer,
-                            BiasInitializer=Initializer, enable_tensor_core=False,
-                            float16_compute=False):
+        initializer = PseudoFP16Initializer if float16 else Initializer
+        with brew.arg_scope([brew.conv, brew.fc], WeightInitializer=initializer,
+                            BiasInitializer=initializer, enable_tensor_core=False,
+                            float16_compute=args.float16_compute):
             logits = resnet.create_resnet50(model, 'data', num_input_channels=3,
                                             num_labels=args.num_labels, no_bias=True,
                                             no_loss=True)
+        if float16:
+            logits = model.net.HalfToFloat(logits, logits + '_fp32')
         softmax, loss = model.SoftmaxWithLoss([logits, 'label'], ['softmax', 'loss'])
         brew.accuracy(model, [softmax, 'label'], 'accuracy')
         return [model.Scale(loss, scale=loss_scale)]
 
     def add_optimizer(model):
+        if args.float16_compute:
+            return optimizer.build_fp16_sgd(
+                model, args.base_learning_rate, momentum=0.9, nesterov=1,
+                weight_decay=args.weight_decay, policy='step', stepsize=1000, gamma=0.1)
         optimizer.add_weight_decay(model, args.weight_decay)
         return optimizer.build_multi_precision_sgd(
             model, args.base_learning_rate, momentum=0.9, nesterov=1, policy='step',
@@ -137,7 +154,7 @@ def build_model(args):
 
     def refresh_float32_copies(model):
         # After device 0's parameters reach every device: float32 masters
-        # of float16 parameters (none here; Caffe2's trainer has the hook).
+        # of float16 parameters (--dtype float16), as Caffe2's trainer.
         for info in model.GetOptimizationParamInfo(model.GetParams()):
             if info.blob_copy is not None:
                 model.param_init_net.HalfToFloat(info.blob,

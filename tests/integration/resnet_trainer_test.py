@@ -97,6 +97,40 @@ def test_trains_saves_and_resumes(tmp_path):
     assert workspace.FetchBlob('optimizer_iteration').tolist() == [5]
 
 
+@pytest.mark.parametrize('float16_compute', [False, True])
+def test_float16_training_as_caffe2s_trainer(tmp_path, float16_compute):
+    """--dtype float16 [--float16_compute]: float16 params with float32
+    masters (PseudoFP16Initializer), float16 data, the logits cast to float32
+    for the loss; build_multi_precision_sgd or build_fp16_sgd."""
+    extra = ['--dtype', 'float16'] + (['--float16_compute'] if float16_compute else [])
+    args = _args(tmp_path, '--num_epochs', '1', *extra)
+    model = resnet_trainer.build_model(args)
+    ops = [op.type for op in model.net.Proto().op]
+    update = 'FP16MomentumSGDUpdate' if float16_compute else 'MomentumSGDUpdate'
+    assert update in ops and 'HalfToFloat' in ops
+    workspace.RunNetOnce(model.param_init_net)
+    workspace.CreateNet(model.net)
+    before = workspace.FetchBlob('cpu_0/conv1_w').copy()
+    losses = []
+    for _ in range(3):
+        workspace.RunNet(model.net.Proto().name)
+        losses.append(float(workspace.FetchBlob('cpu_0/loss')))
+    assert all(np.isfinite(losses)), losses
+    w = workspace.FetchBlob('cpu_0/conv1_w')
+    assert w.dtype == np.float16 and workspace.FetchBlob('cpu_0/data').dtype == np.float16
+    assert not np.array_equal(w, before)
+    if not float16_compute:
+        # The float16 param is its float32 master rounded.
+        np.testing.assert_array_equal(w, workspace.FetchBlob('cpu_0/conv1_w_fp32').astype(
+            np.float16))
+    # SpatialBN keeps float32 scale and statistics next to float16 data.
+    assert workspace.FetchBlob('cpu_0/conv1_spatbn_relu_s').dtype == np.float32
+    for param in model.GetParams('cpu_0/'):
+        name = data_parallel_model.stripBlobName(param)
+        np.testing.assert_array_equal(workspace.FetchBlob('cpu_1/' + name),
+                                      workspace.FetchBlob(str(param)), err_msg=name)
+
+
 def test_main_loop_writes_one_export_per_epoch(tmp_path):
     saved = resnet_trainer.train(_args(tmp_path, '--num_epochs', '2'))
     assert [os.path.basename(p) for p in saved] == ['resnet_1.mdl', 'resnet_2.mdl']

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from caffe2.python import brew, core, model_helper, optimizer, workspace
+from caffe2.python import brew, model_helper, optimizer, workspace
 from caffe2.python.modeling.initializers import Initializer, PseudoFP16Initializer
 
 LR, MOMENTUM = 0.1, 0.9
