@@ -21,10 +21,22 @@ def GetCheckpointParams(model):
         for output in op.output:
             if output.startswith(prefix):
                 blobs.add(core.BlobReference(output))
-    for op in model.net.Proto().op:
+    for op in _OpsWithNested(model.net.Proto()):
         if op.type in ('Iter', 'AtomicIter') and not DevicePrefixOf(model, op.output[0]):
             blobs.add(core.BlobReference(op.output[0]))
     return blobs
+
+
+def _OpsWithNested(net):
+    """The net's ops and those of the nets its ops carry (the updates a loss
+    scale guards run inside an If)."""
+    for op in net.op:
+        yield op
+        for arg in op.arg:
+            if arg.HasField('n'):
+                yield from _OpsWithNested(arg.n)
+            for nested in arg.nets:
+                yield from _OpsWithNested(nested)
 
 
 def _StripDevicePrefix(model, name):

@@ -9,6 +9,7 @@ carry, so they must not change.
 import numpy as np
 
 from caffe2.python import brew, core
+from caffe2.python.models import resnet
 
 # Pixels are scaled to [0, 1] and then standardized with the training set's
 # statistics (the same constants as the PyTorch peer, tools/bench/peers/torch_fmnist.py).
@@ -81,8 +82,29 @@ def add_reference_mlp(model, data, is_test):
     return brew.softmax(model, pred, 'softmax')
 
 
+def add_cifar_resnet(model, data, is_test):
+    """A CIFAR ResNet (He et al. section 4.2: a 3x3 convolution, three
+    stages of 16, 32 and 64 filters, the last two starting with a stride of
+    2, global average pooling, FC) with two residual blocks per stage
+    (ResNet-14), built with models.resnet's ResNetBuilder; the first
+    convolution is padded so that 28x28 images give 7x7 at the end."""
+    brew.conv(model, data, 'conv1', 1, 16, kernel=3, pad=1, weight_init=('MSRAFill', {}))
+    brew.spatial_bn(model, 'conv1', 'conv1_spatbn', 16, epsilon=1e-3, is_test=is_test)
+    brew.relu(model, 'conv1_spatbn', 'relu1')
+    builder = resnet.ResNetBuilder(model, 'relu1', no_bias=1, is_test=is_test)
+    in_filters = 16
+    for stage, filters in enumerate((16, 32, 64)):
+        for index in range(2):
+            builder.add_simple_block(in_filters, filters,
+                                     down_sampling=(stage > 0 and index == 0))
+            in_filters = filters
+    brew.average_pool(model, builder.prev_blob, 'final_avg', global_pooling=1)
+    brew.fc(model, 'final_avg', 'last_out', 64, 10, **uniform_init(64))
+    return brew.softmax(model, 'last_out', 'softmax')
+
+
 # --model of fmnist_train.py and the benches.
-MODELS = {'cnn': add_reference_cnn, 'mlp': add_reference_mlp}
+MODELS = {'cnn': add_reference_cnn, 'mlp': add_reference_mlp, 'resnet': add_cifar_resnet}
 
 
 def add_loss_and_accuracy(model, softmax, label):

@@ -370,6 +370,10 @@ def progress_bar(iterable, enabled, **kwargs):
     return None
 
 
+# Non-finite losses in a row that end a float16 run with loss scaling.
+MAX_SKIPPED_IN_A_ROW = 20
+
+
 def train_one_epoch(args, train, epoch, iters, losses):
     """One pass over the data; `losses` gets each step's loss, the mean of
     the devices' (unscaled) losses, i.e. the global batch's mean."""
@@ -380,7 +384,11 @@ def train_one_epoch(args, train, epoch, iters, losses):
     for i in range(iters):
         data_parallel_model.RunNet(train, 1)
         losses.append(float(np.mean([workspace.FetchBlob(b) for b in loss_blobs])))
-        if not np.isfinite(losses[-1]):
+        # With a loss scale, a float16 overflow skips its step: only a run
+        # of them means training diverged.
+        recent = losses[-MAX_SKIPPED_IN_A_ROW:] if data_parallel_model.LossScaleState(
+            train) else losses[-1:]
+        if not np.isfinite(recent).any():
             raise SystemExit('fmnist_train: loss is {} at epoch {} iteration {}'.format(
                 losses[-1], epoch + 1, i))
         if bar is not None:

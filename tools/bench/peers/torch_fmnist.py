@@ -3,13 +3,16 @@
 and MLP of docs/DESIGN.md ("Reference workloads") trained eagerly on the CPU
 with the same optimizer, batch and input scaling as Doppio's example.
 
-    torch_fmnist.py [cnn|mlp] [EPOCHS] [THREADS] [--train_limit N]
+    torch_fmnist.py [cnn|mlp|resnet] [EPOCHS] [THREADS] [--train_limit N]
+                    [--precision fp32|bf16]
 
 Prints one line per epoch (training seconds, images/s, test accuracy) and,
 last, one JSON line with every epoch; the benches read that line. Images/s
 counts the training loop only: the data is decoded into tensors before the
 clock starts, as Doppio's input op fills its buffer when the net is created.
-The data comes from Debian's dataset-fashion-mnist package.
+The data comes from Debian's dataset-fashion-mnist package. --precision
+bf16 trains under torch.autocast('cpu', torch.bfloat16), PyTorch's CPU mixed
+precision (this PyTorch has no float16 autocast on the CPU).
 """
 import argparse
 import gzip
@@ -68,13 +71,63 @@ class MLP(nn.Module):
         return self.f3(F.relu(self.f2(x)))
 
 
-def train_epoch(model, optimizer, images, labels, order):
+class BasicBlock(nn.Module):
+    """Two 3x3 Conv+BN (the first strided when downsampling) plus the input,
+    projected by a 1x1 Conv+BN when the width changes; then Relu."""
+
+    def __init__(self, width_in, width, stride):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(width_in, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width)
+        self.c2, self.b2 = nn.Conv2d(width, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width)
+        self.shortcut = None
+        if width != width_in:
+            self.shortcut = nn.Sequential(nn.Conv2d(width_in, width, 1, stride, bias=False),
+                                          nn.BatchNorm2d(width))
+
+    def forward(self, x):
+        y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+        return F.relu(y + (x if self.shortcut is None else self.shortcut(x)))
+
+
+class ResNet(nn.Module):
+    """The CIFAR ResNet of fmnist_models.add_cifar_resnet: Conv3x3(pad 1) 16 +
+    BN + Relu, stages of 16, 32, 64 filters with two blocks each, global
+    average pooling, FC 64->10."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16)
+        blocks, width_in = [], 16
+        for stage, width in enumerate((16, 32, 64)):
+            for index in range(2):
+                blocks.append(BasicBlock(width_in, width, 2 if stage and not index else 1))
+                width_in = width
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = self.blocks(F.relu(self.b1(self.c1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+MODELS = {"cnn": CNN, "mlp": MLP, "resnet": ResNet}
+
+
+def autocast(precision):
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return torch.autocast("cpu", enabled=False)
+
+
+def train_epoch(model, optimizer, images, labels, order, precision="fp32"):
     model.train()
     start = time.perf_counter()
     for first in range(0, len(order) - BATCH + 1, BATCH):
         picked = order[first:first + BATCH]
         optimizer.zero_grad()
-        F.cross_entropy(model(images[picked]), labels[picked]).backward()
+        with autocast(precision):
+            loss = F.cross_entropy(model(images[picked]), labels[picked])
+        loss.backward()
         optimizer.step()
     return time.perf_counter() - start
 
@@ -87,11 +140,12 @@ def accuracy(model, images, labels):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("model", nargs="?", default="cnn", choices=("cnn", "mlp"))
+    parser.add_argument("model", nargs="?", default="cnn", choices=sorted(MODELS))
     parser.add_argument("epochs", nargs="?", type=int, default=1)
     parser.add_argument("threads", nargs="?", type=int, default=2)
     parser.add_argument("--train_limit", type=int, default=-1,
                         help="train on the first N images only (-1: all 60,000)")
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"))
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -103,18 +157,19 @@ def main(argv=None):
     test_x, test_y = load("t10k")
     train_x, train_y, test_x, test_y = (torch.from_numpy(a) for a in
                                         (train_x, train_y, test_x, test_y))
-    model = CNN() if args.model == "cnn" else MLP()
+    model = MODELS[args.model]()
     optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
 
     epochs = []
     for epoch in range(1, args.epochs + 1):
         order = torch.from_numpy(shuffle.permutation(len(train_x)))
-        seconds = train_epoch(model, optimizer, train_x, train_y, order)
+        seconds = train_epoch(model, optimizer, train_x, train_y, order, args.precision)
         epochs.append(dict(epoch=epoch, seconds=round(seconds, 2),
                            img_per_s=round(len(train_x) / seconds),
                            test_acc=round(accuracy(model, test_x, test_y), 4)))
         print(epochs[-1], flush=True)
     print(json.dumps(dict(peer="pytorch-" + torch.__version__, model=args.model,
+                          precision=args.precision,
                           threads=args.threads, batch=BATCH, epochs=epochs)))
 
 
