@@ -112,14 +112,6 @@ REGISTER_CPU_OPERATOR(UpdateLossScale, UpdateLossScaleOp);
 OPERATOR_SCHEMA(UnscaleGradients)
     .NumInputsOutputs([](int in, int out) { return in >= 2 && out == in; })
     .AllowInplace([](int input, int output) { return input == output; })
-    .TensorInferenceFunction([](const OperatorDef&, const std::vector<TensorShape>& in) {
-      std::vector<TensorShape> out(in.begin(), in.end() - 1);
-      TensorShape finite;
-      finite.add_dims(1);
-      finite.set_data_type(TensorProto::BOOL);
-      out.push_back(finite);
-      return out;
-    })
     .Input(0, "grad", "the gradients g_1 .. g_n (float32, float64, float16 or bfloat16), "
                       "then the loss scale (one float)")
     .Output(0, "grad", "the gradients divided by the scale when all are finite, in place; "

@@ -9,11 +9,12 @@ doppio.optimizer, as caffe2.python.optimizer has them):
     float32 ones, such as SpatialBN's scale and bias);
 
 and, beyond Caffe2, MultiPrecisionAdamOptimizer / build_multi_precision_adam:
-Adam on the float32 master and float32 moments.
+Adam on the float32 master and float32 moments. (The build_* functions are
+doppio.optimizer's.)
 """
 from doppio import core
 from doppio.model_helper import ParameterInfo
-from doppio.optimizer import AdamOptimizer, SgdOptimizer, _build
+from doppio.optimizer_sgd_adam import AdamOptimizer, SgdOptimizer
 
 
 class MultiPrecisionSgdOptimizer(SgdOptimizer):
@@ -128,19 +129,3 @@ class FP16SgdOptimizer(SgdOptimizer):
         momentum = param_init_net.FloatToHalf(momentum_fp32, str(param) + '_momentum')
         self._aux_params.local.append(momentum)
         net.FP16MomentumSGDUpdate([grad, momentum, lr, param], [grad, momentum, param], **args)
-
-
-def build_multi_precision_sgd(model, base_learning_rate, max_gradient_norm=None,
-                              allow_lr_injection=False, **kwargs):
-    return _build(model, MultiPrecisionSgdOptimizer(base_learning_rate, **kwargs),
-                  max_gradient_norm=max_gradient_norm, allow_lr_injection=allow_lr_injection)
-
-
-def build_fp16_sgd(model, base_learning_rate, **kwargs):
-    return _build(model, FP16SgdOptimizer(base_learning_rate, **kwargs))
-
-
-def build_multi_precision_adam(model, base_learning_rate, max_gradient_norm=None,
-                               allow_lr_injection=False, **kwargs):
-    return _build(model, MultiPrecisionAdamOptimizer(alpha=base_learning_rate, **kwargs),
-                  max_gradient_norm=max_gradient_norm, allow_lr_injection=allow_lr_injection)

@@ -55,7 +55,8 @@ class BenchPeersTest(unittest.TestCase):
                                 stdout=subprocess.PIPE, universal_newlines=True,
                                 check=True).stdout
         self.assertIn('core(s), ISA ', output)
-        flags = open('/proc/cpuinfo').read()
+        with open('/proc/cpuinfo') as f:
+            flags = f.read()
         if ' avx512f' in flags:
             self.assertIn('AVX-512', output)
         elif ' avx2' in flags:

@@ -11,7 +11,7 @@ import platform
 
 # Widest first: the first one the CPU has names its vector ISA.
 _ISA_LEVELS = [
-    ("AMX", ("amx_tile",)),
+    ("AVX-512+AMX", ("avx512f", "amx_tile")),
     ("AVX-512", ("avx512f",)),
     ("AVX2+FMA", ("avx2", "fma")),
     ("AVX", ("avx",)),
