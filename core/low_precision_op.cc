@@ -241,7 +241,9 @@ void LowPrecisionOp::Run() {
 void LowPrecisionOp::RunWidened(DataType low) {
   if (!widened_) {
     shadow_ = std::make_unique<Workspace>();
-    for (int i = 0; i < InputSize(); ++i) shadow_inputs_.push_back(shadow_->CreateBlob(input_name(i)));
+    for (int i = 0; i < InputSize(); ++i) {
+      shadow_inputs_.push_back(shadow_->CreateBlob(input_name(i)));
+    }
     for (int j = 0; j < OutputSize(); ++j) {
       shadow_outputs_.push_back(shadow_->CreateBlob(output_name(j)));
     }

@@ -19,8 +19,9 @@ def reference(grad, moment, lr, param, momentum, nesterov, weight_decay):
 
 def case(data, dtype):
     n = data.draw(st.integers(1, 40))
-    grad, moment, param = (data.draw(h.arrays((n,), np.float32, elements=st.floats(-2, 2, width=32)))
-                           .astype(dtype) for _ in range(3))
+    values = st.floats(-2, 2, width=32)
+    grad, moment, param = (data.draw(h.arrays((n,), np.float32, elements=values)).astype(dtype)
+                           for _ in range(3))
     lr = np.array([data.draw(st.floats(0.001, 0.5))], np.float32)
     return grad, moment, lr, param
 

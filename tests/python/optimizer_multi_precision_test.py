@@ -169,7 +169,8 @@ def test_fp16_sgd_updates_the_float16_param_and_spatbn_in_float32():
     w, s = workspace.FetchBlob('w'), workspace.FetchBlob('spatbn_s')
     assert w.dtype == np.float16 and workspace.FetchBlob('w_momentum').dtype == np.float16
     np.testing.assert_allclose(w.astype(np.float32), state['w'], rtol=2e-3, atol=2e-3)
-    assert s.dtype == np.float32 and workspace.FetchBlob('spatbn_s_momentum_fp32').dtype == np.float32
+    assert s.dtype == np.float32
+    assert workspace.FetchBlob('spatbn_s_momentum_fp32').dtype == np.float32
     np.testing.assert_allclose(s, state['s'], rtol=1e-5, atol=1e-6)
 
 
