@@ -100,6 +100,9 @@ struct ParallelizeOptions {
   // loss_scale_growth_interval good steps in a row it doubles. Unset: on
   // for fp16, off otherwise. The scale and the skipped steps are per-replica
   // blobs: kLossScaleBlob, kLossScaleSkippedStepsBlob (data_parallel_plan.h).
+  // With shard_optimizer_state each process checks its gradient blocks and
+  // the processes' verdicts are summed. Not with sparse gradients,
+  // shared_model or local_updates (NotImplementedError).
   std::optional<bool> dynamic_loss_scale;
   float init_loss_scale = 65536.0f;
   int64_t loss_scale_growth_interval = 2000;

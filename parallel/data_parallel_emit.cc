@@ -334,7 +334,8 @@ OperatorDef ShardSlice(const std::string& from, const std::string& to, const Sha
 // which go to the other replicas. Update ops on whole tensors run on every
 // replica, as unsharded.
 void EmitShardedUpdate(const ParallelPlan& plan, const DataParallelTemplate& model,
-                       const Cloner& cloner, NetCollectives* collectives, NetDef* net) {
+                       const ParallelizeOptions& options, const Cloner& cloner,
+                       NetCollectives* collectives, NetDef* net) {
   const ShardedState& sharded = plan.sharded;
   const Replica& first = plan.replicas.front();
   for (const auto& entry : sharded.param_blocks) {
@@ -350,16 +351,26 @@ void EmitShardedUpdate(const ParallelPlan& plan, const DataParallelTemplate& mod
     auto grad = sharded.grad_blocks.find(blob);
     return grad != sharded.grad_blocks.end() ? grad->second : blob;
   };
+  NetDef updates;
+  updates.set_name(model.param_update_net.name() + "_if_finite");
   for (size_t r = 0; r < plan.replicas.size(); ++r) {
     for (size_t i = 0; i < ops.size(); ++i) {
       if (!sharded.op_param.count(static_cast<int>(i))) {
-        cloner.Append(ops[i], shared_op[i], /*master_only=*/false, r, net);
+        cloner.Append(ops[i], shared_op[i], /*master_only=*/false, r, &updates);
       } else if (r == 0) {
         OperatorDef op = ops[i];
         RenameOpBlobs(&op, block_of);
-        *net->add_op() = cloner.Clone(op, first);
+        *updates.add_op() = cloner.Clone(op, first);
       }
     }
+  }
+  if (plan.loss_scaling.enabled) {
+    // The allgathers stay outside the If: every step runs the same
+    // collectives, and a skipped step gathers the unchanged blocks.
+    EmitShardedUnscale(plan, &collectives->shards, net);
+    EmitGuardedUpdates(plan, options, std::move(updates), net);
+  } else {
+    AppendAll(OpsOf(updates), net);
   }
   for (const std::vector<std::string>& bucket : sharded.param_buckets) {
     std::vector<std::string> blocks, params;
@@ -372,6 +383,7 @@ void EmitShardedUpdate(const ParallelPlan& plan, const DataParallelTemplate& mod
       AppendAll(collectives->devices.Broadcast(param, cloner.RenameAll(param)), net);
     }
   }
+  if (plan.loss_scaling.enabled) EmitLossScaleUpdate(plan, net);
 }
 
 }  // namespace
@@ -470,14 +482,16 @@ NetDef EmitTrainNet(const ParallelPlan& plan, const DataParallelTemplate& model,
     }
   }
   if (plan.sharded.enabled) {
-    EmitShardedUpdate(plan, model, cloner, &collectives, &net);
+    EmitShardedUpdate(plan, model, options, cloner, &collectives, &net);
   } else if (plan.loss_scaling.enabled) {
     NetDef updates;
     updates.set_name(model.param_update_net.name() + "_if_finite");
     cloner.AppendReplicaMajor(OpsOf(plan.update_net),
                               "param_update_net '" + model.param_update_net.name() + "'",
                               std::vector<bool>(plan.update_net.op_size(), false), &updates);
-    EmitLossScaledUpdate(plan, options, std::move(updates), &net);
+    EmitUnscale(plan, &net);
+    EmitGuardedUpdates(plan, options, std::move(updates), &net);
+    EmitLossScaleUpdate(plan, &net);
   } else {
     // A shared model has one copy of each param to update: the master's.
     cloner.AppendReplicaMajor(OpsOf(plan.update_net),

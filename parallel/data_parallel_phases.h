@@ -47,8 +47,8 @@ DataParallelTemplate PlanPrecision(const DataParallelTemplate& model,
 // each loss's gradient seed is multiplied by the replica's kLossScaleBlob
 // right after the ConstantFill that makes it. Right after PlanGradients, so
 // later phases index the final train_ops. NotImplementedError with sparse
-// gradients, shared_model, local_updates or shard_optimizer_state;
-// InvalidArgumentError when the scale's blob names are taken.
+// gradients, shared_model or local_updates; InvalidArgumentError when the
+// scale's blob names are taken.
 void PlanLossScaling(const DataParallelTemplate& model, const ParallelizeOptions& options,
                      ParallelPlan* plan);
 
@@ -134,12 +134,18 @@ NetDef EmitInitNet(const ParallelPlan& plan, const DataParallelTemplate& model,
 NetDef ShardStateNet(const ParallelPlan& plan);
 std::vector<Parallelized::ShardedBlob> ShardedBlobs(const ParallelPlan& plan);
 
-// Loss scaling: per replica, UnscaleGradients over its reduced dense
-// gradients; `updates` (every replica's update ops) inside an If on the
-// first replica's verdict (all replicas reach the same); per replica,
-// UpdateLossScale.
-void EmitLossScaledUpdate(const ParallelPlan& plan, const ParallelizeOptions& options,
-                          NetDef updates, NetDef* net);
+// Loss scaling, after the reductions. Unscale: per replica,
+// UnscaleGradients over its reduced dense gradients (all replicas of all
+// processes reach the same verdict). ShardedUnscale (shard_optimizer_state):
+// the first replica unscales its gradient blocks, and the shards' verdicts
+// are combined by an Allreduce of their overflow counts. GuardedUpdates:
+// `updates` (every replica's update ops) inside an If on the first
+// replica's verdict. LossScaleUpdate: per replica, UpdateLossScale on it.
+void EmitUnscale(const ParallelPlan& plan, NetDef* net);
+void EmitShardedUnscale(const ParallelPlan& plan, ShardCollectives* shards, NetDef* net);
+void EmitGuardedUpdates(const ParallelPlan& plan, const ParallelizeOptions& options,
+                        NetDef updates, NetDef* net);
+void EmitLossScaleUpdate(const ParallelPlan& plan, NetDef* net);
 // Loss scaling: each replica's scale, good and skipped steps, made by the
 // init net.
 void EmitLossScaleInit(const ParallelPlan& plan, NetDef* init);

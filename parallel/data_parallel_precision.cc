@@ -11,6 +11,7 @@
 #include "core/argument.h"
 #include "core/enforce.h"
 #include "parallel/data_parallel_phases.h"
+#include "parallel/distributed.h"
 #include "parallel/mixed_precision.h"
 
 namespace doppio {
@@ -35,7 +36,6 @@ void RefuseLossScalingWith(const ParallelizeOptions& options, const ParallelPlan
   const char* refused = !plan.sparse_param_to_grad.empty() ? "sparse gradients"
                         : options.shared_model               ? "shared_model"
                         : options.local_updates              ? "local updates (BMUF)"
-                        : options.shard_optimizer_state      ? "shard_optimizer_state"
                                                              : nullptr;
   if (refused != nullptr) {
     throw NotImplementedError(MakeString("Parallelize: dynamic loss scaling with ", refused,
@@ -96,8 +96,22 @@ void PlanLossScaling(const DataParallelTemplate& model, const ParallelizeOptions
   }
 }
 
-void EmitLossScaledUpdate(const ParallelPlan& plan, const ParallelizeOptions& options,
-                          NetDef updates, NetDef* net) {
+namespace {
+
+OperatorDef Not(const std::string& from, const std::string& to, const DeviceOption& device) {
+  return MakeOp("Not", {from}, {to}, device);
+}
+
+OperatorDef CastTo(const std::string& from, const std::string& to, int64_t dtype,
+                   const DeviceOption& device) {
+  OperatorDef cast = MakeOp("Cast", {from}, {to}, device);
+  SetArgument(&cast, "to", dtype);
+  return cast;
+}
+
+}  // namespace
+
+void EmitUnscale(const ParallelPlan& plan, NetDef* net) {
   for (const Replica& replica : plan.replicas) {
     std::vector<std::string> grads;
     for (const auto& entry : plan.param_to_grad) grads.push_back(replica.prefix + entry.second);
@@ -106,6 +120,31 @@ void EmitLossScaledUpdate(const ParallelPlan& plan, const ParallelizeOptions& op
     grads.push_back(replica.prefix + kGradientsFiniteBlob);
     *net->add_op() = MakeOp("UnscaleGradients", inputs, grads, replica.device_option);
   }
+}
+
+void EmitShardedUnscale(const ParallelPlan& plan, ShardCollectives* shards, NetDef* net) {
+  const Replica& first = plan.replicas.front();
+  const std::string& p = first.prefix;
+  const DeviceOption& device = first.device_option;
+  std::vector<std::string> blocks;
+  for (const auto& entry : plan.sharded.grad_blocks) blocks.push_back(p + entry.second);
+  std::vector<std::string> inputs = blocks;
+  inputs.push_back(p + kLossScaleBlob);
+  const std::string local = p + kGradientsFiniteBlob + "_in_shard";
+  const std::string overflow = p + kGradientsFiniteBlob + "_overflow";
+  const std::string overflows = p + kGradientsFiniteBlob + "_overflows";
+  blocks.push_back(local);
+  *net->add_op() = MakeOp("UnscaleGradients", inputs, blocks, device);
+  // The shards that saw a non-finite block, summed over the shards.
+  *net->add_op() = Not(local, overflow, device);
+  *net->add_op() = CastTo(overflow, overflows, TensorProto::FLOAT, device);
+  *net->add_op() = shards->Allreduce(overflows);
+  *net->add_op() = CastTo(overflows, overflow, TensorProto::BOOL, device);
+  *net->add_op() = Not(overflow, p + kGradientsFiniteBlob, device);
+}
+
+void EmitGuardedUpdates(const ParallelPlan& plan, const ParallelizeOptions& options,
+                        NetDef updates, NetDef* net) {
   const Replica& first = plan.replicas.front();
   OperatorDef guarded = MakeOp("If", {first.prefix + kGradientsFiniteBlob}, {},
                                first.device_option);
@@ -117,12 +156,15 @@ void EmitLossScaledUpdate(const ParallelPlan& plan, const ParallelizeOptions& op
   *then_net->mutable_n() = std::move(updates);
   NameLoopBlobs({&then_net->n()}, &guarded);
   *net->add_op() = std::move(guarded);
+}
+
+void EmitLossScaleUpdate(const ParallelPlan& plan, NetDef* net) {
+  const std::string finite = plan.replicas.front().prefix + kGradientsFiniteBlob;
   for (const Replica& replica : plan.replicas) {
     const std::string& p = replica.prefix;
     OperatorDef update = MakeOp(
         "UpdateLossScale",
-        {p + kGradientsFiniteBlob, p + kLossScaleBlob, p + kLossScaleGoodStepsBlob,
-         p + kLossScaleSkippedStepsBlob},
+        {finite, p + kLossScaleBlob, p + kLossScaleGoodStepsBlob, p + kLossScaleSkippedStepsBlob},
         {p + kLossScaleBlob, p + kLossScaleGoodStepsBlob, p + kLossScaleSkippedStepsBlob},
         replica.device_option);
     SetArgument(&update, "growth_interval", plan.loss_scaling.growth_interval);

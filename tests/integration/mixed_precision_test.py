@@ -1,7 +1,8 @@
 """Mixed precision across real processes (tools/launch.py,
 mixed_precision_worker.py): with float16 and dynamic loss scaling, a step
 on which one rank alone overflows is skipped by every rank (the flag comes
-from the reduced gradients, which every rank holds alike): no rank's
+from the reduced gradients, which every rank holds alike, or, with sharded
+optimizer state, from an allreduce of the ranks' verdicts): no rank's
 weights move, every rank halves its scale and counts the skip, and the
 ranks stay bit-identical before and after. bfloat16 trains without a loss
 scale and keeps the ranks identical too."""
@@ -11,6 +12,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -32,10 +34,16 @@ def launch(tmp_path, name, nprocs, spec):
     return [dict(np.load(prefix + '%d.npz' % rank)) for rank in range(nprocs)]
 
 
-def test_an_overflow_on_one_rank_is_skipped_by_every_rank(tmp_path):
+@pytest.mark.parametrize('model', ['mlp', 'linear'])
+@pytest.mark.parametrize('shard', [False, True])
+def test_an_overflow_on_one_rank_is_skipped_by_every_rank(tmp_path, shard, model):
+    """With shard_optimizer_state each rank sees only its blocks of the
+    gradients, and the ranks' verdicts are reduced: in the linear model only
+    rank 1's block of the gradient is non-finite, and rank 0 skips too."""
     steps, bad = 6, 3
     ranks = launch(tmp_path, 'fp16', 2, dict(steps=steps, precision='fp16', init_scale=1024.0,
-                                              overflow_step=bad, overflow_rank=1))
+                                              overflow_step=bad, overflow_rank=1, shard=shard,
+                                              model=model))
     for rank, report in enumerate(ranks):
         skipped, scales, weights = report['skipped'], report['scales'], report['weights']
         assert skipped.tolist() == [0] * bad + [1] * (steps - bad), rank
@@ -56,4 +64,4 @@ def test_bfloat16_ranks_stay_identical_without_a_loss_scale(tmp_path):
 
 
 if __name__ == '__main__':
-    sys.exit(__import__('pytest').main([__file__, '-q', '-p', 'no:cacheprovider']))
+    sys.exit(pytest.main([__file__, '-q', '-p', 'no:cacheprovider']))

@@ -240,6 +240,53 @@ TEST(MixedPrecisionTest, LossScalingDefaultsAndRefusals) {
   EXPECT_NE(ErrorOf([&] { ValidateParallelizeOptions(cuda); }).find("CUDA"), std::string::npos);
 }
 
+// With sharded optimizer state each process unscales only its gradient
+// blocks, so the processes' verdicts are summed before the guarded updates;
+// the allgathers of the params stay outside the If (every step runs the
+// same collectives).
+TEST(MixedPrecisionTest, ShardedStateReducesTheVerdictAndGathersOutsideTheGuard) {
+  ParallelizeOptions options = Fp16TwoDevices();
+  options.rendezvous.num_shards = 2;
+  options.rendezvous.shard_id = 0;
+  options.rendezvous.kv_handler = "store";
+  options.shard_optimizer_state = true;
+  DataParallelTemplate model = MlpTemplate();
+  // Momentum state, so there is optimizer state to shard.
+  model.param_update_net.clear_op();
+  *model.param_init_net.add_op() = MakeOp("ConstantFill", {}, {"lr"},
+                                          {testing::IntsArg("shape", {1}), FloatArg("value", 0.1f)});
+  for (const std::string& param : testing::kParams) {
+    *model.param_init_net.add_op() =
+        MakeOp("ConstantFill", {param}, {param + "_momentum"}, {FloatArg("value", 0)});
+    *model.param_update_net.add_op() =
+        MakeOp("MomentumSGDUpdate", {param + "_grad", param + "_momentum", "lr", param},
+               {param + "_grad", param + "_momentum", param}, {FloatArg("momentum", 0.9f)});
+  }
+  const Parallelized result = Parallelize(model, options);
+  std::vector<std::string> order;
+  for (const OperatorDef& op : result.net.op()) {
+    if (op.type() == "UnscaleGradients" || op.type() == "If" || op.type() == "AllgatherBlocks" ||
+        op.type() == "UpdateLossScale" ||
+        (op.type() == "Allreduce" && op.input(op.input_size() - 1).find("overflows") !=
+                                         std::string::npos)) {
+      order.push_back(op.type());
+    }
+  }
+  ASSERT_GE(order.size(), 5u);
+  EXPECT_EQ(order[0], "UnscaleGradients");
+  EXPECT_EQ(order[1], "Allreduce");
+  EXPECT_EQ(order[2], "If");
+  EXPECT_EQ(order[3], "AllgatherBlocks");
+  EXPECT_EQ(order.back(), "UpdateLossScale");
+  for (const OperatorDef& op : result.net.op()) {
+    if (op.type() != "If") continue;
+    for (const OperatorDef& inner : op.arg(0).n().op()) {
+      EXPECT_NE(inner.type(), "AllgatherBlocks");
+      EXPECT_NE(inner.type(), "ReduceScatterBlocks");
+    }
+  }
+}
+
 // Two replicas trained with loss scaling: a step on data that overflows
 // float16 changes no param and backs the scale off on both replicas; the
 // next, ordinary step updates both alike.
