@@ -37,9 +37,10 @@ void ValidateParallelize(const DataParallelTemplate& model, const ParallelizeOpt
 std::set<std::string> TemplateBlobs(const DataParallelTemplate& model, const ParallelPlan& plan);
 
 // Mixed precision: the template with its forward net lowered to
-// options.precision (parallel/mixed_precision.h), unless it carries its own
-// backward (then the caller lowered it first); what was done goes to
-// `precision`. CPU devices only (NotImplementedError on CUDA).
+// options.precision (parallel/mixed_precision.h); what was done goes to
+// `precision`. A template that carries its own backward must come lowered
+// (the Python front end lowers before deriving it): InvalidArgumentError
+// otherwise.
 DataParallelTemplate PlanPrecision(const DataParallelTemplate& model,
                                    const ParallelizeOptions& options, PrecisionPlan* precision);
 

@@ -50,9 +50,20 @@ DataParallelTemplate PlanPrecision(const DataParallelTemplate& model,
   const DataType low = ParsePrecision(options.precision);
   precision->low = low;
   if (low == DataType::kFloat) return model;
-  if (model.backward) return model;  // lowered by the caller before its backward
-  DataParallelTemplate lowered = model;
   LoweredNet result = LowerPrecision(model.net, low);
+  if (model.backward) {
+    // The caller derived the backward, so it must have lowered the forward
+    // net first (lowering is idempotent: a lowered net gets no new casts).
+    if (!result.plan.casts.empty()) {
+      throw InvalidArgumentError(MakeString(
+          "Parallelize: precision '", options.precision, "' with a template that carries its "
+          "backward, but net '", model.net.name(), "' is not lowered (it would cast '",
+          result.plan.casts.front().first, "'): lower the forward net (LowerPrecision) before "
+          "deriving its gradients"));
+    }
+    return model;
+  }
+  DataParallelTemplate lowered = model;
   lowered.net = std::move(result.net);
   *precision = std::move(result.plan);
   return lowered;

@@ -39,6 +39,23 @@ std::set<int> Float32Inputs(const std::string& op_type) {
   return {};
 }
 
+// The type a conversion op makes (Cast by its `to`, as a TensorProto number
+// or a type name; FloatToHalf; HalfToFloat), kUndefined for other ops.
+DataType ConversionTarget(const OperatorDef& op) {
+  if (op.type() == "FloatToHalf") return DataType::kFloat16;
+  if (op.type() == "HalfToFloat") return DataType::kFloat;
+  if (op.type() != "Cast") return DataType::kUndefined;
+  for (const Argument& arg : op.arg()) {
+    if (arg.name() != "to") continue;
+    if (arg.has_i()) return static_cast<DataType>(arg.i());
+    const std::string& name = arg.s();
+    if (name == "float16" || name == "FLOAT16") return DataType::kFloat16;
+    if (name == "bfloat16" || name == "BFLOAT16") return DataType::kBFloat16;
+    if (name == "float" || name == "FLOAT" || name == "float32") return DataType::kFloat;
+  }
+  return DataType::kUndefined;
+}
+
 const char* Suffix(DataType dtype) {
   switch (dtype) {
     case DataType::kBFloat16: return "_bf16";
@@ -72,6 +89,20 @@ class Lowering {
 
  private:
   void LowerOp(int index, OperatorDef op) {
+    // A conversion the net already has (its own casts, or this pass's on a
+    // net lowered before) is kept as it is: its output is low exactly when
+    // it converts to the low type. So lowering a lowered net changes nothing.
+    const DataType target = ConversionTarget(op);
+    if (target != DataType::kUndefined && op.output_size() == 1) {
+      ForgetCasts(op.output(0));
+      if (target == low_) {
+        low_blobs_.insert(op.output(0));
+      } else {
+        low_blobs_.erase(op.output(0));
+      }
+      *out_->add_op() = std::move(op);
+      return;
+    }
     const PrecisionPolicy policy = PrecisionPolicyOf(op.type());
     const std::set<int> fixed = Float32Inputs(op.type());
     int data_inputs = 0, low_inputs = 0;

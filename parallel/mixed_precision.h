@@ -15,6 +15,9 @@
 //             bias and statistics stay float32 either way.
 //   kFloat32  everything else (softmax, losses, exp/log, reductions, ops the
 //             pass does not know): low inputs are cast to float32 first.
+// Conversions already in the net (Cast, FloatToHalf, HalfToFloat) stay as they
+// are, their outputs low when they convert to the low type: lowering a
+// lowered net changes nothing.
 // Params stay float32 (the master weights the optimizer updates): the casts
 // are forward ops, so each param's gradient arrives in float32 through the
 // cast's gradient. Casts are `Cast` with `to` and `from_type`, which

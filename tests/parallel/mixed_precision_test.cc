@@ -102,6 +102,41 @@ TEST(MixedPrecisionTest, MixedOperandsStayFloat32AndBatchNormStatisticsAreNotCas
   ASSERT_EQ(lowered.plan.low_ops.size(), 2u);  // Conv and SpatialBN; Add and Relu float32
 }
 
+TEST(MixedPrecisionTest, LoweringIsIdempotentAndKeepsTheNetsOwnConversions) {
+  for (DataType low : {DataType::kBFloat16, DataType::kFloat16}) {
+    const LoweredNet once = LowerPrecision(MlpTemplate().net, low);
+    const LoweredNet twice = LowerPrecision(once.net, low);
+    EXPECT_EQ(twice.net.SerializeAsString(), once.net.SerializeAsString()) << DataTypeName(low);
+    EXPECT_TRUE(twice.plan.casts.empty());
+  }
+  // Caffe2's float16 style: the net converts itself; FC reads the half blob.
+  NetDef net;
+  *net.add_op() = MakeOp("FloatToHalf", {"x"}, {"x16"});
+  *net.add_op() = MakeOp("FC", {"x16", "w", "b"}, {"y"});
+  *net.add_op() = MakeOp("HalfToFloat", {"y"}, {"y32"});
+  *net.add_op() = MakeOp("Softmax", {"y32"}, {"p"});
+  EXPECT_EQ(Describe(LowerPrecision(net, DataType::kFloat16).net),
+            (std::vector<std::string>{"FloatToHalf(x)", "Cast(w)", "Cast(b)",
+                                      "FC(x16,w_fp16,b_fp16)", "HalfToFloat(y)",
+                                      "Softmax(y32)"}));
+}
+
+TEST(MixedPrecisionTest, ACarriedBackwardNeedsALoweredNet) {
+  ParallelizeOptions options = TwoDevices();
+  options.precision = "bf16";
+  DataParallelTemplate plain = MlpTemplate();
+  plain.backward = AddGradientOperators(plain.net, plain.losses);
+  EXPECT_NE(ErrorOf([&] { Parallelize(plain, options); }).find("is not lowered"),
+            std::string::npos);
+  DataParallelTemplate lowered = MlpTemplate();
+  lowered.net = LowerPrecision(lowered.net, DataType::kBFloat16).net;
+  lowered.backward = AddGradientOperators(lowered.net, lowered.losses);
+  const Parallelized result = Parallelize(lowered, options);
+  int casts = 0;
+  for (const OperatorDef& op : result.net.op()) casts += op.type() == "Cast";
+  EXPECT_GT(casts, 0);
+}
+
 TEST(MixedPrecisionTest, UnknownPrecisionIsRefused) {
   EXPECT_NE(ErrorOf([] { ParsePrecision("fp8"); }).find("'fp8'"), std::string::npos);
   EXPECT_EQ(ParsePrecision("bfloat16"), DataType::kBFloat16);
