@@ -1,5 +1,6 @@
 #include "core/argument.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -230,5 +231,28 @@ void SetArgument(NetDef* net, const std::string& name, int64_t value) {
 }
 
 void SetArgument(OperatorDef* op, const Argument& arg) { SetInArgs(op->mutable_arg(), arg); }
+
+DataType CastTypeArgument(const std::string& op_type, const ArgumentHelper& args,
+                          const std::string& name) {
+  DOPPIO_ENFORCE(args.Has(name), "op ", op_type, ": argument '", name, "' is required");
+  int value = 0;
+  if (args.HasSingleOfType<std::string>(name)) {
+    std::string text = args.GetSingle<std::string>(name, "");
+    for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    TensorProto::DataType parsed;
+    DOPPIO_ENFORCE(TensorProto::DataType_Parse(text, &parsed), "op ", op_type,
+                   ": argument '", name, "' is '", args.GetSingle<std::string>(name, ""),
+                   "', not the name of a TensorProto.DataType");
+    value = parsed;
+  } else {
+    value = args.GetSingle<int>(name, 0);
+  }
+  const DataType dtype = static_cast<DataType>(value);
+  DOPPIO_ENFORCE(dtype != DataType::kByte, "op ", op_type, ": argument '", name,
+                 "' is BYTE, which is deprecated; use UINT8");
+  DOPPIO_ENFORCE(IsStorableType(dtype), "op ", op_type, ": argument '", name, "' is ", value,
+                 ", not a TensorProto.DataType a tensor can hold");
+  return dtype;
+}
 
 }  // namespace doppio

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/types.h"
 #include "proto/doppio.pb.h"
 
 namespace doppio {
@@ -45,5 +46,12 @@ void SetArgument(OperatorDef* op, const std::string& name, int64_t value);
 void SetArgument(NetDef* net, const std::string& name, int64_t value);
 // The same for an argument of any kind, replacing the one of its name.
 void SetArgument(OperatorDef* op, const Argument& arg);
+
+// The dtype argument `name` of an op of `op_type` names: a TensorProto
+// DataType number, or its name in any case ("float16"). Errors name the op;
+// BYTE (deprecated) and types no tensor holds are refused. What Cast's `to`
+// and `from_type` mean, for the ops and for the passes that read them.
+DataType CastTypeArgument(const std::string& op_type, const ArgumentHelper& args,
+                          const std::string& name);
 
 }  // namespace doppio

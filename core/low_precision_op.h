@@ -28,7 +28,8 @@ namespace doppio {
 class Workspace;
 
 // Element-wise conversions between float32 and the low types (float16,
-// bfloat16), resizing `out` like `in` on the CPU. Rounding to nearest even;
+// bfloat16) of whole tensors, through the bulk conversions of core/types.h,
+// resizing `out` like `in` on the CPU. Rounding to nearest even;
 // NaN stays NaN; float16 overflows to infinity.
 void WidenToFloat(const Tensor& in, Tensor* out);
 void NarrowFromFloat(const Tensor& in, DataType low, Tensor* out);

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace doppio {
 
@@ -42,6 +43,35 @@ struct bfloat16 {
 };
 float BFloat16ToFloat(bfloat16 b);
 bfloat16 FloatToBFloat16(float f);
+
+// The same conversions for n elements at once, with the scalar ones' results
+// bit for bit; AVX2 and F16C where the CPU has them (core/types_convert.cc).
+// `src` and `dst` do not overlap.
+void HalfToFloat(const float16* src, float* dst, int64_t n);
+void FloatToHalf(const float* src, float16* dst, int64_t n);
+void BFloat16ToFloat(const bfloat16* src, float* dst, int64_t n);
+void FloatToBFloat16(const float* src, bfloat16* dst, int64_t n);
+
+// A float16 or bfloat16 value as the float it stands for; any other
+// arithmetic value as it is: for kernels templated over element types.
+inline float Widened(float16 value) { return HalfToFloat(value); }
+inline float Widened(bfloat16 value) { return BFloat16ToFloat(value); }
+template <typename T>
+T Widened(T value) {
+  return value;
+}
+// `value` as a T: rounded to nearest even for float16 and bfloat16, as
+// static_cast for other types.
+template <typename T, typename U>
+T Narrowed(U value) {
+  if constexpr (std::is_same_v<T, float16>) {
+    return FloatToHalf(static_cast<float>(value));
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    return FloatToBFloat16(static_cast<float>(value));
+  } else {
+    return static_cast<T>(value);
+  }
+}
 
 // Bytes per element; std::string for kString.
 size_t ItemSize(DataType dtype);

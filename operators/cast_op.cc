@@ -17,29 +17,6 @@
 
 namespace doppio {
 
-DataType CastTypeArgument(const std::string& op_type, const ArgumentHelper& args,
-                          const std::string& name) {
-  DOPPIO_ENFORCE(args.Has(name), "op ", op_type, ": argument '", name, "' is required");
-  int value = 0;
-  if (args.HasSingleOfType<std::string>(name)) {
-    std::string text = args.GetSingle<std::string>(name, "");
-    for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    TensorProto::DataType parsed;
-    DOPPIO_ENFORCE(TensorProto::DataType_Parse(text, &parsed), "op ", op_type,
-                   ": argument '", name, "' is '", args.GetSingle<std::string>(name, ""),
-                   "', not the name of a TensorProto.DataType");
-    value = parsed;
-  } else {
-    value = args.GetSingle<int>(name, 0);
-  }
-  const DataType dtype = static_cast<DataType>(value);
-  DOPPIO_ENFORCE(dtype != DataType::kByte, "op ", op_type, ": argument '", name,
-                 "' is BYTE, which is deprecated; use UINT8");
-  DOPPIO_ENFORCE(IsStorableType(dtype), "op ", op_type, ": argument '", name, "' is ", value,
-                 ", not a TensorProto.DataType a tensor can hold");
-  return dtype;
-}
-
 namespace {
 
 template <typename Dst, typename Src>
@@ -68,6 +45,30 @@ Dst CastValue(Src value) {
     return static_cast<Dst>(value);
   } else {
     return static_cast<Dst>(value);
+  }
+}
+
+// n elements of x converted into y: the bulk conversions of core/types.h
+// between float32 and float16 / bfloat16 (vectorized, the same bits), the
+// element loop otherwise.
+template <typename Dst, typename Src>
+void ConvertRange(const Src* x, Dst* y, int64_t n) {
+  if constexpr (std::is_same_v<Src, float> &&
+                (std::is_same_v<Dst, float16> || std::is_same_v<Dst, bfloat16>)) {
+    if constexpr (std::is_same_v<Dst, float16>) {
+      FloatToHalf(x, y, n);
+    } else {
+      FloatToBFloat16(x, y, n);
+    }
+  } else if constexpr (std::is_same_v<Dst, float> &&
+                       (std::is_same_v<Src, float16> || std::is_same_v<Src, bfloat16>)) {
+    if constexpr (std::is_same_v<Src, float16>) {
+      HalfToFloat(x, y, n);
+    } else {
+      BFloat16ToFloat(x, y, n);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = CastValue<Dst>(x[i]);
   }
 }
 
@@ -196,7 +197,7 @@ void CastOp::RunOnDevice() {
         }
       } else {
         ParallelFor(n, [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i) y[i] = CastValue<D>(x[i]);
+          ConvertRange<D>(x + begin, y + begin, end - begin);
         });
       }
     });
@@ -278,23 +279,36 @@ void ConvertElements(const Tensor& X, Tensor* Y, Convert convert) {
   });
 }
 
+// The same through ConvertRange (the bulk conversions).
+template <typename Src, typename Dst>
+void ConvertRanges(const Tensor& X, Tensor* Y) {
+  Y->Resize(X.dims());
+  const Src* x = X.data<Src>();
+  Dst* y = Y->mutable_data<Dst>();
+  ParallelFor(X.numel(), [&](int64_t begin, int64_t end) {
+    ConvertRange<Dst>(x + begin, y + begin, end - begin);
+  });
+}
+
 }  // namespace
 
 void FloatToHalfOp::RunOnDevice() {
   EnforceInputType(TypeList<float>{}, *this, 0, Input(0).dtype());
-  const bool clip = clip_;
-  ConvertElements<float, float16>(Input(0), Output(0), [clip](float value) {
+  if (!clip_) {
+    ConvertRanges<float, float16>(Input(0), Output(0));
+    return;
+  }
+  ConvertElements<float, float16>(Input(0), Output(0), [](float value) {
     // nan compares false both ways and passes through unclipped.
-    if (clip && value > kHalfMax) value = kHalfMax;
-    if (clip && value < -kHalfMax) value = -kHalfMax;
+    if (value > kHalfMax) value = kHalfMax;
+    if (value < -kHalfMax) value = -kHalfMax;
     return FloatToHalf(value);
   });
 }
 
 void HalfToFloatOp::RunOnDevice() {
   EnforceInputType(TypeList<float16>{}, *this, 0, Input(0).dtype());
-  ConvertElements<float16, float>(Input(0), Output(0),
-                                  [](float16 value) { return HalfToFloat(value); });
+  ConvertRanges<float16, float>(Input(0), Output(0));
 }
 
 REGISTER_CPU_OPERATOR(FloatToHalf, FloatToHalfOp);

@@ -19,10 +19,6 @@
 
 namespace doppio {
 
-// The dtype named by argument `name` (int or string); errors name the op.
-DataType CastTypeArgument(const std::string& op_type, const ArgumentHelper& args,
-                          const std::string& name);
-
 class CastOp final : public Operator<CPUContext> {
  public:
   CastOp(const OperatorDef& def, Workspace* workspace)

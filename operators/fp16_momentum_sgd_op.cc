@@ -1,7 +1,6 @@
 #include "operators/fp16_momentum_sgd_op.h"
 
 #include <cmath>
-#include <type_traits>
 
 #include "core/gradient.h"
 #include "core/registry.h"
@@ -13,35 +12,20 @@
 namespace doppio {
 namespace {
 
-inline float Widen(float value) { return value; }
-inline float Widen(float16 value) { return HalfToFloat(value); }
-inline float Widen(bfloat16 value) { return BFloat16ToFloat(value); }
-
-template <typename T>
-inline T Narrow(float value) {
-  if constexpr (std::is_same_v<T, float16>) {
-    return FloatToHalf(value);
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    return FloatToBFloat16(value);
-  } else {
-    return value;
-  }
-}
-
 // Outputs may alias inputs: each element is read before it is written.
 template <typename T>
 void WeightDecayMomentumStep(int64_t n, const T* grad, const T* moment, float lr, float momentum,
                              float weight_decay, bool nesterov, T* new_grad, T* new_moment,
                              T* param) {
   for (int64_t i = 0; i < n; ++i) {
-    const float p = Widen(param[i]);
-    const float g = std::fma(weight_decay, p, Widen(grad[i]));
-    const float mu_m = momentum * Widen(moment[i]);
+    const float p = Widened(param[i]);
+    const float g = std::fma(weight_decay, p, Widened(grad[i]));
+    const float mu_m = momentum * Widened(moment[i]);
     const float m_new = std::fma(lr, g, mu_m);
     const float step = nesterov ? std::fma(m_new, momentum, m_new) - mu_m : m_new;
-    new_moment[i] = Narrow<T>(m_new);
-    new_grad[i] = Narrow<T>(step);
-    param[i] = Narrow<T>(p - step);
+    new_moment[i] = Narrowed<T>(m_new);
+    new_grad[i] = Narrowed<T>(step);
+    param[i] = Narrowed<T>(p - step);
   }
 }
 

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <type_traits>
 
 #include "core/gradient.h"
 #include "core/registry.h"
@@ -13,11 +12,6 @@
 namespace doppio {
 namespace {
 
-inline float AsFloat(float value) { return value; }
-inline double AsFloat(double value) { return value; }
-inline float AsFloat(float16 value) { return HalfToFloat(value); }
-inline float AsFloat(bfloat16 value) { return BFloat16ToFloat(value); }
-
 using GradientTypes = TypeList<float, double, float16, bfloat16>;
 
 bool AllFinite(const Operator<CPUContext>& op, int input, const Tensor& grad) {
@@ -25,7 +19,7 @@ bool AllFinite(const Operator<CPUContext>& op, int input, const Tensor& grad) {
   DispatchInput(GradientTypes{}, op, input, grad.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* data = grad.data<T>();
-    for (int64_t i = 0; i < grad.numel() && finite; ++i) finite = std::isfinite(AsFloat(data[i]));
+    for (int64_t i = 0; i < grad.numel() && finite; ++i) finite = std::isfinite(Widened(data[i]));
   });
   return finite;
 }
@@ -34,15 +28,7 @@ void Unscale(const Operator<CPUContext>& op, int input, float inverse, Tensor* g
   DispatchInput(GradientTypes{}, op, input, grad->dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* data = grad->mutable_data<T>();
-    for (int64_t i = 0; i < grad->numel(); ++i) {
-      if constexpr (std::is_same_v<T, float16>) {
-        data[i] = FloatToHalf(HalfToFloat(data[i]) * inverse);
-      } else if constexpr (std::is_same_v<T, bfloat16>) {
-        data[i] = FloatToBFloat16(BFloat16ToFloat(data[i]) * inverse);
-      } else {
-        data[i] = static_cast<T>(data[i] * inverse);
-      }
-    }
+    for (int64_t i = 0; i < grad->numel(); ++i) data[i] = Narrowed<T>(Widened(data[i]) * inverse);
   });
 }
 

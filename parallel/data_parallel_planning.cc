@@ -1,5 +1,6 @@
 // The planning phases of the Parallelize pass (data_parallel_phases.h).
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -45,6 +46,12 @@ void ValidateParallelizeOptions(const ParallelizeOptions& options) {
                    options.shared_model ? "shared_model" : "local_updates",
                    ": it shards the state of one update of reduced gradients");
   }
+  DOPPIO_ENFORCE(options.init_loss_scale > 0 && std::isfinite(options.init_loss_scale),
+                 "Parallelize: init_loss_scale must be positive and finite, got ",
+                 options.init_loss_scale);
+  DOPPIO_ENFORCE(options.loss_scale_growth_interval >= 1,
+                 "Parallelize: loss_scale_growth_interval must be >= 1, got ",
+                 options.loss_scale_growth_interval);
   if (ParsePrecision(options.precision) != DataType::kFloat && options.device_type != CPU) {
     throw NotImplementedError(MakeString("Parallelize: precision '", options.precision,
                                          "' on CUDA devices waits for the GPU kernels; CPU "

@@ -2,7 +2,6 @@
 // lowering the template's forward net, and dynamic loss scaling (its plan,
 // the guarded update and the init of its blobs).
 #include <algorithm>
-#include <cmath>
 #include <set>
 #include <string>
 #include <utility>
@@ -78,12 +77,6 @@ void PlanLossScaling(const DataParallelTemplate& model, const ParallelizeOptions
     return;
   }
   RefuseLossScalingWith(options, *plan);
-  DOPPIO_ENFORCE(options.init_loss_scale > 0 && std::isfinite(options.init_loss_scale),
-                 "Parallelize: init_loss_scale must be positive and finite, got ",
-                 options.init_loss_scale);
-  DOPPIO_ENFORCE(options.loss_scale_growth_interval >= 1,
-                 "Parallelize: loss_scale_growth_interval must be >= 1, got ",
-                 options.loss_scale_growth_interval);
   plan->loss_scaling.init_scale = options.init_loss_scale;
   plan->loss_scaling.growth_interval = options.loss_scale_growth_interval;
   const std::set<std::string> taken = TemplateBlobs(model, *plan);

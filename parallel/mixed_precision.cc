@@ -39,21 +39,13 @@ std::set<int> Float32Inputs(const std::string& op_type) {
   return {};
 }
 
-// The type a conversion op makes (Cast by its `to`, as a TensorProto number
-// or a type name; FloatToHalf; HalfToFloat), kUndefined for other ops.
+// The type a conversion op makes (Cast by its `to`, read as the op reads it;
+// FloatToHalf; HalfToFloat), kUndefined for other ops.
 DataType ConversionTarget(const OperatorDef& op) {
   if (op.type() == "FloatToHalf") return DataType::kFloat16;
   if (op.type() == "HalfToFloat") return DataType::kFloat;
   if (op.type() != "Cast") return DataType::kUndefined;
-  for (const Argument& arg : op.arg()) {
-    if (arg.name() != "to") continue;
-    if (arg.has_i()) return static_cast<DataType>(arg.i());
-    const std::string& name = arg.s();
-    if (name == "float16" || name == "FLOAT16") return DataType::kFloat16;
-    if (name == "bfloat16" || name == "BFLOAT16") return DataType::kBFloat16;
-    if (name == "float" || name == "FLOAT" || name == "float32") return DataType::kFloat;
-  }
-  return DataType::kUndefined;
+  return CastTypeArgument(op.type(), ArgumentHelper(op), "to");
 }
 
 const char* Suffix(DataType dtype) {

@@ -380,15 +380,14 @@ def train_one_epoch(args, train, epoch, iters, losses):
     loss_blobs = ['cpu_{}/loss'.format(d) for d in data_parallel_model.GetDevices(train)]
     bar = progress_bar(range(iters), not args.no_progress, unit='batch',
                        desc='epoch {}/{}'.format(epoch + 1, args.epochs))
+    # With a loss scale, a float16 overflow skips its step: only a run of
+    # them means training diverged.
+    tolerated = MAX_SKIPPED_IN_A_ROW if data_parallel_model.LossScaleState(train) else 1
     start = time.perf_counter()
     for i in range(iters):
         data_parallel_model.RunNet(train, 1)
         losses.append(float(np.mean([workspace.FetchBlob(b) for b in loss_blobs])))
-        # With a loss scale, a float16 overflow skips its step: only a run
-        # of them means training diverged.
-        recent = losses[-MAX_SKIPPED_IN_A_ROW:] if data_parallel_model.LossScaleState(
-            train) else losses[-1:]
-        if not np.isfinite(recent).any():
+        if not np.isfinite(losses[-tolerated:]).any():
             raise SystemExit('fmnist_train: loss is {} at epoch {} iteration {}'.format(
                 losses[-1], epoch + 1, i))
         if bar is not None:

@@ -146,6 +146,19 @@ def test_float_to_half_specials():
     assert np.isnan(got[2])
 
 
+def test_cast_between_float_and_float16_rounds_as_numpy():
+    # Cast takes the vectorized conversions for these pairs: non-integers,
+    # ties, overflow, subnormals and specials, past the vector width.
+    rng = np.random.RandomState(5)
+    x = np.concatenate([rng.randn(997) * 300, [65520.0, 1e-7, np.inf, -np.inf, np.nan],
+                        1 + (2 * np.arange(16) + 1) * 2.0 ** -12]).astype(np.float32)
+    (y,) = h.run_op(h.make_op("Cast", ["X"], ["Y"], to=12), [x])
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(y, x.astype(np.float16))
+    (back,) = h.run_op(h.make_op("Cast", ["X"], ["Y"], to=1), [y])
+    np.testing.assert_array_equal(back, y.astype(np.float32))
+
+
 @given(h.dims(0, 3), st.data())
 def test_half_to_float_is_exact(shape, data):
     bits = data.draw(h.arrays(tuple(shape), np.int64, elements=st.integers(0, 0xFFFF)))

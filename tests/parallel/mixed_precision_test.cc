@@ -119,6 +119,14 @@ TEST(MixedPrecisionTest, LoweringIsIdempotentAndKeepsTheNetsOwnConversions) {
             (std::vector<std::string>{"FloatToHalf(x)", "Cast(w)", "Cast(b)",
                                       "FC(x16,w_fp16,b_fp16)", "HalfToFloat(y)",
                                       "Softmax(y32)"}));
+  // Cast's `to` by name, read as the op reads it; a bad one is the op's error.
+  NetDef named;
+  *named.add_op() = MakeOp("Cast", {"x"}, {"xb"}, {testing::StringArg("to", "bfloat16")});
+  *named.add_op() = MakeOp("FC", {"xb", "w", "b"}, {"y"});
+  EXPECT_EQ(Describe(LowerPrecision(named, DataType::kBFloat16).net)[3], "FC(xb,w_bf16,b_bf16)");
+  named.mutable_op(0)->mutable_arg(0)->set_s("halfish");
+  EXPECT_NE(ErrorOf([&] { LowerPrecision(named, DataType::kBFloat16); }).find("op Cast"),
+            std::string::npos);
 }
 
 TEST(MixedPrecisionTest, ACarriedBackwardNeedsALoweredNet) {
@@ -269,6 +277,10 @@ TEST(MixedPrecisionTest, LossScalingDefaultsAndRefusals) {
   DataParallelTemplate taken = MlpTemplate();
   *taken.param_init_net.add_op() = MakeOp("ConstantFill", {}, {kLossScaleBlob});
   EXPECT_NE(ErrorOf([&] { Parallelize(taken, Fp16TwoDevices()); }).find("already exists"),
+            std::string::npos);
+  ParallelizeOptions bad_scale = Fp16TwoDevices();
+  bad_scale.init_loss_scale = 0.0f;
+  EXPECT_NE(ErrorOf([&] { ValidateParallelizeOptions(bad_scale); }).find("init_loss_scale"),
             std::string::npos);
   ParallelizeOptions cuda = Fp16TwoDevices();
   cuda.device_type = CUDA;
