@@ -5,6 +5,7 @@
 #include "core/types.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -54,8 +55,16 @@ void NarrowBFloat16(const float* src, uint16_t* dst, int64_t n) {
 }
 
 #if DOPPIO_F16C
+// F16C is read off CPUID (leaf 1, ECX bit 29) because clang's
+// __builtin_cpu_supports does not know the name "f16c"; AVX2's check also
+// covers the OS saving the YMM registers.
 bool HasAvx2F16C() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    const bool f16c = (ecx >> 29) & 1u;
+    return f16c && __builtin_cpu_supports("avx2");
+  }();
   return has;
 }
 
