@@ -75,16 +75,17 @@ import re
 
 from doppio import core
 from doppio import data_parallel_bmuf
-from doppio import data_parallel_devices
 from doppio import data_parallel_precision
 from doppio import data_parallel_shards
 from doppio.data_parallel_checkpoint import (ExtractPredictorNet,  # noqa: F401
                                              FinalizeAfterCheckpoint, GetCheckpointParams)
-from doppio.data_parallel_devices import CheckParallelized as _CheckParallelized
-from doppio.data_parallel_devices import DevicePrefixOf as _DevicePrefixOf
 from doppio.data_parallel_devices import Prefix as _Prefix
 from doppio.data_parallel_memory import (_AddDynamicMemoryOptimization,  # noqa: F401
                                           _OptimizeGradientMemorySimple)
+from doppio.data_parallel_run import (DEFAULT_BARRIER_NET_TIMEOUT_SEC, AddBlobSync,  # noqa: F401
+                                      AddDistributedBlobSync, CreateNet, GetDevices,
+                                      GetLearningRateBlobNames, ModelNets,
+                                      OptimizeGradientMemory, RunInitNet, RunNet, Synchronize)
 # One block of a single-device model made data-parallel (PyTorch's
 # DataParallel on a sub-module); see parallel_primitives.
 from doppio.parallel_primitives import DataParallelBlock  # noqa: F401
@@ -94,8 +95,6 @@ from doppio import workspace
 from doppio.proto import doppio_pb2 as caffe2_pb2
 
 log = logging.getLogger('data_parallel_model')
-
-_DEFAULT_BARRIER_NET_TIMEOUT_SEC = 300
 
 # Optimizer blobs common to all parameters (see doppio.optimizer).
 _SHARED_OPTIMIZER_NAMES = frozenset(['optimizer_iteration', 'iteration_mutex', 'lr_injection'])
@@ -127,7 +126,7 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
                 dynamic_memory_management=False, blobs_to_keep=None, use_nccl=False,
                 max_concurrent_distributed_ops=16, cpu_device=False, ideep=False,
                 num_threads_per_device=4, shared_model=False, combine_spatial_bn=False,
-                barrier_net_timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC, accumulate_steps=1,
+                barrier_net_timeout_sec=DEFAULT_BARRIER_NET_TIMEOUT_SEC, accumulate_steps=1,
                 shard_optimizer_state=False, precision='fp32', dynamic_loss_scale=None,
                 init_loss_scale=65536.0, loss_scale_growth_interval=2000, _local_updates=False):
     """Replicates the model on `devices` for synchronous SGD (see the module
@@ -490,123 +489,6 @@ def _RecordDeviceBlobs(model, devices, params, computed, result, shared, shared_
         model, params, {d: _Prefix(d, model) for d in owners}, grouped)
 
 
-def GetDevices(model):
-    _CheckParallelized(model)
-    return model._devices
-
-
-def _ModelNets(model):
-    """(net, runs per RunNet call; None: num_iterations) in run order: the
-    net alone, or Parallelize_BMUF's net and its block update."""
-    return getattr(model, '_data_parallel_model_nets', None) or [(model.net, None)]
-
-
-def CreateNet(model, overwrite=False):
-    """Creates the model's nets (Parallelize_BMUF's block update too)."""
-    _CheckParallelized(model)
-    for net, _ in _ModelNets(model):
-        workspace.CreateNet(net, overwrite=overwrite,
-                            input_blobs=list(net.Proto().external_input))
-
-
-def RunInitNet(model):
-    """Runs the init nets (device 0's params broadcast; Parallelize_BMUF's
-    global model too) and creates the nets; inputs not fed yet (each
-    device's data) start empty, as in Caffe2."""
-    _CheckParallelized(model)
-    data_parallel_devices.CheckDevicesPresent(model, 'RunInitNet')
-    for init_net in getattr(model, '_data_parallel_model_init_nets', None) or [
-            model.param_init_net]:
-        workspace.RunNetOnce(init_net)
-    CreateNet(model, overwrite=True)
-
-
-def RunNet(model, num_iterations):
-    """Runs the net num_iterations times; a Parallelize_BMUF model then runs
-    its block update once."""
-    _CheckParallelized(model)
-    data_parallel_devices.CheckDevicesPresent(model, 'RunNet')
-    for net, runs in _ModelNets(model):
-        workspace.RunNet(net.Proto().name, num_iterations if runs is None else runs)
-
-
-def Synchronize(model, timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC):
-    """Caffe2's barrier across the shards of a multi-process run: returns
-    once every shard has called it. Every device of one process lives in it
-    and each RunNet returns only when all of them are done, so, as in
-    Caffe2, a single process needs nothing. Unlike Caffe2, the barrier uses
-    the model's common world (RunInitNet must have run), so its limit is
-    the rendezvous's timeout_ms; timeout_sec is only checked."""
-    _CheckParallelized(model)
-    if timeout_sec <= 0:
-        raise ValueError('Synchronize: timeout_sec must be positive, got {!r}'.format(
-            timeout_sec))
-    data_parallel_shards.Barrier(model)
-
-
-def AddDistributedBlobSync(model, blobs):
-    """As in Caffe2: appends to model.net an Allreduce (a sum) of `blobs`
-    (full names, synced as given: across shards, not across devices) over
-    the shards; nothing for a single process. Call it before RunInitNet,
-    which creates the net."""
-    _CheckParallelized(model)
-    data_parallel_shards.AllreduceAcrossShards(model, blobs)
-    data_parallel_shards.RefreshScheduleCheck(model, [net for net, _ in _ModelNets(model)])
-
-
-def AddBlobSync(model, blobs, net=None):
-    """Appends to `net` (default model.net) a Broadcast of device 0's copy of
-    each (unprefixed) blob to every device, and records the blobs as
-    per-device groups. Call it before RunInitNet, which creates the net."""
-    _CheckParallelized(model)
-    blobs = [str(b) for b in blobs]
-    if not blobs:
-        return
-    net = model.net if net is None else net
-    for name in blobs:
-        if _DevicePrefixOf(model, name):
-            raise ValueError('AddBlobSync: give the unprefixed blob name, not {!r}'.format(
-                name))
-        if name in model._shared_blobs:
-            raise ValueError('AddBlobSync: {!r} is shared by all devices (one copy); '
-                             'there is nothing to sync'.format(name))
-    devices = model._devices
-    for name in blobs:
-        group = [_Prefix(d, model) + name for d in devices]
-        model._device_grouped_blobs[name] = {d: core.BlobReference(_Prefix(d, model) + name)
-                                             for d in devices}
-        if len(devices) > 1:
-            data_parallel_devices.AddBroadcast(model, net, group)
-
-
-def OptimizeGradientMemory(model, input_shapes, excluded_blobs, recycle_activations):
-    """Caffe2's memonger pass for a parallelized model, run after
-    Parallelize: gradient blobs (and, with recycle_activations, forward
-    activations) of each device share memory once dead. excluded_blobs
-    (unprefixed) keep their own memory on every device; so do the losses
-    and the parameters' gradients. input_shapes (unprefixed name -> shape)
-    is accepted for Caffe2's signature; the assignment here does not need
-    shapes."""
-    _CheckParallelized(model)
-    _OptimizeGradientMemorySimple(model, model._losses_by_gpu, model._devices,
-                                  blobs_to_keep=excluded_blobs,
-                                  share_activations=recycle_activations)
-
-
-def GetLearningRateBlobNames(model):
-    """The learning rate blobs the optimizer reads: the optimizer's shared
-    `<Optimizer>_<n>_lr_cpu` when Parallelize built one, else the outputs of
-    the net's LearningRate ops."""
-    _CheckParallelized(model)
-    if model._optimizer is not None:
-        return [model._optimizer.get_cpu_blob_name('lr')]
-    names = []
-    for op in model.net.Proto().op:
-        if op.type == 'LearningRate' and op.output[0] not in names:
-            names.append(op.output[0])
-    return names
-
-
 def ConvertNetForDevice(net, device=None):
     """A copy of `net` with every blob put under `device`'s prefix
     (`cpu_<id>/`) and every op on `device` (default: the current device
@@ -655,7 +537,7 @@ def Parallelize_BMUF(model_helper_obj, input_builder_fun, forward_pass_builder_f
                      reset_momentum_sgd=False, warmup_iterations=None,
                      max_concurrent_distributed_ops=4, add_blobs_to_sync=None,
                      num_threads_per_device=4, cpu_device=False,
-                     barrier_net_timeout_sec=_DEFAULT_BARRIER_NET_TIMEOUT_SEC):
+                     barrier_net_timeout_sec=DEFAULT_BARRIER_NET_TIMEOUT_SEC):
     """Caffe2's block-wise model-update filtering (data_parallel_bmuf.py):
     every device trains alone for the iterations of one RunNet, then the
     block update averages the params over all devices and shards and
@@ -686,7 +568,7 @@ def Parallelize_BMUF(model_helper_obj, input_builder_fun, forward_pass_builder_f
         AddBlobSync(model_helper_obj, add_blobs_to_sync,
                     net=model_helper_obj._global_model_param_updates_net)
     # The block update and warmup nets carry collectives across shards too.
-    nets = [net for net, _ in _ModelNets(model_helper_obj)]
+    nets = [net for net, _ in ModelNets(model_helper_obj)]
     if getattr(model_helper_obj, '_warmup_broadcast', None) is not None:
         nets.append(model_helper_obj._warmup_broadcast)
     data_parallel_shards.RefreshScheduleCheck(model_helper_obj, nets)

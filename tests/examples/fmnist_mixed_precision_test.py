@@ -7,22 +7,15 @@ loose: the last epoch's mean training loss within 10% of float32's and the
 test accuracy within 4 points. The issue's 0.5-point criterion is measured
 at full size by tools/bench/mixed_precision_bench.sh. float16 keeps its
 loss scale finite and skips few steps."""
-import os
 import sys
 
 import numpy as np
 import pytest
 
 from python_api.examples import fmnist_train as example
+from tests.examples.example_tools import tools_dir
 
 TRAIN_IMAGES, TEST_IMAGES, EPOCHS = 6400, 2000, 2
-
-
-def tools_dir():
-    runfiles = os.environ.get('TEST_SRCDIR')
-    if runfiles:
-        return os.path.join(runfiles, 'doppio', 'tools')
-    return os.path.join(example.REPO_ROOT, 'bazel-bin', 'tools')
 
 
 @pytest.fixture(scope='module')

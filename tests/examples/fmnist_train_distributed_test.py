@@ -14,6 +14,7 @@ import pytest
 
 from caffe2.python import core, workspace
 from python_api.examples import fmnist_train as example
+from tests.examples.example_tools import tools_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAUNCH = os.path.join(HERE, '..', '..', 'tools', 'launch.py')
@@ -23,13 +24,6 @@ WALL_LIMIT_S = 240
 # Blobs every replica updates identically from the allreduced gradients (BN
 # running statistics are each device's own).
 REPLICATED_SUFFIXES = ('_w', '_b', '_s', '_momentum', 'pixel_shift')
-
-
-def tools_dir():
-    runfiles = os.environ.get('TEST_SRCDIR')
-    if runfiles:
-        return os.path.join(runfiles, 'doppio', 'tools')
-    return os.path.join(example.REPO_ROOT, 'bazel-bin', 'tools')
 
 
 def load_minidb(path):

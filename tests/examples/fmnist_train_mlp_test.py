@@ -13,18 +13,12 @@ import pytest
 from caffe2.proto import caffe2_pb2
 from caffe2.python import workspace
 from python_api.examples import fmnist_train as example
+from tests.examples.example_tools import tools_dir
 
 TRAIN_IMAGES = 3200
 TEST_IMAGES = 1000
 DEVICES = 2
 MLP_PARAMS = ['fc1_w', 'fc1_b', 'fc2_w', 'fc2_b', 'pred_w', 'pred_b']
-
-
-def tools_dir():
-    runfiles = os.environ.get('TEST_SRCDIR')
-    if runfiles:
-        return os.path.join(runfiles, 'doppio', 'tools')
-    return os.path.join(example.REPO_ROOT, 'bazel-bin', 'tools')
 
 
 @pytest.fixture(scope='module')

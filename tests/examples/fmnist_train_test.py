@@ -16,6 +16,7 @@ import pytest
 from caffe2.proto import caffe2_pb2
 from caffe2.python import core, workspace
 from python_api.examples import fmnist_train as example
+from tests.examples.example_tools import tools_dir
 
 TRAIN_IMAGES = 3200
 TEST_IMAGES = 1000
@@ -23,13 +24,6 @@ DEVICES = 2
 # Trained blobs that every replica updates identically from the allreduced
 # gradients; BN running statistics (bn*_rm, bn*_riv) are each device's own.
 REPLICATED_SUFFIXES = ('_w', '_b', '_s', '_momentum', 'pixel_shift')
-
-
-def tools_dir():
-    runfiles = os.environ.get('TEST_SRCDIR')
-    if runfiles:
-        return os.path.join(runfiles, 'doppio', 'tools')
-    return os.path.join(example.REPO_ROOT, 'bazel-bin', 'tools')
 
 
 @pytest.fixture(scope='module')
