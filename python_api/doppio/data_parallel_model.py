@@ -493,7 +493,6 @@ def ConvertNetForDevice(net, device=None):
     """A copy of `net` with every blob put under `device`'s prefix
     (`cpu_<id>/`) and every op on `device` (default: the current device
     scope), as Caffe2 does to append another model's net to a replica."""
-    import copy
     if device is None and _building_template:
         return copy.deepcopy(net)
     if device is None:
