@@ -94,7 +94,7 @@ constexpr const char* kUsage =
     "          --input im_info=info.npy --output score_nms=s.npy \\\n"
     "          --output bbox_nms=b.npy --output class_nms=c.npy\n"
     "Without a model's weights, tools/synthesize_weights.py writes an init\n"
-    "net of shapes the net accepts (see the README on detection nets).\n"
+    "net of shapes the net accepts (see docs/serving.md on detection nets).\n"
     "Quantized nets (Caffe2's Int8 ops) run the same way; an Int8 blob's\n"
     "--output is its integers as .npy, or with scale and zero point as a\n"
     "BlobProto when FILE ends in .pb:  --output res2=res2.pb\n"

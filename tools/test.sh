@@ -6,7 +6,7 @@
 #   tools/test.sh //tests/core/...   # a subset
 #   tools/test.sh --sanitizers       # the C++ tests under ASan + UBSan + LSan,
 #                                    # the executor and collectives tests
-#                                    # under TSan (README, "Reliability")
+#                                    # under TSan (docs/reliability.md)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

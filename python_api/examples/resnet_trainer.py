@@ -8,7 +8,7 @@ post-sync builder, OptimizeGradientMemory, file or Redis rendezvous,
 timeout_guard, experiment_util, and a predictor export per epoch that
 --load_model_path resumes from. It is Doppio's own program (no Caffe2 code),
 run by tests/examples/resnet_trainer_test.py; Caffe2's script itself runs
-unchanged too (README, "Coming from Caffe2").
+unchanged too (docs/coming_from.md).
 
     tools/python python_api/examples/resnet_trainer.py --devices 2 \\
         --image_size 32 --batch_size 8 --epoch_size 32 --num_epochs 1 \\

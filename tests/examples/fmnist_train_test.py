@@ -1,10 +1,10 @@
 """python_api/examples/fmnist_train.py end to end on part of Fashion-MNIST,
-data-parallel on 2 CPU devices as the README's main job: it learns, the
+data-parallel on 2 CPU devices as the main job (docs/training.md): it learns, the
 replicas stay identical, its checkpoint holds device 0's trained state, and
 the exported predict net (plain blob names) scored by the real run_net
 binary agrees with the accuracy measured in training.
 
-The full run (3 epochs, >= 0.91) is the README's main job, not a test.
+The full run (3 epochs, >= 0.91) is the main job (docs/training.md), not a test.
 """
 import json
 import os

@@ -1,5 +1,6 @@
-"""Every example in README.md runs: the blocks marked `<!-- test: GROUP -->`
-are run group by group (tests/docs/readme_examples.py has the convention),
+"""Every example in README.md and docs/*.md runs: the blocks marked
+`<!-- test: GROUP -->` are run group by group (tests/docs/doc_examples.py
+has the convention), blocks marked `copy-of=PATH` equal their files,
 each group must succeed, and every block with a language must be marked
 runnable or say why not. The tutorial's served model is then checked
 against numpy applied to the weights in the exported init net, so a
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import readme_examples as examples  # noqa: E402
+import doc_examples as examples  # noqa: E402
 
 from doppio.proto import doppio_pb2  # noqa: E402
 
@@ -22,20 +23,17 @@ EXPECTED_GROUPS = {'tutorial', 'torch-dataparallel', 'torch-ddp', 'caffe2'}
 GROUP_TIMEOUT_S = 240
 
 
-def readme_path():
+def repository_root():
     for root in (os.environ.get('TEST_SRCDIR'), os.environ.get('RUNFILES_DIR')):
         if root and os.path.exists(os.path.join(root, 'doppio', 'README.md')):
-            return os.path.join(root, 'doppio', 'README.md')
+            return os.path.join(root, 'doppio')
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(os.path.dirname(os.path.dirname(here)), 'README.md')
+    return os.path.dirname(os.path.dirname(here))
 
 
-def readme_blocks():
-    with open(readme_path()) as f:
-        return examples.parse_blocks(f.read())
-
-
-BLOCKS = readme_blocks()
+ROOT = repository_root()
+DOCS, UNLINKED = examples.documents(ROOT)
+BLOCKS = examples.read_blocks(ROOT, DOCS)
 FILES, GROUPS = examples.files_and_groups(BLOCKS)
 
 
@@ -63,9 +61,34 @@ def test_every_block_with_a_language_is_marked():
     assert examples.marker_problems(BLOCKS) == []
 
 
-def test_the_readme_keeps_its_example_groups():
+def test_every_docs_page_is_linked_from_the_readme():
+    assert UNLINKED == []
+    assert len(DOCS) > 10 and DOCS[0] == 'README.md'
+
+
+def test_shown_source_files_are_the_built_ones():
+    copies = [b for b in BLOCKS if b.marker_value
+              and b.marker_value.startswith('copy-of=')]
+    assert any(b.marker_value.endswith('data_parallel_mlp.cc') for b in copies)
+    assert examples.copy_problems(BLOCKS, ROOT) == []
+
+
+def test_a_copy_that_drifted_from_its_file_is_reported(tmp_path):
+    (tmp_path / 'prog.cc').write_text('int main() { return 0; }\n')
+    text = '\n'.join([
+        '<!-- test: copy-of=prog.cc -->', '```cpp', 'int main() { return 0; }', '```',
+        '<!-- test: copy-of=prog.cc -->', '```cpp', 'int main() { return 1; }', '```',
+        '<!-- test: copy-of=missing.cc -->', '```cpp', 'x', '```',
+    ])
+    problems = examples.copy_problems(examples.parse_blocks(text, 'docs/x.md'), str(tmp_path))
+    assert problems == [
+        'docs/x.md:7: the block differs from prog.cc; paste the file again',
+        'docs/x.md:11: copy-of names missing.cc, which does not exist']
+
+
+def test_the_documents_keep_their_example_groups():
     assert EXPECTED_GROUPS <= set(GROUPS)
-    assert {'fashion_mnist.py', 'train_ddp.py', 'data_parallel_mlp.cc'} <= set(FILES)
+    assert {'fashion_mnist.py', 'train_ddp.py'} <= set(FILES)
     # The Lua side of "Coming from ..." is shown, not run, and says why.
     lua = [b for b in BLOCKS if b.language == 'lua']
     assert lua and all(b.marker_kind == 'no-test' for b in lua)
