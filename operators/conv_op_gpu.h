@@ -58,11 +58,11 @@ Perf PickCudnnAlgorithm(const std::vector<Perf>& perfs, size_t workspace_limit,
     }
     return perf;
   }
-  throw NotImplementedError(MakeString(
+  DOPPIO_NOT_IMPLEMENTED(
       "op ", op, ": cuDNN offers no ", pass, " algorithm within ws_nbytes_limit=", workspace_limit,
       deterministic ? " that is deterministic" : "",
       allow_tensor_op_math ? "" : " without tensor-op math", " (", perfs.size(),
-      " candidates); raise ws_nbytes_limit or drop deterministic"));
+      " candidates); raise ws_nbytes_limit or drop deterministic");
 }
 
 }  // namespace doppio

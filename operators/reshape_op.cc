@@ -1,5 +1,7 @@
 #include "operators/reshape_op.h"
 
+#include <optional>
+
 #include "core/gradient.h"
 #include "core/registry.h"
 #include "core/schema.h"
@@ -8,39 +10,55 @@
 
 namespace doppio {
 
+// The product of the requested dims, or nullopt when it exceeds int64 (a
+// shape of 2^40 x 2^40 must be reported as too large, not as 0 elements).
+namespace {
+std::optional<int64_t> KnownProduct(const std::vector<int64_t>& dims, int skip) {
+  int64_t product = 1;
+  for (int i = 0; i < static_cast<int>(dims.size()); ++i) {
+    if (i == skip) continue;
+    if (__builtin_mul_overflow(product, dims[i], &product)) return std::nullopt;
+  }
+  return product;
+}
+}  // namespace
+
 std::vector<int64_t> ResolveReshape(const std::string& op_type,
                                     const std::vector<int64_t>& input_dims,
                                     std::vector<int64_t> requested) {
   int unknown = -1;
-  int64_t known_size = 1;
   for (size_t i = 0; i < requested.size(); ++i) {
     int64_t& dim = requested[i];
     if (dim == 0) {
-      DOPPIO_ENFORCE(i < input_dims.size(), "op ", op_type, ": new shape ", requested,
-                     " has 0 (copy the input's dim) at position ", i, " but the input ",
-                     input_dims, " has only ", input_dims.size(), " dims");
+      DOPPIO_ENFORCE_ARG(i < input_dims.size(), "op ", op_type, ": new shape ", requested,
+                         " has 0 (copy the input's dim) at position ", i, " but the input ",
+                         input_dims, " has only ", input_dims.size(), " dims");
       dim = input_dims[i];
     }
     if (dim == -1) {
-      DOPPIO_ENFORCE(unknown == -1, "op ", op_type, ": new shape ", requested,
-                     " has more than one -1");
+      DOPPIO_ENFORCE_ARG(unknown == -1, "op ", op_type, ": new shape ", requested,
+                         " has more than one -1");
       unknown = static_cast<int>(i);
       continue;
     }
-    DOPPIO_ENFORCE(dim >= 0, "op ", op_type, ": new shape ", requested,
-                   " has the negative dim ", dim, " (only -1 and 0 are special)");
-    known_size *= dim;
+    DOPPIO_ENFORCE_ARG(dim >= 0, "op ", op_type, ": new shape ", requested,
+                       " has the negative dim ", dim, " (only -1 and 0 are special)");
   }
   const int64_t total = CheckedNumElements(input_dims);
+  const std::optional<int64_t> known = KnownProduct(requested, unknown);
+  DOPPIO_ENFORCE_ARG(known.has_value(), "op ", op_type, ": cannot reshape the input of shape ",
+                     input_dims, " (", total, " elements) to ", requested,
+                     " (more than 2^63 elements)");
+  const int64_t known_size = *known;
   if (unknown >= 0) {
-    DOPPIO_ENFORCE(known_size != 0 && total % known_size == 0, "op ", op_type,
-                   ": cannot reshape the input of shape ", input_dims, " (", total,
-                   " elements) to ", requested);
+    DOPPIO_ENFORCE_ARG(known_size != 0 && total % known_size == 0, "op ", op_type,
+                       ": cannot reshape the input of shape ", input_dims, " (", total,
+                       " elements) to ", requested);
     requested[unknown] = total / known_size;
   } else {
-    DOPPIO_ENFORCE(known_size == total, "op ", op_type, ": cannot reshape the input of shape ",
-                   input_dims, " (", total, " elements) to ", requested, " (", known_size,
-                   " elements)");
+    DOPPIO_ENFORCE_ARG(known_size == total, "op ", op_type,
+                       ": cannot reshape the input of shape ", input_dims, " (", total,
+                       " elements) to ", requested, " (", known_size, " elements)");
   }
   return requested;
 }

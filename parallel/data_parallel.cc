@@ -9,9 +9,9 @@ namespace doppio {
 std::string DevicePrefix(int device_type, int device_id) {
   if (device_type == CUDA) return "gpu_" + std::to_string(device_id) + "/";
   if (device_type != CPU) {
-    throw InvalidArgumentError(MakeString(
+    DOPPIO_THROW_ARG(
         "Parallelize: device type ", device_type, " is not supported; only CPU (",
-        static_cast<int>(CPU), ") and CUDA (", static_cast<int>(CUDA), ")"));
+        static_cast<int>(CPU), ") and CUDA (", static_cast<int>(CUDA), ")");
   }
   return "cpu_" + std::to_string(device_id) + "/";
 }

@@ -17,46 +17,46 @@
 
 namespace doppio {
 
+// Each refusal names the option as Parallelize's callers spell it, so a
+// ValueError says which keyword argument to change.
 void ValidateParallelizeOptions(const ParallelizeOptions& options) {
-  DOPPIO_ENFORCE(!options.devices.empty(), "Parallelize: the device list is empty");
+  DOPPIO_ENFORCE_ARG(!options.devices.empty(), "Parallelize: devices: the device list is empty");
   std::set<int> seen;
   for (int device : options.devices) {
-    DOPPIO_ENFORCE(device >= 0, "Parallelize: device ids must be >= 0, got ", device);
-    DOPPIO_ENFORCE(seen.insert(device).second, "Parallelize: device ", device,
-                   " is listed twice");
+    DOPPIO_ENFORCE_ARG(device >= 0, "Parallelize: devices: ids must be >= 0, got ", device);
+    DOPPIO_ENFORCE_ARG(seen.insert(device).second, "Parallelize: devices: device ", device,
+                       " is listed twice");
   }
   // DevicePrefix refuses the device types the pass does not handle.
   DevicePrefix(options.device_type, options.devices.front());
-  DOPPIO_ENFORCE(options.num_threads_per_device >= 1,
-                 "Parallelize: num_threads_per_device must be >= 1, got ",
-                 options.num_threads_per_device);
-  DOPPIO_ENFORCE(!options.net_type.empty(), "Parallelize: net_type is empty");
-  if (options.shared_model && options.device_type != CPU) {
-    throw InvalidArgumentError("Parallelize: shared_model is only supported on CPU devices");
-  }
-  DOPPIO_ENFORCE(options.accumulate_steps >= 1, "Parallelize: accumulate_steps must be >= 1, "
-                 "got ", options.accumulate_steps);
+  DOPPIO_ENFORCE_ARG(options.num_threads_per_device >= 1,
+                     "Parallelize: num_threads_per_device must be >= 1, got ",
+                     options.num_threads_per_device);
+  DOPPIO_ENFORCE_ARG(!options.net_type.empty(), "Parallelize: net_type is empty");
+  DOPPIO_ENFORCE_ARG(!options.shared_model || options.device_type == CPU,
+                     "Parallelize: shared_model is only supported on CPU devices");
+  DOPPIO_ENFORCE_ARG(options.accumulate_steps >= 1,
+                     "Parallelize: accumulate_steps must be >= 1, got ",
+                     options.accumulate_steps);
   if (options.shard_optimizer_state) {
-    if (options.device_type != CPU) {
-      throw NotImplementedError("Parallelize: shard_optimizer_state on CUDA devices is not "
-                                "implemented yet (its block collectives have CPU kernels only)");
-    }
-    DOPPIO_ENFORCE(!options.shared_model && !options.local_updates,
-                   "Parallelize: shard_optimizer_state cannot be combined with ",
-                   options.shared_model ? "shared_model" : "local_updates",
-                   ": it shards the state of one update of reduced gradients");
+    DOPPIO_ENFORCE_SUPPORTED(options.device_type == CPU,
+                             "Parallelize: shard_optimizer_state on CUDA devices is not "
+                             "implemented yet (its block collectives have CPU kernels only)");
+    DOPPIO_ENFORCE_ARG(!options.shared_model && !options.local_updates,
+                       "Parallelize: shard_optimizer_state cannot be combined with ",
+                       options.shared_model ? "shared_model" : "local_updates",
+                       ": it shards the state of one update of reduced gradients");
   }
-  DOPPIO_ENFORCE(options.init_loss_scale > 0 && std::isfinite(options.init_loss_scale),
-                 "Parallelize: init_loss_scale must be positive and finite, got ",
-                 options.init_loss_scale);
-  DOPPIO_ENFORCE(options.loss_scale_growth_interval >= 1,
-                 "Parallelize: loss_scale_growth_interval must be >= 1, got ",
-                 options.loss_scale_growth_interval);
-  if (ParsePrecision(options.precision) != DataType::kFloat && options.device_type != CPU) {
-    throw NotImplementedError(MakeString("Parallelize: precision '", options.precision,
-                                         "' on CUDA devices waits for the GPU kernels; CPU "
-                                         "devices run it"));
-  }
+  DOPPIO_ENFORCE_ARG(options.init_loss_scale > 0 && std::isfinite(options.init_loss_scale),
+                     "Parallelize: init_loss_scale must be positive and finite, got ",
+                     options.init_loss_scale);
+  DOPPIO_ENFORCE_ARG(options.loss_scale_growth_interval >= 1,
+                     "Parallelize: loss_scale_growth_interval must be >= 1, got ",
+                     options.loss_scale_growth_interval);
+  DOPPIO_ENFORCE_SUPPORTED(
+      ParsePrecision(options.precision) == DataType::kFloat || options.device_type == CPU,
+      "Parallelize: precision '", options.precision,
+      "' on CUDA devices waits for the GPU kernels; CPU devices run it");
   ValidateRendezvous(options.rendezvous);
 }
 
@@ -226,13 +226,13 @@ void PlanGradients(const DataParallelTemplate& model, ParallelPlan* plan) {
   // frozen on purpose and kept out of the reductions, as Caffe2 does.
   const std::vector<std::string> unused = ParamsNoLossDependsOn(model);
   if (!unused.empty()) {
-    throw InvalidArgumentError(MakeString(
+    DOPPIO_THROW_ARG(
         "Parallelize: parameter", unused.size() > 1 ? "s " : " ", QuotedNames(unused),
         unused.size() > 1 ? " get" : " gets", " no gradient: no loss of net '", model.net.name(),
         "' depends on ", unused.size() > 1 ? "them" : "it", " (losses: ",
         QuotedNames(model.losses), "). Wire the layer into a loss, or leave it out of the "
         "model's params; to freeze a parameter on purpose, keep it in the forward pass "
-        "behind StopGradient"));
+        "behind StopGradient");
   }
 }
 
@@ -263,10 +263,10 @@ void PlanCombinedBatchNorm(const ParallelizeOptions& options, ParallelPlan* plan
 void PlanSparseGradients(const DataParallelTemplate& model, const ParallelizeOptions& options,
                          ParallelPlan* plan) {
   if (plan->distributed && !plan->sparse_param_to_grad.empty()) {
-    throw NotImplementedError(MakeString(
+    DOPPIO_NOT_IMPLEMENTED(
         "Parallelize: sparse gradients across shards (rendezvous with num_shards ",
         options.rendezvous.num_shards, ") are not implemented yet; parameter '",
-        plan->sparse_param_to_grad.begin()->first, "' has one"));
+        plan->sparse_param_to_grad.begin()->first, "' has one");
   }
   // One replica, or replicas updating alone, apply their own slices as they are.
   if (plan->replicas.size() < 2 || plan->sparse_param_to_grad.empty() || options.local_updates) {
@@ -293,13 +293,13 @@ void PlanAccumulation(const DataParallelTemplate& model, const ParallelizeOption
   plan->accumulate_steps = options.accumulate_steps;
   if (options.accumulate_steps < 2) return;
   if (!plan->sparse_param_to_grad.empty()) {
-    throw NotImplementedError(MakeString(
+    DOPPIO_NOT_IMPLEMENTED(
         "Parallelize: accumulate_steps ", options.accumulate_steps, " with sparse gradients is "
         "not implemented yet; parameter '", plan->sparse_param_to_grad.begin()->first,
-        "' has one"));
+        "' has one");
   }
   if (options.shared_model) {
-    throw NotImplementedError("Parallelize: accumulate_steps > 1 with shared_model is not "
+    DOPPIO_NOT_IMPLEMENTED("Parallelize: accumulate_steps > 1 with shared_model is not "
                               "implemented yet");
   }
   const std::set<std::string> template_blobs = TemplateBlobs(model, *plan);
@@ -387,11 +387,11 @@ std::vector<bool> StateInitOps(const DataParallelTemplate& model, const ShardedS
     int made = 0;
     for (const std::string& output : op.output()) made += state.count(output);
     if (made > 0 && made != op.output_size()) {
-      throw NotImplementedError(MakeString(
+      DOPPIO_NOT_IMPLEMENTED(
           "Parallelize: shard_optimizer_state: init op ", op.type(), " '", op.name(),
           "' makes optimizer state and other blobs (outputs ",
           QuotedNames({op.output().begin(), op.output().end()}), "); make the state with "
-          "ops of its own"));
+          "ops of its own");
     }
     master_only.push_back(made > 0);
   }

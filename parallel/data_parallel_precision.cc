@@ -26,9 +26,9 @@ int SeedOpOf(const ParallelPlan& plan, const std::string& loss) {
       return static_cast<int>(i);
     }
   }
-  throw NotImplementedError(MakeString(
+  DOPPIO_NOT_IMPLEMENTED(
       "Parallelize: dynamic loss scaling cannot find the gradient of loss '", loss,
-      "' (a ConstantFill from the loss); a loss given its own gradient blob is not supported"));
+      "' (a ConstantFill from the loss); a loss given its own gradient blob is not supported");
 }
 
 void RefuseLossScalingWith(const ParallelizeOptions& options, const ParallelPlan& plan) {
@@ -37,8 +37,8 @@ void RefuseLossScalingWith(const ParallelizeOptions& options, const ParallelPlan
                         : options.local_updates              ? "local updates (BMUF)"
                                                              : nullptr;
   if (refused != nullptr) {
-    throw NotImplementedError(MakeString("Parallelize: dynamic loss scaling with ", refused,
-                                         " is not implemented yet"));
+    DOPPIO_NOT_IMPLEMENTED("Parallelize: dynamic loss scaling with ", refused,
+                                         " is not implemented yet");
   }
 }
 
@@ -54,11 +54,11 @@ DataParallelTemplate PlanPrecision(const DataParallelTemplate& model,
     // The caller derived the backward, so it must have lowered the forward
     // net first (lowering is idempotent: a lowered net gets no new casts).
     if (!result.plan.casts.empty()) {
-      throw InvalidArgumentError(MakeString(
+      DOPPIO_THROW_ARG(
           "Parallelize: precision '", options.precision, "' with a template that carries its "
           "backward, but net '", model.net.name(), "' is not lowered (it would cast '",
           result.plan.casts.front().first, "'): lower the forward net (LowerPrecision) before "
-          "deriving its gradients"));
+          "deriving its gradients");
     }
     return model;
   }
@@ -83,8 +83,8 @@ void PlanLossScaling(const DataParallelTemplate& model, const ParallelizeOptions
   for (const char* name : {kLossScaleBlob, kLossScaleGoodStepsBlob, kLossScaleSkippedStepsBlob,
                            kGradientsFiniteBlob}) {
     if (taken.count(name)) {
-      throw InvalidArgumentError(MakeString("Parallelize: blob '", name, "' already exists in "
-                                            "the model; dynamic loss scaling needs that name"));
+      DOPPIO_THROW_ARG("Parallelize: blob '", name, "' already exists in "
+                                            "the model; dynamic loss scaling needs that name");
     }
   }
   // Back to front, so the indices of the seeds not yet handled stay valid.

@@ -26,30 +26,24 @@ bool IsDistributed(const RendezvousOptions& rendezvous) { return rendezvous.num_
 
 void ValidateRendezvous(const RendezvousOptions& rendezvous) {
   if (!IsDistributed(rendezvous)) return;
-  DOPPIO_ENFORCE(!rendezvous.kv_handler.empty(),
-                 "Parallelize: rendezvous needs kv_handler, the store handler blob "
-                 "(FileStoreHandlerCreate / RedisStoreHandlerCreate) to rendezvous through");
-  DOPPIO_ENFORCE(!rendezvous.common_world.empty(),
-                 "Parallelize: rendezvous needs a common world blob name");
-  DOPPIO_ENFORCE(rendezvous.shard_id >= 0 && rendezvous.shard_id < rendezvous.num_shards,
-                 "Parallelize: rendezvous shard_id ", rendezvous.shard_id,
-                 " is not in [0, num_shards = ", rendezvous.num_shards, ")");
-  if (rendezvous.engine != "GLOO") {
-    throw NotImplementedError(MakeString("Parallelize: rendezvous engine '", rendezvous.engine,
-                                         "' is not supported: only 'GLOO' is built"));
-  }
-  if (rendezvous.transport != "tcp") {
-    throw NotImplementedError(MakeString("Parallelize: rendezvous transport '",
-                                         rendezvous.transport,
-                                         "' is not supported: only 'tcp' is built"));
-  }
-  DOPPIO_ENFORCE(rendezvous.timeout_ms > 0, "Parallelize: rendezvous timeout_ms must be "
-                 "positive, got ", rendezvous.timeout_ms);
-  if (!(rendezvous.bucket_cap_mb >= 0)) {
-    throw InvalidArgumentError(MakeString("Parallelize: rendezvous bucket_cap_mb must be >= 0 "
-                                          "(0: one allreduce per gradient), got ",
-                                          rendezvous.bucket_cap_mb));
-  }
+  DOPPIO_ENFORCE_ARG(!rendezvous.kv_handler.empty(),
+                     "Parallelize: rendezvous needs kv_handler, the store handler blob "
+                     "(FileStoreHandlerCreate / RedisStoreHandlerCreate) to rendezvous through");
+  DOPPIO_ENFORCE_ARG(!rendezvous.common_world.empty(),
+                     "Parallelize: rendezvous needs a common world blob name");
+  DOPPIO_ENFORCE_ARG(rendezvous.shard_id >= 0 && rendezvous.shard_id < rendezvous.num_shards,
+                     "Parallelize: rendezvous shard_id ", rendezvous.shard_id,
+                     " is not in [0, num_shards = ", rendezvous.num_shards, ")");
+  DOPPIO_ENFORCE_SUPPORTED(rendezvous.engine == "GLOO", "Parallelize: rendezvous engine '",
+                           rendezvous.engine, "' is not supported: only 'GLOO' is built");
+  DOPPIO_ENFORCE_SUPPORTED(rendezvous.transport == "tcp", "Parallelize: rendezvous transport '",
+                           rendezvous.transport, "' is not supported: only 'tcp' is built");
+  DOPPIO_ENFORCE_ARG(rendezvous.timeout_ms > 0,
+                     "Parallelize: rendezvous timeout_ms must be positive, got ",
+                     rendezvous.timeout_ms);
+  DOPPIO_ENFORCE_ARG(rendezvous.bucket_cap_mb >= 0,
+                     "Parallelize: rendezvous bucket_cap_mb must be >= 0 (0: one allreduce per "
+                     "gradient), got ", rendezvous.bucket_cap_mb);
 }
 
 std::vector<std::vector<std::string>> PlanGradientBuckets(

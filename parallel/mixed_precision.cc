@@ -181,8 +181,7 @@ DataType ParsePrecision(const std::string& precision) {
   if (precision == "fp32" || precision == "float32" || precision.empty()) return DataType::kFloat;
   if (precision == "bf16" || precision == "bfloat16") return DataType::kBFloat16;
   if (precision == "fp16" || precision == "float16") return DataType::kFloat16;
-  throw InvalidArgumentError(
-      MakeString("precision must be 'fp32', 'bf16' or 'fp16', not '", precision, "'"));
+  DOPPIO_THROW_ARG("precision must be 'fp32', 'bf16' or 'fp16', not '", precision, "'");
 }
 
 std::string PrecisionPlan::ToString() const {

@@ -37,10 +37,10 @@ class Owners {
         auto owner = owner_.find(name);
         if (owner == owner_.end() || owner->second == found) continue;
         if (!found.empty()) {
-          throw NotImplementedError(MakeString(
+          DOPPIO_NOT_IMPLEMENTED(
               "Parallelize: shard_optimizer_state: ", Describe(op), " updates both parameter '",
               found, "' and parameter '", owner->second, "'; each shard holds a different "
-              "block of each, so an op may only combine one parameter's blobs"));
+              "block of each, so an op may only combine one parameter's blobs");
         }
         found = owner->second;
       }
@@ -57,10 +57,10 @@ class Owners {
         if (param.empty()) continue;
         for (const std::string& output : op.output()) {
           if (inputs_.shared->count(output)) {
-            throw NotImplementedError(MakeString(
+            DOPPIO_NOT_IMPLEMENTED(
                 "Parallelize: shard_optimizer_state: ", Describe(op), " writes shared blob '",
                 output, "' from parameter '", param, "''s blobs, of which each shard holds "
-                "only a block"));
+                "only a block");
           }
           changed = owner_.emplace(output, param).second || changed;
         }
@@ -81,19 +81,19 @@ void CheckBlockOp(const OperatorDef& op, const std::string& param, const Owners&
                   const ShardedStateInputs& inputs) {
   const OpSchema* schema = OpSchemaRegistry::Schema(op.type());
   if (schema == nullptr || !schema->elementwise()) {
-    throw NotImplementedError(MakeString(
+    DOPPIO_NOT_IMPLEMENTED(
         "Parallelize: shard_optimizer_state: ", Describe(op), " reads parameter '", param,
         "''s blobs but is not elementwise (its schema does not say Elementwise), so it cannot "
-        "run on one shard's block of them; leave shard_optimizer_state off for this model"));
+        "run on one shard's block of them; leave shard_optimizer_state off for this model");
   }
   for (const std::string& input : op.input()) {
     if (owners.owners().count(input) || inputs.shared->count(input)) continue;
     auto shape = inputs.shapes->find(input);
     if (shape != inputs.shapes->end() && Elements(shape->second) == 1) continue;
-    throw NotImplementedError(MakeString(
+    DOPPIO_NOT_IMPLEMENTED(
         "Parallelize: shard_optimizer_state: ", Describe(op), " combines parameter '", param,
         "''s blobs with '", input, "', which is neither derived from that parameter nor a "
-        "one-element blob, so it has no block to match"));
+        "one-element blob, so it has no block to match");
   }
 }
 
@@ -121,22 +121,22 @@ void PlanStateOf(const std::string& param, const std::set<std::string>& blobs,
     if (blob == param || blob == grad) continue;
     auto user = train_users.find(blob);
     if (user != train_users.end()) {
-      throw NotImplementedError(MakeString(
+      DOPPIO_NOT_IMPLEMENTED(
           "Parallelize: shard_optimizer_state: blob '", blob, "', which the update ops "
           "derive from parameter '", param, "', is also used by op ", user->second->type(),
           " '", user->second->name(), "' of the training net, which would see only a block "
-          "of it"));
+          "of it");
     }
     auto made = inputs.init_shapes->find(blob);
     if (made == inputs.init_shapes->end()) continue;  // a temporary of each step
     const int64_t elements = Elements(made->second);
     if (param_elements < 0 || elements != param_elements) {
-      throw NotImplementedError(MakeString(
+      DOPPIO_NOT_IMPLEMENTED(
           "Parallelize: shard_optimizer_state: optimizer state '", blob, "' of parameter '",
           param, "' has ", elements < 0 ? std::string("an unknown number of") :
           std::to_string(elements), " elements, the parameter ",
           param_elements < 0 ? std::string("an unknown number") : std::to_string(param_elements),
-          "; only state of the parameter's size is cut into blocks"));
+          "; only state of the parameter's size is cut into blocks");
     }
     state.push_back(blob);
   }
@@ -145,9 +145,9 @@ void PlanStateOf(const std::string& param, const std::set<std::string>& blobs,
 std::string FreeBlockName(const std::string& blob, const ShardedStateInputs& inputs) {
   const std::string block = blob + "_shard";
   if (inputs.taken->count(block)) {
-    throw InvalidArgumentError(MakeString(
+    DOPPIO_THROW_ARG(
         "Parallelize: blob '", block, "' already exists in the model; shard_optimizer_state "
-        "needs that name for this shard's block of '", blob, "'"));
+        "needs that name for this shard's block of '", blob, "'");
   }
   return block;
 }

@@ -22,8 +22,8 @@ using Engines = std::vector<std::string>;
 DeviceKind DeviceOf(int device_type) {
   if (device_type == static_cast<int>(DeviceKind::kCPU)) return DeviceKind::kCPU;
   if (device_type == static_cast<int>(DeviceKind::kCUDA)) return DeviceKind::kCUDA;
-  throw InvalidArgumentError(MakeString("engine preference for device type ", device_type,
-                                        "; Doppio has CPU (0) and CUDA (1)"));
+  DOPPIO_THROW_ARG("engine preference for device type ", device_type,
+                                        "; Doppio has CPU (0) and CUDA (1)");
 }
 
 template <typename Value>

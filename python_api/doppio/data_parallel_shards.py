@@ -34,10 +34,13 @@ def CheckRendezvous(rendezvous):
                   timeout_ms=30000, bucket_cap_mb=25)
     result.update(rendezvous)
     result['kv_handler'] = str(result['kv_handler'])
-    result['num_shards'] = int(result['num_shards'])
-    result['shard_id'] = int(result['shard_id'])
-    result['timeout_ms'] = int(result['timeout_ms'])
-    result['bucket_cap_mb'] = float(result['bucket_cap_mb'])
+    for key, kind in (('num_shards', int), ('shard_id', int), ('timeout_ms', int),
+                      ('bucket_cap_mb', float)):
+        try:
+            result[key] = kind(result[key])
+        except (TypeError, ValueError):
+            raise ValueError('Parallelize: rendezvous {} must be {}, got {!r}'.format(
+                key, 'an integer' if kind is int else 'a number', result[key])) from None
     result['interface'] = result['interface'] or ''
     # The pass's default name for the world it connects.
     result['common_world'] = workspace.C.RendezvousOptions().common_world

@@ -80,6 +80,14 @@ def test_reshape_bad_inputs():
     h.assert_op_error(op([-1, -1]), [x], "more than one -1")
     h.assert_op_error(op([2, 0, 0]), [x], "position 2")
     h.assert_op_error(op([2, -3]), [x], "-3")
+    # A product past int64 is reported as too large, not wrapped to 0.
+    big = 2 ** 40
+    message = h.assert_op_error(op([big, big]), [x], "more than 2^63 elements")
+    assert "(0 elements)" not in message
+    h.assert_op_error(op([big, 0, big, -1]), [x], "more than 2^63 elements")
+    # A bad shape is the caller's value: ValueError (and still RuntimeError).
+    with pytest.raises(ValueError, match="more than one -1"):
+        h.run_op(op([-1, -1]), [x])
     h.assert_op_error(h.make_op("Reshape", ["X"], ["Y", "old"]), [x], "'shape'")
     h.assert_op_error(h.make_op("Reshape", ["X", "S"], ["Y", "old"], shape=[6]),
                       [x, np.array([6])], "'shape'")

@@ -126,6 +126,60 @@ def test_errors():
         data_parallel_model.RunInitNet(model_helper.ModelHelper(name='plain'))
 
 
+# Every option Parallelize checks, with a bad value: each must raise a
+# ValueError (whichever side checks it, Python or the C++ pass) whose
+# message names the option, and change nothing.
+STORE = dict(kv_handler='store', num_shards=2, shard_id=0)
+BAD_OPTIONS = [
+    (dict(devices=[]), 'devices'),
+    (dict(devices=[-1]), 'devices'),
+    (dict(devices=[1, 1]), 'devices'),
+    (dict(devices=['a']), 'devices'),
+    (dict(num_threads_per_device=0), 'num_threads_per_device'),
+    (dict(num_threads_per_device='many'), 'num_threads_per_device'),
+    (dict(net_type=''), 'net_type'),
+    (dict(net_type=3), 'net_type'),
+    (dict(accumulate_steps=0), 'accumulate_steps'),
+    (dict(accumulate_steps=1.5), 'accumulate_steps'),
+    (dict(precision='fp8'), 'precision'),
+    (dict(precision=16), 'precision'),
+    (dict(dynamic_loss_scale='yes'), 'dynamic_loss_scale'),
+    (dict(init_loss_scale=0), 'init_loss_scale'),
+    (dict(init_loss_scale=float('inf')), 'init_loss_scale'),
+    (dict(init_loss_scale='big'), 'init_loss_scale'),
+    (dict(loss_scale_growth_interval=0), 'loss_scale_growth_interval'),
+    (dict(max_concurrent_distributed_ops=0), 'max_concurrent_distributed_ops'),
+    (dict(barrier_net_timeout_sec=0), 'barrier_net_timeout_sec'),
+    (dict(barrier_net_timeout_sec='soon'), 'barrier_net_timeout_sec'),
+    (dict(shard_optimizer_state=True, shared_model=True), 'shard_optimizer_state'),
+    (dict(rendezvous=dict(STORE, shard_id=5)), 'shard_id'),
+    (dict(rendezvous=dict(STORE, timeout_ms=0)), 'timeout_ms'),
+    (dict(rendezvous=dict(STORE, timeout_ms='long')), 'timeout_ms'),
+    (dict(rendezvous=dict(STORE, bucket_cap_mb=-1)), 'bucket_cap_mb'),
+    (dict(rendezvous=dict(STORE, colour='red')), 'colour'),
+]
+
+
+@pytest.mark.parametrize('options,name', BAD_OPTIONS,
+                         ids=['{}-{}'.format(name, i) for i, (_, name) in enumerate(BAD_OPTIONS)])
+def test_each_bad_option_is_a_value_error_naming_it(options, name):
+    before = set(workspace.Blobs())
+    with pytest.raises(ValueError, match=name):
+        parallelize(**options)
+    assert set(workspace.Blobs()) == before
+
+
+def test_errors_of_the_pass_keep_their_kind_and_are_runtime_errors():
+    from doppio import errors
+    with pytest.raises(errors.InvalidArgumentError) as raised:
+        parallelize(devices=[0, 0])
+    # Caffe2 raised RuntimeError for all of them: code catching that still works.
+    assert isinstance(raised.value, RuntimeError) and isinstance(raised.value, ValueError)
+    assert '[data_parallel_planning.cc:' in str(raised.value)  # the check's file and line
+    with pytest.raises(NotImplementedError, match='rendezvous engine'):
+        parallelize(rendezvous=dict(STORE, engine='MPI'))
+
+
 def test_model_with_nothing_to_train_parallelizes_and_runs():
     # Caffe2's barrier tests build such a model: no loss, no gradients.
     model = model_helper.ModelHelper(name='empty')
