@@ -25,7 +25,7 @@ void Workspace::AddBlobMapping(Workspace* outer, const std::map<std::string, std
                                bool skip_defined) {
   for (const auto& binding : bindings) {
     const std::string& inner = binding.first;
-    DOPPIO_ENFORCE(outer->HasBlob(binding.second), "cannot bind '", inner, "' to the outer blob '",
+    DOPPIO_ENFORCE_FOUND(outer->HasBlob(binding.second), "cannot bind '", inner, "' to the outer blob '",
                    binding.second, "': it does not exist");
     {
       std::lock_guard<std::mutex> lock(blobs_mutex_);
@@ -168,7 +168,7 @@ void Workspace::RunNet(const std::string& name) {
   {
     std::lock_guard<std::mutex> lock(nets_mutex_);
     auto it = nets_.find(name);
-    DOPPIO_ENFORCE(it != nets_.end(), "no net named '", name,
+    DOPPIO_ENFORCE_FOUND(it != nets_.end(), "no net named '", name,
                    "' in this workspace; create it first");
     // Held by value: a concurrent DeleteNet must not destroy a running net.
     net = it->second;

@@ -55,7 +55,7 @@ bool IsCudaOption(const DeviceOption& option) {
 // `host` copied into a new tensor on the option's GPU; returns once the copy
 // is done, so `host` may go away.
 Tensor CopyToCuda(const Tensor& host, const DeviceOption& option, const std::string& name) {
-  DOPPIO_ENFORCE(host.dtype() != DataType::kString, "cannot feed blob '", name,
+  DOPPIO_ENFORCE_ARG(host.dtype() != DataType::kString, "cannot feed blob '", name,
                  "' to a CUDA device: string tensors live on the CPU only");
   CUDAContext context(option);
   context.SwitchToDevice();
@@ -108,12 +108,12 @@ void FeedStringBlob(const std::string& name, const py::bytes& value) {
 // array and its quantization: what Caffe2's Int8GivenTensorFill makes.
 void FeedInt8Blob(const std::string& name, const py::array& array, float scale,
                   int32_t zero_point) {
-  DOPPIO_ENFORCE(std::isfinite(scale) && scale > 0, "cannot feed Int8 blob '", name, "': scale ",
+  DOPPIO_ENFORCE_ARG(std::isfinite(scale) && scale > 0, "cannot feed Int8 blob '", name, "': scale ",
                  scale, " must be finite and positive");
   auto int8_tensor = std::make_unique<int8::Int8TensorCPU>();
   ArrayToTensor(array, name, &int8_tensor->t);
   const DataType dtype = int8_tensor->t.dtype();
-  DOPPIO_ENFORCE(dtype == DataType::kUint8 || dtype == DataType::kInt32, "cannot feed Int8 blob '",
+  DOPPIO_ENFORCE_ARG(dtype == DataType::kUint8 || dtype == DataType::kInt32, "cannot feed Int8 blob '",
                  name, "': its data must be uint8 or int32, not ", DataTypeName(dtype));
   int8_tensor->scale = scale;
   int8_tensor->zero_point = zero_point;
@@ -161,7 +161,7 @@ py::object FetchBlob(const std::string& name, const py::object& device_option_by
     if (IsCudaOption(option)) EnforceCudaDeviceFor(option, "fetch", name);
   }
   const Blob* blob = Registry().Current()->GetBlob(name);
-  DOPPIO_ENFORCE(blob != nullptr, "cannot fetch blob '", name,
+  DOPPIO_ENFORCE_FOUND(blob != nullptr, "cannot fetch blob '", name,
                  "': it does not exist in the current workspace");
   if (blob->IsType<std::string>()) return py::bytes(blob->Get<std::string>());
   if (blob->IsType<int8::Int8TensorCPU>()) {
@@ -185,9 +185,9 @@ py::object FetchBlob(const std::string& name, const py::object& device_option_by
 // Blob.tensor().data): writes land in the blob.
 py::array TensorViewOfBlob(const std::string& name) {
   const Blob* blob = Registry().Current()->GetBlob(name);
-  DOPPIO_ENFORCE(blob != nullptr, "cannot view blob '", name,
+  DOPPIO_ENFORCE_FOUND(blob != nullptr, "cannot view blob '", name,
                  "': it does not exist in the current workspace");
-  DOPPIO_ENFORCE(blob->IsTensor(), "blob '", name, "' holds ", blob->TypeName(), ", not a tensor");
+  DOPPIO_ENFORCE_ARG(blob->IsTensor(), "blob '", name, "' holds ", blob->TypeName(), ", not a tensor");
   return SharedTensorView(blob->GetTensor(), name);
 }
 

@@ -70,7 +70,7 @@ void RunPlan(const py::bytes& plan_bytes) {
 }
 
 void RunNet(const std::string& name, int num_iter) {
-  DOPPIO_ENFORCE(num_iter >= 0, "num_iter must be >= 0, got ", num_iter);
+  DOPPIO_ENFORCE_ARG(num_iter >= 0, "num_iter must be >= 0, got ", num_iter);
   Workspace* workspace = Registry().Current();
   py::gil_scoped_release release;
   for (int i = 0; i < num_iter; ++i) workspace->RunNet(name);
@@ -78,7 +78,7 @@ void RunNet(const std::string& name, int num_iter) {
 
 NetBase* NetNamed(const std::string& name) {
   NetBase* net = Registry().Current()->GetNet(name);
-  DOPPIO_ENFORCE(net != nullptr, "no net named '", name, "' (create it first)");
+  DOPPIO_ENFORCE_FOUND(net != nullptr, "no net named '", name, "' (create it first)");
   return net;
 }
 

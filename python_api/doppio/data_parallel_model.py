@@ -73,15 +73,15 @@ import copy
 import logging
 import re
 
-import numpy as np
-
 from doppio import core
 from doppio import data_parallel_bmuf
+from doppio import data_parallel_options
 from doppio import data_parallel_precision
 from doppio import data_parallel_shards
 from doppio.data_parallel_checkpoint import (ExtractPredictorNet,  # noqa: F401
                                              FinalizeAfterCheckpoint, GetCheckpointParams)
 from doppio.data_parallel_devices import Prefix as _Prefix
+from doppio.data_parallel_options import ParallelizeArgumentError  # noqa: F401
 from doppio.data_parallel_memory import (_AddDynamicMemoryOptimization,  # noqa: F401
                                           _OptimizeGradientMemorySimple)
 from doppio.data_parallel_run import (DEFAULT_BARRIER_NET_TIMEOUT_SEC, AddBlobSync,  # noqa: F401
@@ -189,33 +189,16 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
             ('ideep', ideep, 'no IDEEP devices')]:
         if value:
             _refuse(option, value, why)
-    # The pass's own checks of every option, before any builder runs.
-    options = _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_params,
-                           num_threads_per_device, shared_model, combine_spatial_bn, rendezvous,
-                           accumulate_steps, _local_updates, shard_optimizer_state)
-    if not isinstance(precision, str):
-        raise ParallelizeArgumentError(
-            'Parallelize: precision must be a str, got {!r}'.format(precision))
-    options.precision = precision
-    if dynamic_loss_scale is not None and not isinstance(dynamic_loss_scale, bool):
-        raise ParallelizeArgumentError(
-            'Parallelize: dynamic_loss_scale must be None, True or False, got {!r}'.format(
-                dynamic_loss_scale))
-    options.dynamic_loss_scale = dynamic_loss_scale
-    options.init_loss_scale = _Number('init_loss_scale', init_loss_scale)
-    options.loss_scale_growth_interval = _Integer('loss_scale_growth_interval',
-                                                  loss_scale_growth_interval)
-    # Caffe2's knobs of its distributed ops: Doppio's collectives have no
-    # concurrency cap and its barrier waits as long as the rendezvous's
-    # timeout_ms, so only their values are checked.
-    if _Integer('max_concurrent_distributed_ops', max_concurrent_distributed_ops) < 1:
-        raise ParallelizeArgumentError(
-            'Parallelize: max_concurrent_distributed_ops must be >= 1, got {!r}'.format(
-                max_concurrent_distributed_ops))
-    if _Number('barrier_net_timeout_sec', barrier_net_timeout_sec) <= 0:
-        raise ParallelizeArgumentError(
-            'Parallelize: barrier_net_timeout_sec must be positive, got {!r}'.format(
-                barrier_net_timeout_sec))
+    # Every option's type here, its value by the pass's own checks, before
+    # any builder runs.
+    options = data_parallel_options.PassOptions(
+        devices, cpu_device, use_nccl, net_type, broadcast_computed_params,
+        num_threads_per_device, shared_model, combine_spatial_bn, rendezvous,
+        accumulate_steps, _local_updates, shard_optimizer_state)
+    data_parallel_options.SetPrecisionOptions(options, precision, dynamic_loss_scale,
+                                              init_loss_scale, loss_scale_growth_interval)
+    data_parallel_options.CheckCaffe2DistributedKnobs(max_concurrent_distributed_ops,
+                                                      barrier_net_timeout_sec)
     workspace.C.validate_parallelize_options(options)
     if model.params:
         raise ValueError('Parallelize: the model must be empty (it has params {}); '
@@ -282,55 +265,6 @@ def _Commit(work, model):
             old.update(value)
         else:
             model.__dict__[key] = value
-
-
-def _PassOptions(devices, cpu_device, use_nccl, net_type, broadcast_computed_params,
-                 num_threads_per_device, shared_model, combine_spatial_bn, rendezvous,
-                 accumulate_steps=1, local_updates=False, shard_optimizer_state=False):
-    """The C++ pass's ParallelizeOptions (parallel/data_parallel.h); the
-    shared blobs are filled in once the builders have run. Values of the
-    wrong type are refused here, naming the option; the pass checks the
-    values themselves."""
-    options = workspace.C.ParallelizeOptions()
-    options.devices = [_Integer('devices', d) for d in devices]
-    options.device_type = caffe2_pb2.CPU if cpu_device else caffe2_pb2.CUDA
-    options.use_nccl = bool(use_nccl)
-    if not isinstance(net_type, str):
-        raise ParallelizeArgumentError(
-            'Parallelize: net_type must be a str, got {!r}'.format(net_type))
-    options.net_type = net_type
-    options.broadcast_computed_params = bool(broadcast_computed_params)
-    options.num_threads_per_device = _Integer('num_threads_per_device', num_threads_per_device)
-    options.shared_model = bool(shared_model)
-    options.combine_spatial_bn = bool(combine_spatial_bn)
-    options.rendezvous = data_parallel_shards.RendezvousOptions(rendezvous)
-    options.accumulate_steps = _Integer('accumulate_steps', accumulate_steps)
-    options.local_updates = bool(local_updates)
-    options.shard_optimizer_state = bool(shard_optimizer_state)
-    return options
-
-
-def _Integer(option, value):
-    """`value` as an int, or a ParallelizeArgumentError naming `option` (a
-    float with a fraction, a string, None)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        if not (isinstance(value, (float, np.floating)) and float(value).is_integer()):
-            raise ParallelizeArgumentError(
-                'Parallelize: {} must be an integer, got {!r}'.format(option, value))
-    return int(value)
-
-
-def _Number(option, value):
-    """`value` as a float, or a ParallelizeArgumentError naming `option`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ParallelizeArgumentError(
-            'Parallelize: {} must be a number, got {!r}'.format(option, value))
-    return float(value)
-
-
-class ParallelizeArgumentError(ValueError, AssertionError):
-    """A bad argument to Parallelize: a ValueError, and an AssertionError as
-    Caffe2's asserts raised."""
 
 
 # True while the builders run on the template model, which the C++ pass

@@ -118,6 +118,28 @@ def test_run_unknown_net():
         workspace.RunNet("no_such_net")
 
 
+def test_error_kinds_are_their_python_types_and_runtime_errors():
+    from doppio import errors
+    with pytest.raises(errors.NotFoundError) as missing:
+        workspace.FetchBlob("never_fed")
+    assert isinstance(missing.value, LookupError) and isinstance(missing.value, RuntimeError)
+    with pytest.raises(LookupError, match="'no_such_net'"):
+        workspace.RunNet("no_such_net")
+    workspace.FeedBlob("x", np.zeros((2, 3), np.float32))
+    with pytest.raises(errors.InvalidArgumentError) as bad:
+        workspace.RunOperatorOnce(core.CreateOperator("Reshape", ["x"], ["y", "old"],
+                                                      shape=[-1, -1]))
+    assert isinstance(bad.value, ValueError) and isinstance(bad.value, RuntimeError)
+    assert "more than one -1" in str(bad.value) and "reshape_op.cc:" in str(bad.value)
+    with pytest.raises(ValueError, match="num_iter"):
+        workspace.C.run_net("no_such_net", -1)
+    # Failures that are nobody's argument stay plain RuntimeErrors.
+    with pytest.raises(RuntimeError) as plain:
+        workspace.RunOperatorOnce(core.CreateOperator("Load", [], ["w"], db="/nonexistent/db",
+                                                      db_type="minidb", absolute_path=1))
+    assert not isinstance(plain.value, (ValueError, LookupError))
+
+
 def test_create_net_with_unknown_op_type_suggests_names():
     net = doppio_pb2.NetDef(name="typo_net")
     net.op.add(type="Rellu", input=["x"], output=["y"])
