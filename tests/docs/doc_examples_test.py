@@ -174,7 +174,8 @@ def test_a_failing_step_fails_its_group_and_names_its_line(tmp_path, tool_paths)
         '<!-- test: g -->', '```python', 'assert value == 42, "wrong value"', '```',
     ])
     _, groups = examples.files_and_groups(examples.parse_blocks(text))
-    files = {'notes.txt': examples.Block(1, 'text', 'x\n', 'test', 'file=notes.txt')}
+    files = {'notes.txt': examples.Block('README.md', 1, 'text', 'x\n', 'test',
+                                         'file=notes.txt')}
     status, output = examples.run_group('g', groups['g'], files, tool_paths,
                                         str(tmp_path / 'g'), timeout=60)
     assert status != 0
