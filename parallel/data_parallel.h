@@ -78,7 +78,9 @@ struct ParallelizeOptions {
   // accumulate_steps micro-batches (forward and backward that many times),
   // sums their gradients and reduces and updates once, as one batch
   // accumulate_steps times larger would (the caller divides the loss scale
-  // by it too). Not with sparse gradients or shared_model.
+  // by it too). Blobs fed from outside the nets are cut into that many
+  // micro-batches instead (ParallelPlan::fed_inputs). Not with sparse
+  // gradients or shared_model.
   int accumulate_steps = 1;
   // ZeRO stage 1 across the processes of a rendezvous (parallel/
   // sharded_state.h): gradients are reduce-scattered, each process updates

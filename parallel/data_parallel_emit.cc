@@ -259,6 +259,19 @@ void EmitZeroAccumulators(const ParallelPlan& plan, NetDef* net) {
   }
 }
 
+// Per replica and fed input: `<fed>_fed_batch` made an alias of `<fed>`, or
+// (to_whole) `<fed>` made an alias of the whole batch again.
+void EmitFedBatchAliases(const ParallelPlan& plan, bool to_whole, NetDef* net) {
+  for (const std::string& fed : plan.fed_inputs) {
+    for (const Replica& replica : plan.replicas) {
+      const std::string blob = replica.prefix + fed;
+      const std::string whole = blob + kFedBatchSuffix;
+      *net->add_op() = MakeOp("Alias", {to_whole ? whole : blob}, {to_whole ? blob : whole},
+                              replica.device_option);
+    }
+  }
+}
+
 // One micro-step: every replica's forward and backward ops, the statistics
 // sums, and each gradient added to its accumulator; then the step counter.
 NetDef MicroStepNet(const ParallelPlan& plan, const DataParallelTemplate& model,
@@ -268,6 +281,15 @@ NetDef MicroStepNet(const ParallelPlan& plan, const DataParallelTemplate& model,
   body.set_name(model.net.name() + "_micro_step");
   body.set_type(options.net_type);
   SetArgument(&body, "num_workers", options.num_threads_per_device);
+  for (const std::string& fed : plan.fed_inputs) {
+    for (const Replica& replica : plan.replicas) {
+      OperatorDef slice =
+          MakeOp("MicroBatchSlice", {replica.prefix + fed + kFedBatchSuffix, kAccumulateStepBlob},
+                 {replica.prefix + fed}, replica.device_option);
+      SetArgument(&slice, "micro_batches", static_cast<int64_t>(plan.accumulate_steps));
+      *body.add_op() = std::move(slice);
+    }
+  }
   for (size_t i = 0; i < plan.train_ops.size(); ++i) {
     for (size_t r = 0; r < plan.replicas.size(); ++r) {
       cloner.Append(plan.train_ops[i], shared_op[i], /*master_only=*/false, r, &body);
@@ -297,6 +319,9 @@ void EmitAccumulatedStep(const ParallelPlan& plan, const DataParallelTemplate& m
                                   {kAccumulateMoreBlob}, DeviceOption());
   *net->add_op() = more;
   EmitZeroAccumulators(plan, net);
+  // The fed batches kept whole for the step (aliases: no copy); each
+  // micro-step views its rows, and the blob is the whole batch again after.
+  EmitFedBatchAliases(plan, /*to_whole=*/false, net);
   OperatorDef loop = MakeOp("While", {kAccumulateMoreBlob}, {}, DeviceOption());
   loop.set_name(model.net.name() + "_micro_steps");
   Argument* cond_net = loop.add_arg();
@@ -308,6 +333,7 @@ void EmitAccumulatedStep(const ParallelPlan& plan, const DataParallelTemplate& m
   *loop_net->mutable_n() = MicroStepNet(plan, model, options, cloner, shared_op, collectives);
   NameLoopBlobs({&cond_net->n(), &loop_net->n()}, &loop);
   *net->add_op() = std::move(loop);
+  EmitFedBatchAliases(plan, /*to_whole=*/true, net);
   for (const auto& entry : plan.accumulators) {
     for (const Replica& replica : plan.replicas) {
       *net->add_op() = MakeOp("Copy", {replica.prefix + entry.second},

@@ -87,12 +87,20 @@ void PlanSparseGradients(const DataParallelTemplate& model, const ParallelizeOpt
 constexpr const char* kAccumulateStepBlob = "__accumulate_step";
 constexpr const char* kAccumulateLimitBlob = "__accumulate_steps";
 constexpr const char* kAccumulateMoreBlob = "__accumulate_more";
+// Appended to a fed input's name for the whole batch of the step.
+constexpr const char* kFedBatchSuffix = "_fed_batch";
 
 // accumulate_steps > 1: each dense gradient's accumulator (a free name; the
-// loop's blob names must be free too). Refuses sparse gradients and
-// shared_model (NotImplementedError).
+// loop's blob names must be free too) and the fed inputs cut into
+// micro-batches. Refuses sparse gradients and shared_model
+// (NotImplementedError).
 void PlanAccumulation(const DataParallelTemplate& model, const ParallelizeOptions& options,
                       ParallelPlan* plan);
+
+// The blobs the template's net reads before any of its ops writes them that
+// neither the init net nor the params provide, nor are shared: what a user
+// feeds per step (FeedBlob), in the order first read.
+std::vector<std::string> FedInputs(const DataParallelTemplate& model, const ParallelPlan& plan);
 
 // Dense gradient sums: each after the last op touching the gradient, in
 // the reverse order of the params' first forward use (the first layer's

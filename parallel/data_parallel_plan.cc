@@ -55,6 +55,10 @@ std::string ParallelPlan::ToString() const {
     std::vector<std::string> sums;
     for (const auto& entry : accumulators) sums.push_back(entry.first + " -> " + entry.second);
     out << "\naccumulated over micro-batches: " << Join(sums);
+    if (!fed_inputs.empty()) {
+      out << "\nfed inputs cut into " << accumulate_steps << " micro-batches: "
+          << Join(fed_inputs);
+    }
   }
   out << "\n";
   if (local_updates) out << "local updates: each replica applies its own gradients\n";

@@ -79,6 +79,12 @@ struct ParallelPlan {
   ShardedState sharded;
   // Dense gradient -> the blob its micro-batch sum is kept in.
   std::map<std::string, std::string> accumulators;
+  // accumulate_steps > 1: the blobs the template's net reads but nothing
+  // makes (batches fed from Python), in the order first read. Each is kept
+  // for the step under `<name>_fed_batch` and every micro-step reads its
+  // rows of it (MicroBatchSlice), so K micro-steps cover the fed batch once;
+  // after the loop the blob is the whole batch again.
+  std::vector<std::string> fed_inputs;
   // The dtype and shape of the blobs the template's init net makes (the
   // params among them), as the ops' schemas infer them: what bucket sizes,
   // accumulators and the collective schedule check read.

@@ -317,6 +317,29 @@ void PlanAccumulation(const DataParallelTemplate& model, const ParallelizeOption
                    "' already exists in the model; accumulate_steps needs that name for its "
                    "micro-step loop");
   }
+  plan->fed_inputs = FedInputs(model, *plan);
+  for (const std::string& fed : plan->fed_inputs) {
+    DOPPIO_ENFORCE_ARG(!template_blobs.count(fed + kFedBatchSuffix), "Parallelize: blob '",
+                       fed, kFedBatchSuffix, "' already exists in the model; accumulate_steps "
+                       "needs that name to keep the fed batch '", fed, "' for the step");
+  }
+}
+
+std::vector<std::string> FedInputs(const DataParallelTemplate& model, const ParallelPlan& plan) {
+  std::set<std::string> made(model.params.begin(), model.params.end());
+  for (const OperatorDef& op : model.param_init_net.op()) {
+    made.insert(op.output().begin(), op.output().end());
+  }
+  std::vector<std::string> fed;
+  for (const OperatorDef& op : model.net.op()) {
+    for (const std::string& input : op.input()) {
+      // A shared blob is one for all replicas: no replica's rows to cut.
+      if (made.count(input) || plan.shared.count(input)) continue;
+      if (std::find(fed.begin(), fed.end(), input) == fed.end()) fed.push_back(input);
+    }
+    made.insert(op.output().begin(), op.output().end());
+  }
+  return fed;
 }
 
 void PlanDenseReductions(const DataParallelTemplate& model, const ParallelizeOptions& options,

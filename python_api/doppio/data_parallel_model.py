@@ -149,8 +149,9 @@ def Parallelize(model_helper_obj, input_builder_fun, forward_pass_builder_fun,
     ops after last use (memonger.release_blobs_when_used), sparing
     blobs_to_keep on every device (names without the device prefix).
     accumulate_steps=K (a Doppio addition) makes each RunNet read K
-    micro-batches (the input and forward ops and the backward run K times,
-    so the input builder should read from a reader such as a DB input op),
+    micro-batches (the input and forward ops and the backward run K times:
+    a reader such as a DB input op hands out K batches, and a batch fed
+    with FeedBlob is cut into K parts of its rows, one per micro-step),
     sum their gradients locally and reduce and update once: one step of a
     batch K times larger. The loss scale the forward builder gets is divided
     by K for that. shard_optimizer_state=True (a Doppio addition; CPU

@@ -491,6 +491,8 @@ std::vector<Case> Cases() {
   cases.push_back({MakeOp("ShardSlice", {"a"}, {"b"},
                           {IntArg("num_shards", 3), IntArg("shard_id", 2)}),
                    {{{4, 2}, f64}}});
+  cases.push_back({MakeOp("MicroBatchSlice", {"a", "s"}, {"b"}, {IntArg("micro_batches", 3)}),
+                   {{{6, 2}, f64}, {{}, DataType::kInt64}}});
   return cases;
 }
 
