@@ -1,8 +1,10 @@
 """The process's workspaces, as in caffe2.python.workspace.
 
 Nets and operators go to the C++ runtime as serialized protos; blobs cross
-as numpy arrays. Every failure inside the runtime surfaces as RuntimeError
-carrying the C++ message.
+as numpy arrays. Every failure inside the runtime surfaces as a
+RuntimeError carrying the C++ message; its kind, where the check chose
+one, is a subclass as well (doppio.errors: a bad argument is also a
+ValueError, a missing blob or net a LookupError).
 """
 
 import atexit
@@ -12,7 +14,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from doppio.proto import doppio_pb2 as caffe2_pb2
 from doppio import plan
 from doppio import scope
 from doppio import workspace_object
+from doppio.workspace_transforms import ApplyTransform, ApplyTransformIfFaster  # noqa: F401
 
 # Build-time capabilities, under Caffe2's names (the extension's answers;
 # python_api/capabilities_py.cc).
@@ -116,44 +118,6 @@ def ResetCPUAllocatorPeak():
     """Doppio addition (not in Caffe2): starts a new peak window for
     GetCPUAllocatorStats at the bytes held now."""
     C.reset_cpu_allocator_peak()
-
-
-# ---- Caffe2's transform registry ----
-
-def ApplyTransform(transform_key, net):
-    """The NetDef `net` rewritten by the registered transform
-    `transform_key` (transforms/registry.h lists them)."""
-    net = net.Proto() if hasattr(net, 'Proto') else net
-    out = caffe2_pb2.NetDef()
-    out.ParseFromString(C.apply_transform(str(transform_key), net.SerializeToString()))
-    return out
-
-
-def _average_run_seconds(net, warmup_runs, main_runs):
-    C.create_net(net.SerializeToString(), True)
-    C.run_net(net.name, warmup_runs)
-    start = time.perf_counter()
-    C.run_net(net.name, main_runs)
-    return (time.perf_counter() - start) / max(main_runs, 1)
-
-
-def ApplyTransformIfFaster(transform_key, net, init_net, warmup_runs=5, main_runs=10,
-                           improvement_threshold=1.0):
-    """The transformed net if, timed in a scratch workspace set up by
-    `init_net`, it runs faster than `net` by more than improvement_threshold
-    (a ratio of average times); else `net` unchanged, as in Caffe2."""
-    net = net.Proto() if hasattr(net, 'Proto') else net
-    init_net = init_net.Proto() if hasattr(init_net, 'Proto') else init_net
-    transformed = ApplyTransform(transform_key, net)
-    # One scratch workspace, emptied after each use: calls leave nothing behind.
-    with WorkspaceGuard('_transform_timing'):
-        try:
-            C.run_net_once(init_net.SerializeToString())
-            before = _average_run_seconds(net, warmup_runs, main_runs)
-            after = _average_run_seconds(transformed, warmup_runs, main_runs)
-        finally:
-            C.reset_workspace()
-    return transformed if before > after * improvement_threshold else net
 
 
 # ---- immediate mode (Caffe2's debugging aid) ----
