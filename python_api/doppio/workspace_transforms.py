@@ -29,16 +29,19 @@ def ApplyTransformIfFaster(transform_key, net, init_net, warmup_runs=5, main_run
     """The transformed net if, timed in a scratch workspace set up by
     `init_net`, it runs faster than `net` by more than improvement_threshold
     (a ratio of average times); else `net` unchanged, as in Caffe2."""
-    from doppio import workspace  # the guard lives there; it imports this module
     net = net.Proto() if hasattr(net, 'Proto') else net
     init_net = init_net.Proto() if hasattr(init_net, 'Proto') else init_net
     transformed = ApplyTransform(transform_key, net)
-    # One scratch workspace, emptied after each use: calls leave nothing behind.
-    with workspace.WorkspaceGuard('_transform_timing'):
-        try:
-            C.run_net_once(init_net.SerializeToString())
-            before = _average_run_seconds(net, warmup_runs, main_runs)
-            after = _average_run_seconds(transformed, warmup_runs, main_runs)
-        finally:
-            C.reset_workspace()
+    # One scratch workspace, emptied after each use: calls leave nothing
+    # behind (workspace.WorkspaceGuard's switch, without importing workspace,
+    # which imports this module).
+    previous = C.current_workspace()
+    C.switch_workspace('_transform_timing', True)
+    try:
+        C.run_net_once(init_net.SerializeToString())
+        before = _average_run_seconds(net, warmup_runs, main_runs)
+        after = _average_run_seconds(transformed, warmup_runs, main_runs)
+    finally:
+        C.reset_workspace()
+        C.switch_workspace(previous, False)
     return transformed if before > after * improvement_threshold else net
