@@ -1,36 +1,17 @@
 // doppio._C's gradients: one op's gradient defs and the backward pass of a
 // whole net, from the C++ gradient makers.
 #include "python_api/bindings.h"
-#include <pybind11/numpy.h>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cmath>
-#include <functional>
 #include <map>
-#include <memory>
-#include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/allocator.h"
 #include "core/backward.h"
-#include "core/cuda/cuda_common.h"
-#include "core/cuda/cuda_context.h"
 #include "core/gradient.h"
-#include "core/limits.h"
-#include "core/net.h"
-#include "core/registry.h"
-#include "core/schema.h"
-#include "core/serialization.h"
-#include "core/tensor_int8.h"
-#include "core/workspace.h"
-#include "operators/op_cost.h"
-#include "parallel/gloo/gloo_common.h"
-#include "parallel/memonger/memonger.h"
-#include "python_api/numpy_tensor.h"
 #include "python_api/proto_bytes.h"
 
 namespace py = pybind11;

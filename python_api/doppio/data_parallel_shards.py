@@ -25,7 +25,7 @@ def CheckRendezvous(rendezvous):
             unknown, sorted(_RENDEZVOUS_KEYS)))
     if 'num_shards' not in rendezvous:
         raise ValueError('Parallelize: rendezvous needs num_shards')
-    if int(rendezvous['num_shards']) <= 1:
+    if _Converted(rendezvous, 'num_shards', int) <= 1:
         return None
     for key in ('kv_handler', 'shard_id'):
         if rendezvous.get(key) is None:
@@ -36,15 +36,20 @@ def CheckRendezvous(rendezvous):
     result['kv_handler'] = str(result['kv_handler'])
     for key, kind in (('num_shards', int), ('shard_id', int), ('timeout_ms', int),
                       ('bucket_cap_mb', float)):
-        try:
-            result[key] = kind(result[key])
-        except (TypeError, ValueError):
-            raise ValueError('Parallelize: rendezvous {} must be {}, got {!r}'.format(
-                key, 'an integer' if kind is int else 'a number', result[key])) from None
+        result[key] = _Converted(result, key, kind)
     result['interface'] = result['interface'] or ''
     # The pass's default name for the world it connects.
     result['common_world'] = workspace.C.RendezvousOptions().common_world
     return result
+
+
+def _Converted(rendezvous, key, kind):
+    """rendezvous[key] as `kind` (int or float), or a ValueError naming it."""
+    try:
+        return kind(rendezvous[key])
+    except (TypeError, ValueError):
+        raise ValueError('Parallelize: rendezvous {} must be {}, got {!r}'.format(
+            key, 'an integer' if kind is int else 'a number', rendezvous[key])) from None
 
 
 def RendezvousOptions(rendezvous):

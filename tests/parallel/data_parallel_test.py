@@ -157,6 +157,7 @@ BAD_OPTIONS = [
     (dict(rendezvous=dict(STORE, timeout_ms='long')), 'timeout_ms'),
     (dict(rendezvous=dict(STORE, bucket_cap_mb=-1)), 'bucket_cap_mb'),
     (dict(rendezvous=dict(STORE, colour='red')), 'colour'),
+    (dict(rendezvous=dict(STORE, num_shards='two')), 'num_shards'),
 ]
 
 
